@@ -1,0 +1,74 @@
+#!/bin/busybox sh
+# /init of the rverbs test VM. The host (xtask/src/vm) builds this initramfs:
+# busybox, the decompressed kernel modules listed in /modules.order, and this
+# script. It brings up rxe, then runs the host-written run script inside a
+# chroot of the host's root (shared read-only over 9p), so that paths inside
+# the VM are the host's. Lines that start with "rverbs-vm:" are for xtask.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+exec </dev/null
+
+say() { echo "rverbs-vm: $*"; }
+fail() {
+    say "setup-failed: $*"
+    poweroff -f
+    sleep 5
+}
+
+arg() { # value of rverbs.$1= on the kernel command line
+    for w in $(cat /proc/cmdline); do
+        case "$w" in "rverbs.$1="*) echo "${w#*=}" ;; esac
+    done
+}
+HOSTNO=$(arg host)
+RUNDIR=$(arg rundir)
+OUTDIR=$(arg outdir)
+NETDEV=$(arg netdev)
+[ -n "$HOSTNO" ] && [ -n "$RUNDIR" ] && [ -n "$NETDEV" ] || fail "kernel command line lacks rverbs.host/rundir/netdev"
+
+for m in $(cat /modules.order); do
+    insmod "/modules/$m" 2>/tmp/insmod.err || fail "module $m failed to load: $(cat /tmp/insmod.err)"
+done
+
+mkdir -p /host
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose host /host ||
+    fail "cannot mount the host root over 9p"
+for d in proc sys dev; do mount --bind /$d /host/$d || fail "cannot bind /$d"; done
+mount -t tmpfs tmp /host/tmp || fail "cannot mount /tmp"
+mount -t tmpfs run /host/run || fail "cannot mount /run"
+mount -t tmpfs shm /host/dev/shm 2>/dev/null
+if [ -n "$OUTDIR" ]; then
+    mount -t 9p -o trans=virtio,version=9p2000.L,rw out "/host$OUTDIR" ||
+        fail "cannot mount the writable share at $OUTDIR"
+fi
+
+# Network and rxe, with the host's iproute2 (ip, rdma) through the chroot.
+H="chroot /host /usr/bin/env -i PATH=/usr/sbin:/usr/bin"
+$H ip link set lo up || fail "ip link set lo up"
+if [ "$NETDEV" = veth0 ]; then
+    $H ip link add veth0 type veth peer name veth1 || fail "cannot create veth0/veth1: $($H ip -br link)"
+    $H ip link set veth1 up || fail "veth1 up"
+fi
+$H ip addr add "10.77.0.$HOSTNO/24" dev "$NETDEV" || fail "cannot address $NETDEV"
+$H ip link set "$NETDEV" up || fail "cannot bring $NETDEV up"
+$H rdma link add rxe0 type rxe netdev "$NETDEV" 2>/tmp/rdma.err ||
+    fail "rdma link add rxe0 on $NETDEV failed: $(cat /tmp/rdma.err)"
+[ -e /dev/infiniband/uverbs0 ] || fail "no /dev/infiniband/uverbs0 after rdma link add"
+# The IPv4-mapped RoCE v2 GID appears asynchronously once the address is in.
+i=0
+while ! grep -q "0000:0000:0000:0000:0000:ffff:0a4d:000$HOSTNO" /sys/class/infiniband/rxe0/ports/1/gids/1 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -gt 100 ] && fail "GID 1 of rxe0 is not ::ffff:10.77.0.$HOSTNO: $(cat /sys/class/infiniband/rxe0/ports/1/gids/1)"
+    sleep 0.1
+done
+
+say "ready host=$HOSTNO"
+chroot /host /usr/bin/env -i /bin/sh "$RUNDIR/run.sh"
+rc=$?
+say "exit-status $rc"
+sync
+poweroff -f
+sleep 5

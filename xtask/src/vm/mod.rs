@@ -1,0 +1,19 @@
+//! `cargo xtask vm-run`: boot a fresh VM with an rxe device and run a command
+//! in it.
+//!
+//! Inside the VM the host's root is mounted read-only over 9p and the command
+//! runs in a chroot of it, so paths are the host's: a test binary under
+//! `target/` or a Debian tool runs as it is. `/tmp` is a tmpfs; the directory
+//! named by `RVERBS_VM_OUT` is a writable share that comes back to the host.
+
+mod image;
+mod qemu;
+
+pub use qemu::{run, Options};
+
+/// Builds (or reuses) the kernel and initramfs without booting, so that the
+/// first test does not pay for the fetch inside its timeout.
+pub fn prepare() -> crate::host::Result<()> {
+    crate::host::ensure_packages(crate::host::VM_PACKAGES)?;
+    image::ensure().map(|_| ())
+}

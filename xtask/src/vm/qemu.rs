@@ -1,0 +1,417 @@
+//! Booting QEMU, streaming the guest's console, and collecting exit statuses.
+
+use super::image;
+use crate::host::{ensure_packages, target_dir, Result, VM_PACKAGES};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// What to run, and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Two VMs joined by a socket netdev instead of one VM with a veth pair.
+    pub two_hosts: bool,
+    /// Hard limit for the whole run, boot included.
+    pub timeout: Duration,
+    /// The command for (the first) VM.
+    pub cmd: Vec<String>,
+    /// The command for the second VM (`--two-hosts`); `None` leaves it idle.
+    pub peer_cmd: Option<String>,
+    /// Extra environment for the command(s).
+    pub env: Vec<(String, String)>,
+    /// Print the guest console's setup lines too.
+    pub verbose: bool,
+}
+
+/// How the run ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Exit status of the command on each host (host 1 first).
+    pub status: Vec<i32>,
+}
+
+impl Outcome {
+    pub fn success(&self) -> bool {
+        self.status.iter().all(|&s| s == 0)
+    }
+}
+
+/// Kills the VM when dropped, so that no qemu outlives xtask's return.
+struct Vm {
+    child: Child,
+    name: &'static str,
+}
+
+impl Drop for Vm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+enum Line {
+    Out(usize, String),
+    Eof(usize),
+}
+
+/// Boots the VM(s), runs the command and returns each host's exit status.
+/// An error (not an `Outcome`) means the VM itself failed: no boot, a module
+/// that did not load, no rxe link, or the timeout.
+pub fn run(opts: &Options) -> Result<Outcome> {
+    ensure_packages(VM_PACKAGES)?;
+    let img = image::ensure()?;
+    let accel = accel()?;
+    let runs = target_dir().join("vm").join("runs");
+    std::fs::create_dir_all(&runs).map_err(|e| e.to_string())?;
+    let run_dir = unique_dir(&runs)?;
+    let _cleanup = RemoveOnDrop(run_dir.clone());
+
+    let hosts = if opts.two_hosts { 2 } else { 1 };
+    let port = if opts.two_hosts { free_port()? } else { 0 };
+    let (tx, rx) = mpsc::channel();
+    let mut vms = Vec::new();
+    for host in 1..=hosts {
+        let hdir = run_dir.join(format!("host{host}"));
+        let out = hdir.join("out");
+        std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+        let script = match host {
+            1 => Some(shell_join(&opts.cmd)),
+            _ => opts.peer_cmd.clone(),
+        };
+        write_run_script(&hdir, host, hosts, script.as_deref(), &opts.env, &out)?;
+        let mut cmd = Command::new("qemu-system-x86_64");
+        cmd.args(accel.args())
+            .args(["-m", "2048", "-smp", "2", "-nodefaults", "-no-reboot"])
+            .args(["-display", "none", "-serial", "stdio", "-monitor", "none"])
+            .arg("-kernel")
+            .arg(&img.kernel)
+            .arg("-initrd")
+            .arg(&img.initramfs)
+            .arg("-append")
+            .arg(format!(
+                "console=ttyS0 quiet loglevel=3 panic=-1 rverbs.host={host} rverbs.rundir={} rverbs.outdir={} rverbs.netdev={}",
+                hdir.display(),
+                out.display(),
+                if opts.two_hosts { "eth0" } else { "veth0" }
+            ))
+            .args([
+                "-virtfs",
+                "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap",
+            ])
+            .arg("-virtfs")
+            .arg(format!(
+                "local,path={},mount_tag=out,security_model=none,multidevs=remap",
+                out.display()
+            ));
+        if opts.two_hosts {
+            let role = if host == 1 { "listen" } else { "connect" };
+            cmd.args([
+                "-netdev",
+                &format!("socket,id=n0,{role}=127.0.0.1:{port}"),
+                "-device",
+                &format!("virtio-net-pci,netdev=n0,mac=52:54:00:77:00:0{host}"),
+            ]);
+        }
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
+        let idx = host - 1;
+        for pipe in [
+            child.stdout.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            child.stderr.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(pipe);
+                let mut buf = Vec::new();
+                loop {
+                    buf.clear();
+                    match r.read_until(b'\n', &mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            let s = String::from_utf8_lossy(&buf);
+                            let s = s.trim_end_matches(['\n', '\r']).to_string();
+                            if tx.send(Line::Out(idx, s)).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                let _ = tx.send(Line::Eof(idx));
+            });
+        }
+        vms.push(Vm {
+            child,
+            name: if host == 1 { "host1" } else { "host2" },
+        });
+        if opts.two_hosts && host == 1 {
+            // The connecting side needs the listener's socket to exist.
+            wait_for_listener(port)?;
+        }
+    }
+    drop(tx);
+    collect(opts, &mut vms, rx, hosts)
+}
+
+fn collect(opts: &Options, vms: &mut [Vm], rx: mpsc::Receiver<Line>, hosts: usize) -> Result<Outcome> {
+    let deadline = Instant::now() + opts.timeout;
+    let mut status: Vec<Option<i32>> = vec![None; hosts];
+    let mut setup_error: Vec<Option<String>> = vec![None; hosts];
+    let mut ready = vec![false; hosts];
+    let mut eofs = vec![0; hosts];
+    let mut tail: Vec<Vec<String>> = vec![Vec::new(); hosts];
+    let stdout = std::io::stdout();
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(format!(
+                "VM run timed out after {}s (killed){}",
+                opts.timeout.as_secs(),
+                last_lines(&tail)
+            ));
+        }
+        // The second host idles when it has no command: once host 1 is done,
+        // stop it.
+        if hosts == 2 && opts.peer_cmd.is_none() && status[0].is_some() && eofs[1] < 2 {
+            let _ = vms[1].child.kill();
+        }
+        if eofs.iter().all(|&e| e >= 2) {
+            break;
+        }
+        match rx.recv_timeout((deadline - now).min(Duration::from_millis(500))) {
+            Ok(Line::Out(i, s)) => {
+                let prefix = if hosts == 2 { format!("[{}] ", vms[i].name) } else { String::new() };
+                if let Some(rest) = s.strip_prefix("rverbs-vm: ") {
+                    if let Some(code) = rest.strip_prefix("exit-status ") {
+                        status[i] = code.trim().parse().ok();
+                    } else if let Some(msg) = rest.strip_prefix("setup-failed: ") {
+                        setup_error[i] = Some(msg.to_string());
+                    } else if rest.starts_with("ready") {
+                        ready[i] = true;
+                    }
+                    if opts.verbose {
+                        let _ = writeln!(stdout.lock(), "{prefix}{s}");
+                    }
+                    continue;
+                }
+                if (ready[i] && status[i].is_none()) || opts.verbose {
+                    let _ = writeln!(stdout.lock(), "{prefix}{s}");
+                }
+                tail[i].push(s);
+                if tail[i].len() > 30 {
+                    tail[i].remove(0);
+                }
+            }
+            Ok(Line::Eof(i)) => eofs[i] += 1,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    for vm in vms.iter_mut() {
+        let _ = vm.child.wait();
+    }
+    let mut out = Vec::new();
+    for i in 0..hosts {
+        if let Some(msg) = &setup_error[i] {
+            return Err(format!("VM host{} setup failed: {msg}", i + 1));
+        }
+        match status[i] {
+            Some(s) => out.push(s),
+            None if i == 1 && opts.peer_cmd.is_none() => out.push(0),
+            None => {
+                return Err(format!(
+                    "VM host{} ended without reporting an exit status (boot failure or kernel panic?){}",
+                    i + 1,
+                    last_lines(&tail)
+                ))
+            }
+        }
+    }
+    Ok(Outcome { status: out })
+}
+
+fn last_lines(tail: &[Vec<String>]) -> String {
+    let mut s = String::new();
+    for (i, t) in tail.iter().enumerate() {
+        if !t.is_empty() {
+            s.push_str(&format!("\n--- last console lines of host{} ---\n", i + 1));
+            s.push_str(&t.join("\n"));
+        }
+    }
+    s
+}
+
+/// The run script: the environment the tests read, then the command, run from
+/// the caller's working directory.
+fn write_run_script(
+    dir: &Path,
+    host: usize,
+    hosts: usize,
+    cmd: Option<&str>,
+    env: &[(String, String)],
+    out: &Path,
+) -> Result<()> {
+    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    let mut s = String::from("# written by cargo xtask vm-run\n");
+    let mut vars: Vec<(String, String)> = vec![
+        ("PATH".into(), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()),
+        ("HOME".into(), "/tmp".into()),
+        ("RVERBS_IN_VM".into(), "1".into()),
+        ("RVERBS_TEST_DEV".into(), "rxe0".into()),
+        ("RVERBS_TEST_GID".into(), "1".into()),
+        ("RVERBS_TEST_ADDR".into(), format!("10.77.0.{host}")),
+        ("RVERBS_VM_HOST".into(), host.to_string()),
+        ("RVERBS_VM_OUT".into(), out.display().to_string()),
+    ];
+    if hosts == 2 {
+        vars.push(("RVERBS_PEER_ADDR".into(), format!("10.77.0.{}", 3 - host)));
+    }
+    for key in ["RUST_BACKTRACE", "RUST_LOG", "RVERBS_DEBUG"] {
+        if let Ok(v) = std::env::var(key) {
+            vars.push((key.into(), v));
+        }
+    }
+    vars.extend(env.iter().cloned());
+    for (k, v) in &vars {
+        s.push_str(&format!("export {k}={}\n", shell_quote(v)));
+    }
+    s.push_str(&format!("cd {} || exit 125\n", shell_quote(&cwd.display().to_string())));
+    match cmd {
+        Some(c) => s.push_str(&format!("{c}\n")),
+        None => s.push_str("exec sleep 100000\n"),
+    }
+    std::fs::write(dir.join("run.sh"), s).map_err(|e| e.to_string())
+}
+
+/// Quotes for POSIX sh: the argument reaches the command unchanged.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+fn shell_join(args: &[String]) -> String {
+    args.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ")
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Accel {
+    Kvm,
+    Tcg,
+}
+
+impl Accel {
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            Accel::Kvm => &["-accel", "kvm", "-cpu", "host"],
+            Accel::Tcg => &["-accel", "tcg", "-cpu", "max"],
+        }
+    }
+}
+
+/// KVM when it boots a kernel here, TCG otherwise. On these machines /dev/kvm
+/// exists but a nested-virtualisation layer makes a stock kernel die in its
+/// decompressor, so the only honest test is a boot: the answer is cached in
+/// `target/vm/accel`. `RVERBS_VM_ACCEL=kvm|tcg` overrides.
+fn accel() -> Result<Accel> {
+    match std::env::var("RVERBS_VM_ACCEL").as_deref() {
+        Ok("kvm") => return Ok(Accel::Kvm),
+        Ok("tcg") => return Ok(Accel::Tcg),
+        _ => {}
+    }
+    let cache = target_dir().join("vm").join("accel");
+    if let Ok(s) = std::fs::read_to_string(&cache) {
+        match s.trim() {
+            "kvm" => return Ok(Accel::Kvm),
+            "tcg" => return Ok(Accel::Tcg),
+            _ => {}
+        }
+    }
+    let kvm_usable = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .is_ok();
+    let found = if kvm_usable && probe_kvm()? { Accel::Kvm } else { Accel::Tcg };
+    eprintln!("xtask: VM acceleration: {found:?} (cached in {})", cache.display());
+    let _ = std::fs::write(&cache, if found == Accel::Kvm { "kvm" } else { "tcg" });
+    Ok(found)
+}
+
+/// Boots the kernel under KVM with an init that only reports it started.
+fn probe_kvm() -> Result<bool> {
+    let img = image::ensure()?;
+    let mut child = Command::new("qemu-system-x86_64")
+        .args(Accel::Kvm.args())
+        .args(["-m", "512", "-nodefaults", "-no-reboot", "-display", "none", "-serial", "stdio"])
+        .arg("-kernel")
+        .arg(&img.kernel)
+        .arg("-initrd")
+        .arg(&img.initramfs)
+        .args(["-append", "console=ttyS0 panic=-1 rdinit=/bin/busybox poweroff -f"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
+    let stdout = child.stdout.take().expect("piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+            if line.contains("Run /bin/busybox as init process") || line.contains("Linux version") {
+                let _ = tx.send(());
+                return;
+            }
+        }
+    });
+    let ok = rx.recv_timeout(Duration::from_secs(20)).is_ok();
+    let _ = child.kill();
+    let _ = child.wait();
+    Ok(ok)
+}
+
+fn free_port() -> Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+fn wait_for_listener(port: u16) -> Result<()> {
+    let until = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < until {
+        // Not a probe connection: QEMU's socket netdev would take it as its
+        // one peer. A failing bind says the port is taken, by QEMU.
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(format!("QEMU never listened on 127.0.0.1:{port}"))
+}
+
+fn unique_dir(parent: &Path) -> Result<PathBuf> {
+    for n in 0..1000u32 {
+        let d = parent.join(format!("{}-{n}", std::process::id()));
+        if std::fs::create_dir(&d).is_ok() {
+            return Ok(d);
+        }
+    }
+    Err(format!("cannot create a run directory under {}", parent.display()))
+}
+
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if std::env::var_os("RVERBS_VM_KEEP").is_none() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
