@@ -53,6 +53,7 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
         peer_cmd: std::env::var("RVERBS_PEER_CMD").ok().filter(|s| !s.is_empty()),
         env: Vec::new(),
         verbose: false,
+        capture: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {

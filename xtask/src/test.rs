@@ -1,11 +1,302 @@
-//! `cargo xtask test` and `cargo xtask demo` (being written).
-use crate::host::Result;
-use std::process::ExitCode;
+//! `cargo xtask test` and `cargo xtask demo`.
+//!
+//! `test` runs, in order: the host tests (every workspace crate's unit and
+//! integration tests, except the root crate's `tests/`, which need a kernel
+//! with rxe), then the root crate's `tests/` inside one VM boot, then the
+//! test-bed checks that need their own boots (two hosts, exit statuses). It
+//! ends with one line `N passed, N failed`; a VM that cannot boot counts as a
+//! failure, never as a skip.
 
-pub fn run(_args: &[String]) -> Result<ExitCode> {
-    Err("not yet".into())
+use crate::host::{workspace_root, Result};
+use crate::vm;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Default)]
+struct Tally {
+    passed: u64,
+    failed: u64,
+    failures: Vec<String>,
+}
+
+impl Tally {
+    fn pass(&mut self, what: &str) {
+        self.passed += 1;
+        println!("xtask: PASS {what}");
+    }
+    fn fail(&mut self, what: &str, why: &str) {
+        self.failed += 1;
+        self.failures.push(format!("{what}: {why}"));
+        println!("xtask: FAIL {what}: {why}");
+    }
+    /// Adds the counts of libtest's `test result:` lines in `lines`.
+    fn libtest(&mut self, lines: &[String]) -> u64 {
+        let mut seen = 0;
+        for l in lines {
+            if let Some((p, f)) = parse_test_result(l) {
+                self.passed += p;
+                self.failed += f;
+                seen += 1;
+            }
+        }
+        seen
+    }
+}
+
+/// `test result: ok. 3 passed; 0 failed; 0 ignored; ...` → (3, 0).
+fn parse_test_result(line: &str) -> Option<(u64, u64)> {
+    let rest = line.trim().strip_prefix("test result: ")?;
+    let mut passed = None;
+    let mut failed = None;
+    for part in rest.split(';') {
+        let words: Vec<&str> = part.split_whitespace().collect();
+        let n = words.len();
+        if n >= 2 {
+            match words[n - 1] {
+                "passed" => passed = words[n - 2].parse().ok(),
+                "failed" => failed = words[n - 2].parse().ok(),
+                _ => {}
+            }
+        }
+    }
+    Some((passed?, failed?))
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    c.current_dir(workspace_root());
+    c
+}
+
+/// Runs a cargo test command, echoing its output, and returns the lines.
+fn cargo_test(args: &[&str]) -> Result<(bool, Vec<String>)> {
+    let mut child = cargo()
+        .arg("test")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    let mut lines = Vec::new();
+    for line in BufReader::new(child.stdout.take().expect("piped")).lines() {
+        let line = line.map_err(|e| e.to_string())?;
+        println!("{line}");
+        lines.push(line);
+    }
+    let ok = child.wait().map_err(|e| e.to_string())?.success();
+    Ok((ok, lines))
+}
+
+/// Builds the root crate's integration tests and returns their executables.
+fn build_vm_tests() -> Result<Vec<(String, PathBuf)>> {
+    let out = cargo()
+        .args(["test", "-p", "rverbs", "--tests", "--no-run"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        eprint!("{err}");
+        return Err("building the VM tests failed".into());
+    }
+    // cargo prints `  Executable tests/foo.rs (target/debug/deps/foo-hash)`.
+    let mut found = Vec::new();
+    for line in err.lines() {
+        let Some(rest) = line.trim().strip_prefix("Executable ") else {
+            continue;
+        };
+        let Some((name, path)) = rest.rsplit_once(" (") else {
+            continue;
+        };
+        if !name.starts_with("tests/") {
+            continue; // the lib's unit tests ran on the host already
+        }
+        let path = workspace_root().join(path.trim_end_matches(')'));
+        found.push((name.to_string(), path));
+    }
+    if found.is_empty() {
+        return Err("cargo built no integration tests under tests/".into());
+    }
+    Ok(found)
+}
+
+pub fn run(args: &[String]) -> Result<ExitCode> {
+    let (mut host, mut in_vm) = (true, true);
+    for a in args {
+        match a.as_str() {
+            "--host-only" => in_vm = false,
+            "--vm-only" => host = false,
+            other => return Err(format!("test: unknown option {other} (--host-only, --vm-only)")),
+        }
+    }
+    let start = Instant::now();
+    let mut tally = Tally::default();
+    if host {
+        host_tests(&mut tally)?;
+    }
+    if in_vm {
+        vm_tests(&mut tally);
+        testbed_checks(&mut tally);
+    }
+    println!();
+    for f in &tally.failures {
+        println!("xtask: failed: {f}");
+    }
+    println!("xtask: finished in {}s", start.elapsed().as_secs());
+    println!("{} passed, {} failed", tally.passed, tally.failed);
+    Ok(if tally.failed == 0 && tally.passed > 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn host_tests(tally: &mut Tally) -> Result<()> {
+    println!("xtask: == host tests");
+    // Every crate but the root one, all targets; the root crate's lib and
+    // bins (its tests/ need the VM).
+    for args in [
+        &["--workspace", "--exclude", "rverbs"][..],
+        &["-p", "rverbs", "--lib", "--bins"][..],
+    ] {
+        let (ok, lines) = cargo_test(args)?;
+        let seen = tally.libtest(&lines);
+        if !ok && seen == 0 {
+            tally.fail(&format!("cargo test {}", args.join(" ")), "did not build or run");
+        } else if !ok && !lines.iter().any(|l| l.contains("FAILED") || l.contains("panicked")) {
+            tally.fail(&format!("cargo test {}", args.join(" ")), "exited non-zero");
+        }
+    }
+    Ok(())
+}
+
+fn vm_tests(tally: &mut Tally) {
+    println!("xtask: == VM tests (one boot, rxe0 on veth0)");
+    let tests = match vm::prepare().and_then(|_| build_vm_tests()) {
+        Ok(t) => t,
+        Err(e) => return tally.fail("VM tests", &e),
+    };
+    // One boot runs every test binary in turn; a marker line reports each
+    // binary's exit status, so that a crash without a summary still counts.
+    let mut script = String::from("rc=0\n");
+    for (name, path) in &tests {
+        script.push_str(&format!(
+            "echo 'xtask-vm: running {name}'\n{} --test-threads=1; r=$?\necho \"xtask-vm: {name} exit $r\"\n[ $r = 0 ] || rc=1\n",
+            vm::shell_quote(&path.display().to_string())
+        ));
+    }
+    script.push_str("exit $rc\n");
+    let opts = vm::Options {
+        two_hosts: false,
+        timeout: Duration::from_secs(900),
+        cmd: vec!["sh".into(), "-c".into(), script],
+        peer_cmd: None,
+        env: vec![("RUST_BACKTRACE".into(), "1".into())],
+        verbose: false,
+        capture: true,
+    };
+    match vm::run(&opts) {
+        Err(e) => tally.fail("VM tests", &format!("the VM could not run them: {e}")),
+        Ok(out) => {
+            let lines = &out.lines[0];
+            tally.libtest(lines);
+            for (name, _) in &tests {
+                let marker = format!("xtask-vm: {name} exit ");
+                match lines.iter().find_map(|l| l.strip_prefix(&marker)) {
+                    Some("0") => {}
+                    Some(rc) => {
+                        if !lines.iter().any(|l| parse_test_result(l).is_some_and(|(_, f)| f > 0)) {
+                            tally.fail(name, &format!("exited {rc} without a failing test (crash?)"));
+                        }
+                    }
+                    None => tally.fail(name, "never finished in the VM"),
+                }
+            }
+        }
+    }
+}
+
+/// Checks of the test bed itself that need boots of their own.
+fn testbed_checks(tally: &mut Tally) {
+    println!("xtask: == test-bed checks");
+    let base = vm::Options {
+        two_hosts: false,
+        timeout: Duration::from_secs(300),
+        cmd: Vec::new(),
+        peer_cmd: None,
+        env: Vec::new(),
+        verbose: false,
+        capture: true,
+    };
+    // A failing command must fail the run.
+    let what = "vm-run -- false exits non-zero";
+    match vm::run(&vm::Options {
+        cmd: vec!["false".into()],
+        ..base.clone()
+    }) {
+        Ok(o) if !o.success() && o.status == [1] => tally.pass(what),
+        Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
+        Err(e) => tally.fail(what, &e),
+    }
+    // Two hosts over a socket netdev: rdma-core's ibv_rc_pingpong between
+    // them, the server on host 2 and the client on host 1.
+    let what = "two hosts: ibv_rc_pingpong 10.77.0.1 <-> 10.77.0.2";
+    let client = "for i in $(seq 50); do ibv_rc_pingpong -d rxe0 -g 1 -n 20 $RVERBS_PEER_ADDR && exit 0; sleep 0.3; done; exit 1";
+    match vm::run(&vm::Options {
+        two_hosts: true,
+        cmd: vec!["sh".into(), "-c".into(), client.into()],
+        peer_cmd: Some("ibv_rc_pingpong -d rxe0 -g 1 -n 20".into()),
+        ..base.clone()
+    }) {
+        Ok(o) if o.success() && o.lines[0].iter().any(|l| l.contains("20 iters in")) => tally.pass(what),
+        Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
+        Err(e) => tally.fail(what, &e),
+    }
 }
 
 pub fn demo() -> Result<ExitCode> {
-    Err("not yet".into())
+    let script = r#"
+echo "== rdma-core's view: ibv_devinfo -d $RVERBS_TEST_DEV"
+ibv_devinfo -d "$RVERBS_TEST_DEV" || exit 1
+echo
+echo "== rverbs' view: rverbs devinfo -d $RVERBS_TEST_DEV"
+"$RVERBS_BIN" devinfo -d "$RVERBS_TEST_DEV"
+"#;
+    crate::host::run(cargo().args(["build", "--quiet", "--bin", "rverbs"]))?;
+    let bin = crate::host::target_dir().join("debug").join("rverbs");
+    let out = vm::run(&vm::Options {
+        two_hosts: false,
+        timeout: Duration::from_secs(300),
+        cmd: vec!["sh".into(), "-c".into(), script.into()],
+        peer_cmd: None,
+        env: vec![("RVERBS_BIN".into(), bin.display().to_string())],
+        verbose: false,
+        capture: false,
+    })?;
+    Ok(if out.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_test_result;
+
+    #[test]
+    fn libtest_summary_is_parsed() {
+        assert_eq!(
+            parse_test_result("test result: ok. 12 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s"),
+            Some((12, 0))
+        );
+        assert_eq!(
+            parse_test_result("test result: FAILED. 3 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out"),
+            Some((3, 2))
+        );
+        assert_eq!(parse_test_result("running 3 tests"), None);
+    }
 }

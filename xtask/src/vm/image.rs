@@ -35,7 +35,6 @@ const INIT_SH: &str = include_str!("init.sh");
 pub struct Image {
     pub kernel: PathBuf,
     pub initramfs: PathBuf,
-    pub version: String,
 }
 
 /// Returns the cached image, fetching and building what is missing.
@@ -49,11 +48,7 @@ pub fn ensure() -> Result<Image> {
     let version = kernel_version(&kdir)?;
     let kernel = kdir.join("boot").join(format!("vmlinuz-{version}"));
     let initramfs = build_initramfs(&vm_dir, &kdir, &version)?;
-    Ok(Image {
-        kernel,
-        initramfs,
-        version,
-    })
+    Ok(Image { kernel, initramfs })
 }
 
 /// An unpacked kernel from an earlier run (the newest, if several).

@@ -9,7 +9,7 @@
 mod image;
 mod qemu;
 
-pub use qemu::{run, Options};
+pub use qemu::{run, shell_quote, Options};
 
 /// Builds (or reuses) the kernel and initramfs without booting, so that the
 /// first test does not pay for the fetch inside its timeout.

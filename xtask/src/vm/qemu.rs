@@ -23,6 +23,8 @@ pub struct Options {
     pub env: Vec<(String, String)>,
     /// Print the guest console's setup lines too.
     pub verbose: bool,
+    /// Keep the command's output lines in the [`Outcome`].
+    pub capture: bool,
 }
 
 /// How the run ended.
@@ -30,6 +32,8 @@ pub struct Options {
 pub struct Outcome {
     /// Exit status of the command on each host (host 1 first).
     pub status: Vec<i32>,
+    /// The command's console lines per host, when [`Options::capture`].
+    pub lines: Vec<Vec<String>>,
 }
 
 impl Outcome {
@@ -166,6 +170,7 @@ fn collect(opts: &Options, vms: &mut [Vm], rx: mpsc::Receiver<Line>, hosts: usiz
     let mut ready = vec![false; hosts];
     let mut eofs = vec![0; hosts];
     let mut tail: Vec<Vec<String>> = vec![Vec::new(); hosts];
+    let mut lines: Vec<Vec<String>> = vec![Vec::new(); hosts];
     let stdout = std::io::stdout();
     loop {
         let now = Instant::now();
@@ -203,6 +208,9 @@ fn collect(opts: &Options, vms: &mut [Vm], rx: mpsc::Receiver<Line>, hosts: usiz
                 if (ready[i] && status[i].is_none()) || opts.verbose {
                     let _ = writeln!(stdout.lock(), "{prefix}{s}");
                 }
+                if opts.capture && ready[i] && status[i].is_none() {
+                    lines[i].push(s.clone());
+                }
                 tail[i].push(s);
                 if tail[i].len() > 30 {
                     tail[i].remove(0);
@@ -233,7 +241,7 @@ fn collect(opts: &Options, vms: &mut [Vm], rx: mpsc::Receiver<Line>, hosts: usiz
             }
         }
     }
-    Ok(Outcome { status: out })
+    Ok(Outcome { status: out, lines })
 }
 
 fn last_lines(tail: &[Vec<String>]) -> String {

@@ -1,0 +1,98 @@
+//! Shared helpers of the VM tests. These tests need a kernel with an rxe
+//! device: `cargo xtask test` runs them inside the VM. Run anywhere else they
+//! fail (never skip), naming what is missing.
+#![allow(dead_code)]
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// What the VM tells a test about its rxe device.
+pub struct TestEnv {
+    /// The rxe device's name (`rxe0`).
+    pub dev: String,
+    /// The GID index of the RoCE v2 IPv4-mapped GID.
+    pub gid: u32,
+    /// The IPv4 address of the device's netdev.
+    pub addr: String,
+}
+
+/// Reads the test environment `cargo xtask vm-run` sets; panics outside it.
+pub fn env() -> TestEnv {
+    let get = |k: &str| {
+        std::env::var(k).unwrap_or_else(|_| {
+            panic!("{k} is not set: this test needs the rxe VM; run it with `cargo xtask test`")
+        })
+    };
+    TestEnv {
+        dev: get("RVERBS_TEST_DEV"),
+        gid: get("RVERBS_TEST_GID").parse().expect("RVERBS_TEST_GID is a number"),
+        addr: get("RVERBS_TEST_ADDR"),
+    }
+}
+
+/// Kills a background process if the test panics before waiting for it.
+pub struct Background(pub Option<Child>);
+
+impl Background {
+    pub fn spawn(cmd: &mut Command) -> Background {
+        let child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
+        Background(Some(child))
+    }
+
+    /// Waits at most `limit` for the process and returns its output.
+    pub fn wait(mut self, limit: Duration) -> Output {
+        let mut child = self.0.take().expect("waited once");
+        let until = Instant::now() + limit;
+        loop {
+            if child.try_wait().expect("try_wait").is_some() {
+                return child.wait_with_output().expect("wait_with_output");
+            }
+            if Instant::now() > until {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("wait_with_output");
+                panic!(
+                    "background process did not finish in {limit:?}; stdout:\n{}\nstderr:\n{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Runs a client command until it succeeds (its server may not be listening
+/// yet), at most `limit`; returns the last output.
+pub fn retry_until_ok(limit: Duration, mut make: impl FnMut() -> Command) -> Output {
+    let until = Instant::now() + limit;
+    loop {
+        let out = make().output().expect("client command starts");
+        if out.status.success() || Instant::now() > until {
+            return out;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Formats an Output for assertion messages.
+pub fn show(out: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
