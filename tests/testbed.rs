@@ -32,7 +32,16 @@ fn uverbs_device_and_rxe0_exist() {
 fn ibv_rc_pingpong_exchanges_100_messages() {
     let e = env();
     let gid = e.gid.to_string();
-    let args = ["-d", e.dev.as_str(), "-g", gid.as_str(), "-n", "100", "-p", "18600"];
+    let args = [
+        "-d",
+        e.dev.as_str(),
+        "-g",
+        gid.as_str(),
+        "-n",
+        "100",
+        "-p",
+        "18600",
+    ];
     let server = Background::spawn(Command::new("ibv_rc_pingpong").args(args));
     let client = retry_until_ok(Duration::from_secs(20), || {
         let mut c = Command::new("ibv_rc_pingpong");
@@ -44,6 +53,10 @@ fn ibv_rc_pingpong_exchanges_100_messages() {
     assert!(server.status.success(), "server: {}", show(&server));
     for (who, out) in [("client", &client), ("server", &server)] {
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains("100 iters in"), "{who} did not report 100 iterations: {}", show(out));
+        assert!(
+            text.contains("100 iters in"),
+            "{who} did not report 100 iterations: {}",
+            show(out)
+        );
     }
 }

@@ -25,7 +25,9 @@ pub fn env() -> TestEnv {
     };
     TestEnv {
         dev: get("RVERBS_TEST_DEV"),
-        gid: get("RVERBS_TEST_GID").parse().expect("RVERBS_TEST_GID is a number"),
+        gid: get("RVERBS_TEST_GID")
+            .parse()
+            .expect("RVERBS_TEST_GID is a number"),
         addr: get("RVERBS_TEST_ADDR"),
     }
 }

@@ -1,0 +1,106 @@
+//! The completion queue: `ib_uverbs_wc` entries the kernel produces.
+
+use crate::queue::Queue;
+use crate::wqe::{get_u16, get_u32, get_u64, wc, WC_SIZE};
+
+/// One work completion as the kernel wrote it (`struct ib_uverbs_wc`),
+/// copied out of the ring. Values are raw: the caller maps status and opcode
+/// to names, keeping unknown values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RawWc {
+    /// The work request's id.
+    pub wr_id: u64,
+    /// `ib_wc_status`.
+    pub status: u32,
+    /// `ib_wc_opcode` (receive completions have bit 7 set).
+    pub opcode: u32,
+    /// Vendor error syndrome.
+    pub vendor_err: u32,
+    /// Bytes transferred (receives, reads, atomics).
+    pub byte_len: u32,
+    /// Immediate data (network order) or invalidated rkey.
+    pub ex: u32,
+    /// The local QP number.
+    pub qp_num: u32,
+    /// The remote QP number (UD).
+    pub src_qp: u32,
+    /// `IB_WC_WITH_IMM` etc.
+    pub wc_flags: u32,
+    /// P_Key index (GSI).
+    pub pkey_index: u16,
+    /// Source LID.
+    pub slid: u16,
+    /// Service level.
+    pub sl: u8,
+    /// DLID path bits.
+    pub dlid_path_bits: u8,
+    /// Port number.
+    pub port_num: u8,
+}
+
+/// The consumer side of an rxe CQ.
+#[derive(Debug)]
+pub struct CompletionQueue {
+    q: Queue,
+    cons: u32,
+}
+
+impl CompletionQueue {
+    /// Wraps a validated CQ ring (its slots must hold an `ib_uverbs_wc`;
+    /// pass `WC_SIZE` as `min_elem_size` to [`Queue::new`]).
+    pub fn new(q: Queue) -> CompletionQueue {
+        debug_assert!(q.elem_size() >= WC_SIZE);
+        let cons = q.load_consumer();
+        CompletionQueue { q, cons }
+    }
+
+    /// Slots in the ring (capacity + 1).
+    pub fn slots(&self) -> u32 {
+        self.q.slots()
+    }
+
+    /// Copies up to `out.len()` completions out of the ring, oldest first,
+    /// and returns how many. Never blocks, never makes a system call.
+    pub fn poll(&mut self, out: &mut [RawWc]) -> usize {
+        let mut n = 0;
+        // One acquire load of the producer covers every slot before it.
+        let prod = self.q.load_producer();
+        while n < out.len() && self.cons != prod {
+            let mut b = [0u8; WC_SIZE];
+            // SAFETY: slot() is inside the mapping with elem_size >= WC_SIZE
+            // (Queue::new's min_elem_size); the acquire load of the producer
+            // above orders this read after the kernel's write of the slot.
+            unsafe {
+                core::ptr::copy_nonoverlapping(self.q.slot(self.cons), b.as_mut_ptr(), WC_SIZE)
+            };
+            out[n] = RawWc {
+                wr_id: get_u64(&b, wc::WR_ID),
+                status: get_u32(&b, wc::STATUS),
+                opcode: get_u32(&b, wc::OPCODE),
+                vendor_err: get_u32(&b, wc::VENDOR_ERR),
+                byte_len: get_u32(&b, wc::BYTE_LEN),
+                ex: get_u32(&b, wc::EX),
+                qp_num: get_u32(&b, wc::QP_NUM),
+                src_qp: get_u32(&b, wc::SRC_QP),
+                wc_flags: get_u32(&b, wc::WC_FLAGS),
+                pkey_index: get_u16(&b, wc::PKEY_INDEX),
+                slid: get_u16(&b, wc::SLID),
+                sl: b[wc::SL],
+                dlid_path_bits: b[wc::DLID_PATH_BITS],
+                port_num: b[wc::PORT_NUM],
+            };
+            self.cons = self.q.next(self.cons);
+            n += 1;
+        }
+        if n > 0 {
+            // Hand the slots back: the kernel may now overwrite them.
+            self.q.store_consumer(self.cons);
+        }
+        n
+    }
+
+    /// True if a completion is waiting (an acquire load, no copy).
+    pub fn has_completion(&self) -> bool {
+        self.cons != self.q.load_producer()
+    }
+}

@@ -1,0 +1,218 @@
+//! The data path against a stand-in for the kernel's side of each ring:
+//! random sequences of posts and consumes across many wraps.
+
+use crate::queue::testing::FakeRing;
+use crate::queue::{CONSUMER_OFFSET, DATA_OFFSET, PRODUCER_OFFSET};
+use crate::wqe::{get_u32, get_u64, recv, send, WC_SIZE};
+use crate::wr::{opcode, send_flags};
+use crate::*;
+use proptest::prelude::*;
+
+/// The kernel's consumer: reads slot `cons`, advances the consumer index.
+fn kernel_consume(r: &mut FakeRing, elem: usize) -> Vec<u8> {
+    let mask = r.get_u32(4);
+    let cons = r.get_u32(CONSUMER_OFFSET);
+    assert_ne!(
+        cons,
+        r.get_u32(PRODUCER_OFFSET),
+        "kernel consumes from an empty ring"
+    );
+    let off = DATA_OFFSET + cons as usize * elem;
+    let slot = r.bytes()[off..off + elem].to_vec();
+    r.set_u32(CONSUMER_OFFSET, (cons + 1) & mask);
+    slot
+}
+
+fn sq_ring(slots: u32) -> (FakeRing, SendQueue) {
+    let mut r = FakeRing::new(slots, 8); // 256-byte slots: header + 3 SGEs
+    let q = r.queue(208);
+    let sq = SendQueue::new(q, 3, 48, false).unwrap();
+    (r, sq)
+}
+
+#[test]
+fn send_wqe_fields_land_where_the_kernel_reads_them() {
+    let (mut r, mut sq) = sq_ring(4);
+    let sges = [
+        Sge {
+            addr: 0x1000,
+            length: 10,
+            lkey: 7,
+        },
+        Sge {
+            addr: 0x2000,
+            length: 20,
+            lkey: 8,
+        },
+    ];
+    let mut wr = SendWr::new(0xabcdef, opcode::RDMA_WRITE_WITH_IMM, Payload::Sges(&sges));
+    wr.flags = send_flags::SIGNALED | send_flags::SOLICITED;
+    wr.imm_data = 0x1234_5678;
+    wr.remote_addr = 0xdead_0000;
+    wr.rkey = 0x55;
+    // SAFETY: the SGEs are never dereferenced by the fake kernel.
+    unsafe { sq.post(&wr) }.unwrap();
+    let w = kernel_consume(&mut r, 256);
+    assert_eq!(get_u64(&w, send::WR_ID), 0xabcdef);
+    assert_eq!(get_u32(&w, send::OPCODE), opcode::RDMA_WRITE_WITH_IMM);
+    assert_eq!(
+        get_u32(&w, send::SEND_FLAGS),
+        send_flags::SIGNALED | send_flags::SOLICITED
+    );
+    assert_eq!(get_u32(&w, send::EX_IMM), 0x1234_5678);
+    assert_eq!(get_u64(&w, send::RDMA_REMOTE_ADDR), 0xdead_0000);
+    assert_eq!(get_u32(&w, send::RDMA_RKEY), 0x55);
+    assert_eq!(get_u64(&w, send::IOVA), 0xdead_0000);
+    assert_eq!(get_u32(&w, send::DMA_LENGTH), 30);
+    assert_eq!(get_u32(&w, send::DMA_RESID), 30);
+    assert_eq!(get_u32(&w, send::DMA_NUM_SGE), 2);
+    assert_eq!(get_u32(&w, send::STATUS), 0);
+    assert_eq!(get_u32(&w, send::STATE), 0);
+    assert_eq!(get_u64(&w, send::PAYLOAD), 0x1000);
+    assert_eq!(get_u32(&w, send::PAYLOAD + 8), 10);
+    assert_eq!(get_u32(&w, send::PAYLOAD + 12), 7);
+    assert_eq!(get_u64(&w, send::PAYLOAD + 16), 0x2000);
+}
+
+#[test]
+fn atomics_and_inline() {
+    let (mut r, mut sq) = sq_ring(4);
+    let sge = [Sge {
+        addr: 0x1000,
+        length: 8,
+        lkey: 1,
+    }];
+    let mut wr = SendWr::new(1, opcode::ATOMIC_CMP_AND_SWP, Payload::Sges(&sge));
+    wr.remote_addr = 0x8000;
+    wr.compare_add = 5;
+    wr.swap = 9;
+    wr.rkey = 3;
+    // SAFETY: nothing dereferences the SGE.
+    unsafe { sq.post(&wr) }.unwrap();
+    let w = kernel_consume(&mut r, 256);
+    assert_eq!(get_u64(&w, send::ATOMIC_REMOTE_ADDR), 0x8000);
+    assert_eq!(get_u64(&w, send::ATOMIC_COMPARE_ADD), 5);
+    assert_eq!(get_u64(&w, send::ATOMIC_SWAP), 9);
+    assert_eq!(get_u32(&w, send::ATOMIC_RKEY), 3);
+    wr.remote_addr = 0x8004;
+    // SAFETY: as above.
+    assert_eq!(unsafe { sq.post(&wr) }, Err(PostError::BadAtomic));
+
+    let data = *b"hello, inline world";
+    let wr = SendWr::new(2, opcode::SEND, Payload::Inline(&data));
+    // SAFETY: inline payloads are copied from a live slice.
+    unsafe { sq.post(&wr) }.unwrap();
+    let w = kernel_consume(&mut r, 256);
+    assert_eq!(get_u32(&w, send::SEND_FLAGS), send_flags::INLINE);
+    assert_eq!(&w[send::PAYLOAD..send::PAYLOAD + data.len()], &data);
+    assert_eq!(get_u32(&w, send::DMA_LENGTH), data.len() as u32);
+    let big = [0u8; 49];
+    // SAFETY: as above.
+    let e = unsafe { sq.post(&SendWr::new(3, opcode::SEND, Payload::Inline(&big))) };
+    assert_eq!(e, Err(PostError::InlineTooLong { given: 49, max: 48 }));
+    let four = [sge[0]; 4];
+    // SAFETY: as above.
+    let e = unsafe { sq.post(&SendWr::new(3, opcode::SEND, Payload::Sges(&four))) };
+    assert_eq!(e, Err(PostError::TooManySges { given: 4, max: 3 }));
+}
+
+#[test]
+fn capabilities_larger_than_the_slots_are_refused() {
+    let mut r = FakeRing::new(4, 8);
+    let q = r.queue(208);
+    assert!(matches!(
+        SendQueue::new(q, 4, 0, false),
+        Err(PostError::RingTooSmall { .. })
+    ));
+}
+
+proptest! {
+    /// Posts and kernel consumes in random order over many wraps: the ring
+    /// never takes more than slots - 1, refuses (not drops) when full, and
+    /// the kernel sees every WR exactly once, in order, with its ssn.
+    #[test]
+    fn sq_never_loses_or_duplicates(ops in proptest::collection::vec(any::<bool>(), 1..400), slots_log in 1u32..5) {
+        let slots = 1u32 << slots_log;
+        let (mut r, mut sq) = sq_ring(slots);
+        let sge = [Sge { addr: 0x1000, length: 1, lkey: 1 }];
+        let (mut next_id, mut next_seen, mut in_ring) = (0u64, 0u64, 0u32);
+        for post in ops {
+            if post {
+                let wr = SendWr::new(next_id, opcode::SEND, Payload::Sges(&sge));
+                // SAFETY: the fake kernel never dereferences SGEs.
+                match unsafe { sq.post(&wr) } {
+                    Ok(()) => { next_id += 1; in_ring += 1; }
+                    Err(PostError::QueueFull) => prop_assert_eq!(in_ring, slots - 1),
+                    Err(e) => prop_assert!(false, "unexpected {e:?}"),
+                }
+            } else if in_ring > 0 {
+                let w = kernel_consume(&mut r, 256);
+                prop_assert_eq!(get_u64(&w, send::WR_ID), next_seen);
+                prop_assert_eq!(get_u32(&w, send::SSN) as u64, next_seen);
+                next_seen += 1;
+                in_ring -= 1;
+            }
+            prop_assert_eq!(sq.outstanding(), in_ring);
+        }
+    }
+
+    /// The same for receives, with random SGE counts.
+    #[test]
+    fn rq_never_loses_or_duplicates(ops in proptest::collection::vec(0usize..4, 1..400)) {
+        let mut r = FakeRing::new(8, 7); // 128-byte slots: header + 5 SGEs
+        let q = r.queue(40);
+        let mut rq = RecvQueue::new(q, 5).unwrap();
+        let sges = [Sge { addr: 0x1000, length: 3, lkey: 9 }; 3];
+        let (mut next_id, mut next_seen, mut in_ring) = (0u64, 0u64, 0u32);
+        for op in ops {
+            if op > 0 {
+                // SAFETY: the fake kernel never dereferences SGEs.
+                match unsafe { rq.post(next_id, &sges[..op]) } {
+                    Ok(()) => { next_id += 1; in_ring += 1; }
+                    Err(PostError::QueueFull) => prop_assert_eq!(in_ring, 7),
+                    Err(e) => prop_assert!(false, "unexpected {e:?}"),
+                }
+            } else if in_ring > 0 {
+                let w = kernel_consume(&mut r, 128);
+                prop_assert_eq!(get_u64(&w, recv::WR_ID), next_seen);
+                let n = get_u32(&w, recv::DMA_NUM_SGE);
+                prop_assert_eq!(get_u32(&w, recv::DMA_LENGTH), 3 * n);
+                next_seen += 1;
+                in_ring -= 1;
+            }
+        }
+    }
+
+    /// The kernel produces completions; polls in random batch sizes return
+    /// each exactly once, in order, and hand the slots back.
+    #[test]
+    fn cq_polls_each_completion_once(batches in proptest::collection::vec((0u32..10, 0usize..6), 1..100)) {
+        let mut r = FakeRing::new(8, 6);
+        let q = r.queue(WC_SIZE);
+        let mut cq = CompletionQueue::new(q);
+        let (mut produced, mut seen) = (0u64, 0u64);
+        let mut out = [RawWc::default(); 8];
+        for (produce, poll) in batches {
+            for _ in 0..produce {
+                let prod = r.get_u32(PRODUCER_OFFSET);
+                let cons = r.get_u32(CONSUMER_OFFSET);
+                if (prod + 1) & 7 == cons { break; } // the kernel's full check
+                let off = DATA_OFFSET + prod as usize * 64;
+                r.set_u32(off, produced as u32);
+                r.set_u32(off + 8, 5); // status
+                r.set_u32(PRODUCER_OFFSET, (prod + 1) & 7);
+                produced += 1;
+            }
+            let n = cq.poll(&mut out[..poll]);
+            for wc in &out[..n] {
+                prop_assert_eq!(wc.wr_id, seen);
+                prop_assert_eq!(wc.status, 5);
+                seen += 1;
+            }
+            prop_assert_eq!(r.get_u32(CONSUMER_OFFSET) as u64, seen % 8);
+        }
+        let n = cq.poll(&mut out);
+        seen += n as u64;
+        prop_assert_eq!(seen, produced);
+    }
+}

@@ -1,0 +1,188 @@
+//! Errors of the safe API: every failure names what failed.
+
+use std::fmt;
+
+/// An `errno` value from the kernel, printable by name.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Errno(pub i32);
+
+impl Errno {
+    /// The calling thread's current `errno`.
+    pub fn last() -> Errno {
+        Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    }
+
+    /// The symbolic name (`"EINVAL"`), where known.
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self.0 {
+            libc::EPERM => "EPERM",
+            libc::ENOENT => "ENOENT",
+            libc::EINTR => "EINTR",
+            libc::EIO => "EIO",
+            libc::EBADF => "EBADF",
+            libc::EAGAIN => "EAGAIN",
+            libc::ENOMEM => "ENOMEM",
+            libc::EACCES => "EACCES",
+            libc::EFAULT => "EFAULT",
+            libc::EBUSY => "EBUSY",
+            libc::EEXIST => "EEXIST",
+            libc::ENODEV => "ENODEV",
+            libc::EINVAL => "EINVAL",
+            libc::ENOSPC => "ENOSPC",
+            libc::ERANGE => "ERANGE",
+            libc::ENOSYS => "ENOSYS",
+            libc::ENOTTY => "ENOTTY",
+            libc::EPROTONOSUPPORT => "EPROTONOSUPPORT",
+            libc::EOPNOTSUPP => "EOPNOTSUPP",
+            libc::EADDRINUSE => "EADDRINUSE",
+            libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
+            libc::ENETUNREACH => "ENETUNREACH",
+            libc::ECONNREFUSED => "ECONNREFUSED",
+            libc::ETIMEDOUT => "ETIMEDOUT",
+            libc::EHOSTUNREACH => "EHOSTUNREACH",
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Debug for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => write!(f, "{n}"),
+            None => write!(f, "errno {}", self.0),
+        }
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let msg = std::io::Error::from_raw_os_error(self.0);
+        match self.name() {
+            Some(n) => write!(f, "{n} ({msg})"),
+            None => write!(f, "errno {} ({msg})", self.0),
+        }
+    }
+}
+
+/// Everything that can go wrong in rverbs.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// A kernel call failed: which command, on which object, with which errno.
+    Kernel {
+        /// The command, e.g. `"CREATE_QP"`, `"mmap of the SQ ring"`.
+        op: &'static str,
+        /// The errno the kernel returned.
+        errno: Errno,
+    },
+    /// An argument was rejected before anything reached the kernel.
+    InvalidArgument {
+        /// What was wrong, in words.
+        what: String,
+    },
+    /// No device by that name, or no device at all.
+    NoDevice {
+        /// The name asked for, if any.
+        name: Option<String>,
+    },
+    /// The device exists but its driver has no rverbs provider.
+    UnsupportedDriver {
+        /// The device.
+        device: String,
+        /// The driver's name or id.
+        driver: String,
+    },
+    /// The kernel answered something that breaks its ABI (a short response,
+    /// a queue geometry outside the mapping).
+    BadKernelAnswer {
+        /// What was wrong.
+        what: String,
+    },
+    /// A work-request queue is full: the work request was not posted.
+    QueueFull {
+        /// Which queue.
+        queue: &'static str,
+        /// The index in the list of the first work request not posted.
+        index: usize,
+    },
+    /// A work request was rejected before posting.
+    InvalidWorkRequest {
+        /// The index in the list of the rejected work request (none of it
+        /// and after it was posted).
+        index: usize,
+        /// Why.
+        what: String,
+    },
+    /// An I/O error outside the verbs ABI (sysfs, netlink socket).
+    Io {
+        /// What was being read or written.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    pub(crate) fn kernel(op: &'static str, errno: Errno) -> Error {
+        Error::Kernel { op, errno }
+    }
+
+    pub(crate) fn invalid(what: impl Into<String>) -> Error {
+        Error::InvalidArgument { what: what.into() }
+    }
+
+    pub(crate) fn bad_answer(what: impl Into<String>) -> Error {
+        Error::BadKernelAnswer { what: what.into() }
+    }
+
+    /// The kernel's errno, when the error came from the kernel.
+    pub fn errno(&self) -> Option<Errno> {
+        match self {
+            Error::Kernel { errno, .. } => Some(*errno),
+            Error::Io { source, .. } => source.raw_os_error().map(Errno),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Kernel { op, errno } => write!(f, "{op} failed: {errno}"),
+            Error::InvalidArgument { what } => write!(f, "invalid argument: {what}"),
+            Error::NoDevice { name: Some(n) } => write!(f, "no RDMA device named {n}"),
+            Error::NoDevice { name: None } => write!(f, "no RDMA device found"),
+            Error::UnsupportedDriver { device, driver } => {
+                write!(
+                    f,
+                    "device {device} uses driver {driver}, which rverbs has no provider for"
+                )
+            }
+            Error::BadKernelAnswer { what } => {
+                write!(f, "unexpected answer from the kernel: {what}")
+            }
+            Error::QueueFull { queue, index } => {
+                write!(
+                    f,
+                    "{queue} is full: work request {index} and later were not posted"
+                )
+            }
+            Error::InvalidWorkRequest { index, what } => {
+                write!(f, "work request {index} rejected: {what}")
+            }
+            Error::Io { what, source } => write!(f, "{what}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// `Result<T, rverbs::Error>`.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,108 @@
+//! An owned `mmap()` of memory the kernel shares with us (a queue ring) or
+//! that we hand to the device (an MR's buffer).
+
+use crate::error::{Errno, Error, Result};
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::ptr::NonNull;
+
+/// An owned mapping, unmapped on drop.
+///
+/// The bytes are never exposed as `&[u8]`/`&mut [u8]`: the kernel or the
+/// device may write them at any time, so all access goes through raw
+/// pointers (copies, atomics, volatile reads) in the code that knows the
+/// layout.
+#[derive(Debug)]
+pub struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a Mapping is an address range owned by this value; nothing in it is
+// tied to the creating thread.
+unsafe impl Send for Mapping {}
+// SAFETY: &Mapping only gives out the base address and length.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps `len` bytes of `fd` at `offset`, shared and read-write, as the
+    /// uverbs drivers expect for their queue mmap cookies.
+    pub fn shared(
+        fd: BorrowedFd<'_>,
+        op: &'static str,
+        len: usize,
+        offset: u64,
+    ) -> Result<Mapping> {
+        if len == 0 {
+            return Err(Error::bad_answer(format!("{op}: zero-length mapping")));
+        }
+        let off = libc::off_t::try_from(offset).map_err(|_| {
+            Error::bad_answer(format!("{op}: mmap offset {offset:#x} out of range"))
+        })?;
+        // SAFETY: a fresh mapping at an address of the kernel's choosing
+        // aliases nothing in this process.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                off,
+            )
+        };
+        Self::from_mmap(p, len, op)
+    }
+
+    /// Maps `len` bytes of fresh zeroed anonymous memory, page-aligned.
+    pub fn anonymous(op: &'static str, len: usize) -> Result<Mapping> {
+        if len == 0 {
+            return Err(Error::invalid(format!("{op}: zero-length buffer")));
+        }
+        // SAFETY: as above, a fresh private anonymous mapping.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        Self::from_mmap(p, len, op)
+    }
+
+    fn from_mmap(p: *mut libc::c_void, len: usize, op: &'static str) -> Result<Mapping> {
+        if p == libc::MAP_FAILED {
+            return Err(Error::kernel(op, Errno::last()));
+        }
+        let ptr = NonNull::new(p.cast::<u8>())
+            .ok_or_else(|| Error::bad_answer(format!("{op}: mmap returned NULL")))?;
+        Ok(Mapping { ptr, len })
+    }
+
+    /// The first byte.
+    pub fn as_ptr(&self) -> NonNull<u8> {
+        self.ptr
+    }
+
+    /// The length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Never true: mappings have at least one byte.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len describe a mapping this value owns; nothing borrows
+        // into it past this point (no references to it are ever handed out).
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
