@@ -50,7 +50,9 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
         two_hosts: false,
         timeout: Duration::from_secs(600),
         cmd: Vec::new(),
-        peer_cmd: std::env::var("RVERBS_PEER_CMD").ok().filter(|s| !s.is_empty()),
+        peer_cmd: std::env::var("RVERBS_PEER_CMD")
+            .ok()
+            .filter(|s| !s.is_empty()),
         env: Vec::new(),
         verbose: false,
         capture: false,
@@ -62,7 +64,9 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
             "-v" | "--verbose" => opts.verbose = true,
             "--timeout" => {
                 let v = it.next().ok_or("--timeout needs a number of seconds")?;
-                let secs: u64 = v.parse().map_err(|_| format!("--timeout: not a number: {v}"))?;
+                let secs: u64 = v
+                    .parse()
+                    .map_err(|_| format!("--timeout: not a number: {v}"))?;
                 opts.timeout = Duration::from_secs(secs);
             }
             "--" => {
@@ -83,7 +87,10 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     } else {
         if opts.two_hosts {
-            eprintln!("xtask: exit status host1 {} host2 {}", out.status[0], out.status[1]);
+            eprintln!(
+                "xtask: exit status host1 {} host2 {}",
+                out.status[0], out.status[1]
+            );
         }
         let first_bad = out.status.iter().copied().find(|&s| s != 0).unwrap_or(1);
         Ok(ExitCode::from(first_bad.clamp(1, 255) as u8))

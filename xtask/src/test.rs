@@ -129,7 +129,11 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         match a.as_str() {
             "--host-only" => in_vm = false,
             "--vm-only" => host = false,
-            other => return Err(format!("test: unknown option {other} (--host-only, --vm-only)")),
+            other => {
+                return Err(format!(
+                    "test: unknown option {other} (--host-only, --vm-only)"
+                ))
+            }
         }
     }
     let start = Instant::now();
@@ -165,8 +169,15 @@ fn host_tests(tally: &mut Tally) -> Result<()> {
         let (ok, lines) = cargo_test(args)?;
         let seen = tally.libtest(&lines);
         if !ok && seen == 0 {
-            tally.fail(&format!("cargo test {}", args.join(" ")), "did not build or run");
-        } else if !ok && !lines.iter().any(|l| l.contains("FAILED") || l.contains("panicked")) {
+            tally.fail(
+                &format!("cargo test {}", args.join(" ")),
+                "did not build or run",
+            );
+        } else if !ok
+            && !lines
+                .iter()
+                .any(|l| l.contains("FAILED") || l.contains("panicked"))
+        {
             tally.fail(&format!("cargo test {}", args.join(" ")), "exited non-zero");
         }
     }
@@ -208,8 +219,14 @@ fn vm_tests(tally: &mut Tally) {
                 match lines.iter().find_map(|l| l.strip_prefix(&marker)) {
                     Some("0") => {}
                     Some(rc) => {
-                        if !lines.iter().any(|l| parse_test_result(l).is_some_and(|(_, f)| f > 0)) {
-                            tally.fail(name, &format!("exited {rc} without a failing test (crash?)"));
+                        if !lines
+                            .iter()
+                            .any(|l| parse_test_result(l).is_some_and(|(_, f)| f > 0))
+                        {
+                            tally.fail(
+                                name,
+                                &format!("exited {rc} without a failing test (crash?)"),
+                            );
                         }
                     }
                     None => tally.fail(name, "never finished in the VM"),
@@ -251,7 +268,9 @@ fn testbed_checks(tally: &mut Tally) {
         peer_cmd: Some("ibv_rc_pingpong -d rxe0 -g 1 -n 20".into()),
         ..base.clone()
     }) {
-        Ok(o) if o.success() && o.lines[0].iter().any(|l| l.contains("20 iters in")) => tally.pass(what),
+        Ok(o) if o.success() && o.lines[0].iter().any(|l| l.contains("20 iters in")) => {
+            tally.pass(what)
+        }
         Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
         Err(e) => tally.fail(what, &e),
     }
@@ -294,7 +313,9 @@ mod tests {
             Some((12, 0))
         );
         assert_eq!(
-            parse_test_result("test result: FAILED. 3 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out"),
+            parse_test_result(
+                "test result: FAILED. 3 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out"
+            ),
             Some((3, 2))
         );
         assert_eq!(parse_test_result("running 3 tests"), None);

@@ -132,7 +132,10 @@ fn module_order(moddir: &Path) -> Result<Vec<String>> {
     let mut deps = std::collections::HashMap::new();
     for line in dep.lines() {
         if let Some((m, d)) = line.split_once(':') {
-            deps.insert(m.to_string(), d.split_whitespace().map(String::from).collect::<Vec<_>>());
+            deps.insert(
+                m.to_string(),
+                d.split_whitespace().map(String::from).collect::<Vec<_>>(),
+            );
         }
     }
     let name_of = |path: &str| -> String {
@@ -233,9 +236,15 @@ mod tests {
 
     #[test]
     fn versions_compare_numerically() {
-        assert_eq!(version_cmp("kernel-6.12.9+deb12", "kernel-6.12.10+deb12"), Ordering::Less);
         assert_eq!(
-            version_cmp("linux-image-6.12.117+deb12-amd64", "linux-image-6.12.99+deb12-amd64"),
+            version_cmp("kernel-6.12.9+deb12", "kernel-6.12.10+deb12"),
+            Ordering::Less
+        );
+        assert_eq!(
+            version_cmp(
+                "linux-image-6.12.117+deb12-amd64",
+                "linux-image-6.12.99+deb12-amd64"
+            ),
             Ordering::Greater
         );
     }

@@ -118,14 +118,22 @@ pub fn run(opts: &Options) -> Result<Outcome> {
                 &format!("virtio-net-pci,netdev=n0,mac=52:54:00:77:00:0{host}"),
             ]);
         }
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
         let idx = host - 1;
         for pipe in [
-            child.stdout.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-            child.stderr.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
         ]
         .into_iter()
         .flatten()
@@ -163,7 +171,12 @@ pub fn run(opts: &Options) -> Result<Outcome> {
     collect(opts, &mut vms, rx, hosts)
 }
 
-fn collect(opts: &Options, vms: &mut [Vm], rx: mpsc::Receiver<Line>, hosts: usize) -> Result<Outcome> {
+fn collect(
+    opts: &Options,
+    vms: &mut [Vm],
+    rx: mpsc::Receiver<Line>,
+    hosts: usize,
+) -> Result<Outcome> {
     let deadline = Instant::now() + opts.timeout;
     let mut status: Vec<Option<i32>> = vec![None; hosts];
     let mut setup_error: Vec<Option<String>> = vec![None; hosts];
@@ -191,7 +204,11 @@ fn collect(opts: &Options, vms: &mut [Vm], rx: mpsc::Receiver<Line>, hosts: usiz
         }
         match rx.recv_timeout((deadline - now).min(Duration::from_millis(500))) {
             Ok(Line::Out(i, s)) => {
-                let prefix = if hosts == 2 { format!("[{}] ", vms[i].name) } else { String::new() };
+                let prefix = if hosts == 2 {
+                    format!("[{}] ", vms[i].name)
+                } else {
+                    String::new()
+                };
                 if let Some(rest) = s.strip_prefix("rverbs-vm: ") {
                     if let Some(code) = rest.strip_prefix("exit-status ") {
                         status[i] = code.trim().parse().ok();
@@ -268,7 +285,10 @@ fn write_run_script(
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
     let mut s = String::from("# written by cargo xtask vm-run\n");
     let mut vars: Vec<(String, String)> = vec![
-        ("PATH".into(), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()),
+        (
+            "PATH".into(),
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
+        ),
         ("HOME".into(), "/tmp".into()),
         ("RVERBS_IN_VM".into(), "1".into()),
         ("RVERBS_TEST_DEV".into(), "rxe0".into()),
@@ -289,7 +309,10 @@ fn write_run_script(
     for (k, v) in &vars {
         s.push_str(&format!("export {k}={}\n", shell_quote(v)));
     }
-    s.push_str(&format!("cd {} || exit 125\n", shell_quote(&cwd.display().to_string())));
+    s.push_str(&format!(
+        "cd {} || exit 125\n",
+        shell_quote(&cwd.display().to_string())
+    ));
     match cmd {
         Some(c) => s.push_str(&format!("{c}\n")),
         None => s.push_str("exec sleep 100000\n"),
@@ -299,7 +322,10 @@ fn write_run_script(
 
 /// Quotes for POSIX sh: the argument reaches the command unchanged.
 pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
@@ -307,7 +333,10 @@ pub fn shell_quote(s: &str) -> String {
 }
 
 fn shell_join(args: &[String]) -> String {
-    args.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ")
+    args.iter()
+        .map(|a| shell_quote(a))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -348,8 +377,15 @@ fn accel() -> Result<Accel> {
         .write(true)
         .open("/dev/kvm")
         .is_ok();
-    let found = if kvm_usable && probe_kvm()? { Accel::Kvm } else { Accel::Tcg };
-    eprintln!("xtask: VM acceleration: {found:?} (cached in {})", cache.display());
+    let found = if kvm_usable && probe_kvm()? {
+        Accel::Kvm
+    } else {
+        Accel::Tcg
+    };
+    eprintln!(
+        "xtask: VM acceleration: {found:?} (cached in {})",
+        cache.display()
+    );
     let _ = std::fs::write(&cache, if found == Accel::Kvm { "kvm" } else { "tcg" });
     Ok(found)
 }
@@ -359,12 +395,24 @@ fn probe_kvm() -> Result<bool> {
     let img = image::ensure()?;
     let mut child = Command::new("qemu-system-x86_64")
         .args(Accel::Kvm.args())
-        .args(["-m", "512", "-nodefaults", "-no-reboot", "-display", "none", "-serial", "stdio"])
+        .args([
+            "-m",
+            "512",
+            "-nodefaults",
+            "-no-reboot",
+            "-display",
+            "none",
+            "-serial",
+            "stdio",
+        ])
         .arg("-kernel")
         .arg(&img.kernel)
         .arg("-initrd")
         .arg(&img.initramfs)
-        .args(["-append", "console=ttyS0 panic=-1 rdinit=/bin/busybox poweroff -f"])
+        .args([
+            "-append",
+            "console=ttyS0 panic=-1 rdinit=/bin/busybox poweroff -f",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -411,7 +459,10 @@ fn unique_dir(parent: &Path) -> Result<PathBuf> {
             return Ok(d);
         }
     }
-    Err(format!("cannot create a run directory under {}", parent.display()))
+    Err(format!(
+        "cannot create a run directory under {}",
+        parent.display()
+    ))
 }
 
 struct RemoveOnDrop(PathBuf);
