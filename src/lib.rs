@@ -3,13 +3,64 @@
 //! No rdma-core, no libibverbs: this crate opens `/dev/infiniband/uverbsN`,
 //! issues the kernel's commands itself (`uverbs-abi`), maps the queues the
 //! kernel shares, and runs the provider's data path in Rust
-//! (`provider-rxe`, `provider-mlx5`).
+//! (`provider-rxe`; `provider-mlx5` is not wired in yet).
+//!
+//! # Object lifetimes
+//! Every object holds a reference to what it was created from (an MR its
+//! PD, a QP its PD and CQs, everything its context), so objects are
+//! destroyed in an order the kernel accepts no matter how the program drops
+//! them.
+//!
+//! # Soundness: memory the device touches
+//! See [`mr`]: registered memory is owned by its [`Mr`] and never exposed
+//! as a Rust reference; work requests name it by checked slices; it is
+//! unmapped only after the kernel has deregistered it. So a program without
+//! `unsafe` cannot let the device touch freed memory or memory Rust code
+//! holds a reference to.
+//!
+//! ```compile_fail
+//! // A plain buffer cannot be posted: SGEs are MR slices only.
+//! fn post(qp: &mut rverbs::Qp, buf: &[u8]) {
+//!     let wr = rverbs::SendWr::new(1, rverbs::SendOp::Send, &[buf]);
+//!     qp.post_send(&[wr]).unwrap();
+//! }
+//! ```
+//!
+//! ```compile_fail
+//! // MR memory is not handed out as a slice without `unsafe`.
+//! fn peek(mr: &rverbs::Mr) -> &[u8] {
+//!     mr.as_slice()
+//! }
+//! ```
+//!
+//! ```compile_fail
+//! // A slice cannot outlive the MR it points into.
+//! fn dangling(pd: &rverbs::Pd) -> rverbs::Slice<'static> {
+//!     let mr = pd.alloc_mr(64, rverbs::Access::LOCAL_WRITE).unwrap();
+//!     mr.slice(0, 64).unwrap()
+//! }
+//! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod context;
+pub mod cq;
 pub mod device;
 pub mod error;
+pub mod mr;
+pub mod pd;
+pub mod qp;
+pub mod query;
+mod abi_shim;
 mod sys;
+pub mod wc;
 
+pub use context::Context;
+pub use cq::{CompChannel, Cq};
 pub use device::{format_guid, Device, Driver, NodeType};
 pub use error::{Errno, Error, Result};
+pub use mr::{Access, Mr, Slice};
+pub use pd::Pd;
+pub use qp::{AhAttr, Grh, Mtu, Qp, QpAttr, QpCaps, QpInit, QpState, QpType, RecvWr, Remote, SendOp, SendWr};
+pub use query::{DeviceAttr, GidEntry, GidType, PortAttr};
+pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};

@@ -1,6 +1,7 @@
 //! Subcommands of the `rverbs` tool, one module each.
 
 mod devices;
+mod pingpong;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -22,6 +23,8 @@ enum Cmd {
     Devices,
     /// Show device attributes, like ibv_devinfo.
     Devinfo(devices::DevinfoArgs),
+    /// RC ping-pong, wire-compatible with ibv_rc_pingpong.
+    Pingpong(pingpong::PingpongArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -29,6 +32,7 @@ pub fn main() -> ExitCode {
     let res = match cli.cmd {
         Cmd::Devices => devices::devices(),
         Cmd::Devinfo(a) => devices::devinfo(&a),
+        Cmd::Pingpong(a) => pingpong::pingpong(&a),
     };
     match res {
         Ok(code) => code,

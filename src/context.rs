@@ -1,0 +1,203 @@
+//! An open device: the uverbs command fd, its async-event fd, and the
+//! command execution every object uses.
+
+use crate::device::{Device, Driver};
+use crate::error::{Errno, Error, Result};
+use crate::sys;
+use std::fs::OpenOptions;
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::sync::Arc;
+use crate::abi_shim as v;
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
+
+/// An open RDMA device (`ibv_context`). Cheap to clone; the device is
+/// closed when the last clone and every object created from it are gone.
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) inner: Arc<ContextInner>,
+}
+
+pub(crate) struct ContextInner {
+    pub(crate) fd: OwnedFd,
+    pub(crate) async_fd: OwnedFd,
+    pub(crate) device: Device,
+    pub(crate) num_comp_vectors: u32,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("device", &self.inner.device.name())
+            .finish()
+    }
+}
+
+impl Context {
+    /// Opens `dev`: its uverbs character device, then `GET_CONTEXT`.
+    ///
+    /// Refuses devices whose driver has no rverbs provider, naming the driver.
+    pub fn open(dev: &Device) -> Result<Context> {
+        match dev.driver() {
+            Driver::Rxe => {}
+            Driver::Mlx5 | Driver::Other => {
+                return Err(Error::UnsupportedDriver {
+                    device: dev.name().to_string(),
+                    driver: dev.driver_name().to_string(),
+                })
+            }
+        }
+        if !(1..=2).contains(&dev.driver_abi()) {
+            return Err(Error::UnsupportedDriver {
+                device: dev.name().to_string(),
+                driver: format!("rxe with driver ABI {}", dev.driver_abi()),
+            });
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(dev.dev_path())
+            .map_err(|e| Error::Io {
+                what: format!("opening {}", dev.dev_path().display()),
+                source: e,
+            })?;
+        // The node must be the character device sysfs named, not a file
+        // someone put in its place (rdma-core checks the same).
+        let meta = file.metadata().map_err(|e| Error::Io {
+            what: format!("stat {}", dev.dev_path().display()),
+            source: e,
+        })?;
+        let (maj, min) = dev.dev_t;
+        if libc::major(meta.rdev()) != maj || libc::minor(meta.rdev()) != min {
+            return Err(Error::bad_answer(format!(
+                "{} is not the character device {maj}:{min} sysfs names",
+                dev.dev_path().display()
+            )));
+        }
+        let fd = OwnedFd::from(file);
+        let resp: v::IbUverbsGetContextResp = exec_write(
+            &fd,
+            "GET_CONTEXT",
+            v::IB_USER_VERBS_CMD_GET_CONTEXT as u32,
+            |response| {
+                let mut c = v::IbUverbsGetContext::new_zeroed();
+                c.response = response;
+                c
+            },
+            &[],
+            &mut [],
+        )?;
+        // SAFETY: the kernel just created this fd for us in GET_CONTEXT and
+        // nothing else owns it.
+        let async_fd = unsafe { OwnedFd::from_raw_fd(resp.async_fd as i32) };
+        Ok(Context {
+            inner: Arc::new(ContextInner {
+                fd,
+                async_fd,
+                device: dev.clone(),
+                num_comp_vectors: resp.num_comp_vectors,
+            }),
+        })
+    }
+
+    /// Opens the device named `name`, or the first device if `None`.
+    pub fn open_by_name(name: Option<&str>) -> Result<Context> {
+        Context::open(&Device::find(name)?)
+    }
+
+    /// The device this context is open on.
+    pub fn device(&self) -> &Device {
+        &self.inner.device
+    }
+
+    /// Completion vectors the device offers.
+    pub fn num_comp_vectors(&self) -> u32 {
+        self.inner.num_comp_vectors
+    }
+
+    /// The async event fd (pollable; see [`crate::event`]).
+    pub fn async_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.inner.async_fd.as_fd()
+    }
+}
+
+impl ContextInner {
+    /// Executes a write() command with a response.
+    pub(crate) fn cmd<Req, Resp>(
+        &self,
+        op: &'static str,
+        cmd: u32,
+        make: impl FnOnce(u64) -> Req,
+        udata_in: &[u8],
+        udata_out: &mut [u8],
+    ) -> Result<Resp>
+    where
+        Req: IntoBytes + Immutable,
+        Resp: FromBytes + IntoBytes + FromZeros,
+    {
+        exec_write(&self.fd, op, cmd, make, udata_in, udata_out)
+    }
+
+    /// Executes a write() command that has no response.
+    pub(crate) fn cmd_no_resp<Req: IntoBytes + Immutable>(
+        &self,
+        op: &'static str,
+        cmd: u32,
+        req: &Req,
+    ) -> Result<()> {
+        let bytes = frame(cmd, req.as_bytes(), &[], 0)?;
+        sys::write_cmd(self.fd.as_fd(), op, &bytes)
+    }
+}
+
+/// The 8-byte `ib_uverbs_cmd_hdr` then the payload: `in_words` counts the
+/// whole write in 4-byte words, `out_words` the response buffer.
+fn frame(cmd: u32, req: &[u8], udata_in: &[u8], out_len: usize) -> Result<Vec<u8>> {
+    let total = 8 + req.len() + udata_in.len();
+    if total % 4 != 0 || out_len % 4 != 0 {
+        return Err(Error::invalid("command or udata not a multiple of 4 bytes"));
+    }
+    let in_words = u16::try_from(total / 4).map_err(|_| Error::invalid("command too long"))?;
+    let out_words = u16::try_from(out_len / 4).map_err(|_| Error::invalid("response too long"))?;
+    let mut hdr = v::IbUverbsCmdHdr::new_zeroed();
+    hdr.command = cmd;
+    hdr.in_words = in_words;
+    hdr.out_words = out_words;
+    let mut bytes = Vec::with_capacity(total);
+    bytes.extend_from_slice(hdr.as_bytes());
+    bytes.extend_from_slice(req);
+    bytes.extend_from_slice(udata_in);
+    Ok(bytes)
+}
+
+fn exec_write<Req, Resp>(
+    fd: &OwnedFd,
+    op: &'static str,
+    cmd: u32,
+    make: impl FnOnce(u64) -> Req,
+    udata_in: &[u8],
+    udata_out: &mut [u8],
+) -> Result<Resp>
+where
+    Req: IntoBytes + Immutable,
+    Resp: FromBytes + IntoBytes + FromZeros,
+{
+    let core = std::mem::size_of::<Resp>();
+    // The kernel writes the core response, then the driver's, contiguously.
+    let mut resp = vec![0u64; (core + udata_out.len()).div_ceil(8)];
+    let resp_bytes = resp.as_mut_bytes();
+    let req = make(resp_bytes.as_mut_ptr() as u64);
+    let bytes = frame(cmd, req.as_bytes(), udata_in, core + udata_out.len())?;
+    sys::write_cmd(fd.as_fd(), op, &bytes)?;
+    let resp_bytes = resp.as_bytes();
+    udata_out.copy_from_slice(&resp_bytes[core..core + udata_out.len()]);
+    Resp::read_from_prefix(resp_bytes)
+        .map(|(r, _)| r)
+        .map_err(|_| Error::bad_answer(format!("{op}: response shorter than its struct")))
+}
+
+/// `errno` as an [`Error`] for `op`.
+pub(crate) fn last_error(op: &'static str) -> Error {
+    Error::kernel(op, Errno::last())
+}

@@ -1,0 +1,222 @@
+//! Completion queues and completion channels (`CREATE_CQ`, `DESTROY_CQ`,
+//! `REQ_NOTIFY_CQ`, `CREATE_COMP_CHANNEL`), with the rxe ring behind them.
+
+use crate::context::{Context, ContextInner};
+use crate::error::{Error, Result};
+use crate::sys::Mapping;
+use crate::wc::Wc;
+use provider_rxe::{CompletionQueue, Queue, RawWc};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use crate::abi_shim as v;
+use zerocopy::{FromBytes, FromZeros};
+
+/// A completion channel: a pollable fd that becomes readable when an armed
+/// CQ gets a completion.
+#[derive(Clone)]
+pub struct CompChannel {
+    inner: Arc<OwnedFd>,
+}
+
+impl std::fmt::Debug for CompChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompChannel").field("fd", &self.inner.as_raw_fd()).finish()
+    }
+}
+
+impl Context {
+    /// Creates a completion channel (`CREATE_COMP_CHANNEL`).
+    pub fn create_comp_channel(&self) -> Result<CompChannel> {
+        let resp: v::IbUverbsCreateCompChannelResp = self.inner.cmd(
+            "CREATE_COMP_CHANNEL",
+            v::IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL as u32,
+            |response| {
+                let mut c = v::IbUverbsCreateCompChannel::new_zeroed();
+                c.response = response;
+                c
+            },
+            &[],
+            &mut [],
+        )?;
+        // SAFETY: the kernel created this fd for us and nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(resp.fd as i32) };
+        Ok(CompChannel { inner: Arc::new(fd) })
+    }
+
+    /// Creates a CQ with room for at least `cqe` completions.
+    pub fn create_cq(&self, cqe: u32, channel: Option<&CompChannel>, comp_vector: u32) -> Result<Cq> {
+        if cqe == 0 {
+            return Err(Error::invalid("CQ of 0 entries"));
+        }
+        static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
+        let user_handle = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
+        let mut udata = [0u8; 16]; // struct rxe_create_cq_resp { struct mminfo mi; }
+        let resp: v::IbUverbsCreateCqResp = self.inner.cmd(
+            "CREATE_CQ",
+            v::IB_USER_VERBS_CMD_CREATE_CQ as u32,
+            |response| {
+                let mut c = v::IbUverbsCreateCq::new_zeroed();
+                c.response = response;
+                c.user_handle = user_handle;
+                c.cqe = cqe;
+                c.comp_vector = comp_vector;
+                c.comp_channel = channel.map(|ch| ch.inner.as_raw_fd()).unwrap_or(-1);
+                c
+            },
+            &[],
+            &mut udata,
+        )?;
+        let mut inner = CqInner {
+            ctx: self.inner.clone(),
+            handle: resp.cq_handle,
+            cqe: resp.cqe,
+            user_handle,
+            _channel: channel.map(|c| c.inner.clone()),
+            ring: None,
+        };
+        let (offset, size) = mminfo(&udata)?;
+        let map = Mapping::shared(self.inner.fd.as_fd(), "mmap of the CQ ring", size, offset)?;
+        // SAFETY: the mapping is `size` bytes, page aligned, and is stored
+        // in `inner.ring` right below, so it outlives the Queue (dropped
+        // with the Cq, which holds an Arc<CqInner>).
+        let q = unsafe { Queue::new(map.as_ptr(), map.len(), provider_rxe::wqe::WC_SIZE) }
+            .map_err(|e| Error::bad_answer(format!("CREATE_CQ ring: {e}")))?;
+        inner.ring = Some(map);
+        Ok(Cq {
+            inner: Arc::new(inner),
+            ring: CompletionQueue::new(q),
+        })
+    }
+}
+
+/// Reads `struct mminfo { u64 offset; u32 size; u32 pad; }` from udata.
+pub(crate) fn mminfo(b: &[u8]) -> Result<(u64, usize)> {
+    let offset = u64::read_from_prefix(b).map(|(v, _)| v).unwrap_or(0);
+    let size = b
+        .get(8..12)
+        .and_then(|s| u32::read_from_bytes(s).ok())
+        .unwrap_or(0);
+    if size == 0 {
+        return Err(Error::bad_answer("driver returned an empty queue mapping"));
+    }
+    Ok((offset, size as usize))
+}
+
+pub(crate) struct CqInner {
+    pub(crate) ctx: Arc<ContextInner>,
+    pub(crate) handle: u32,
+    cqe: u32,
+    user_handle: u64,
+    _channel: Option<Arc<OwnedFd>>,
+    // The ring stays mapped until the kernel has destroyed the CQ.
+    ring: Option<Mapping>,
+}
+
+impl Drop for CqInner {
+    fn drop(&mut self) {
+        let r: Result<v::IbUverbsDestroyCqResp> = self.ctx.cmd(
+            "DESTROY_CQ",
+            v::IB_USER_VERBS_CMD_DESTROY_CQ as u32,
+            |response| {
+                let mut c = v::IbUverbsDestroyCq::new_zeroed();
+                c.response = response;
+                c.cq_handle = self.handle;
+                c
+            },
+            &[],
+            &mut [],
+        );
+        if r.is_err() {
+            // The kernel may still write the ring: keep it mapped.
+            std::mem::forget(self.ring.take());
+        }
+    }
+}
+
+/// A completion queue. Polling takes `&mut self`: one poller at a time, no
+/// lock. QPs that use it keep its kernel object (and ring) alive.
+pub struct Cq {
+    pub(crate) inner: Arc<CqInner>,
+    ring: CompletionQueue,
+}
+
+impl std::fmt::Debug for Cq {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cq")
+            .field("handle", &self.inner.handle)
+            .field("cqe", &self.inner.cqe)
+            .finish()
+    }
+}
+
+impl Cq {
+    /// The number of entries the kernel gave the CQ.
+    pub fn cqe(&self) -> u32 {
+        self.inner.cqe
+    }
+
+    /// The handle completion events carry (see [`CompChannel::get_event`]).
+    pub fn user_handle(&self) -> u64 {
+        self.inner.user_handle
+    }
+
+    /// Moves up to `out.len()` completions into `out`; returns how many.
+    /// Never blocks and makes no system call.
+    #[inline]
+    pub fn poll(&mut self, out: &mut [Wc]) -> usize {
+        let mut raw = [RawWc::default(); 16];
+        let mut n = 0;
+        while n < out.len() {
+            let want = (out.len() - n).min(raw.len());
+            let got = self.ring.poll(&mut raw[..want]);
+            for (o, r) in out[n..n + got].iter_mut().zip(&raw[..got]) {
+                *o = Wc::from_rxe(r);
+            }
+            n += got;
+            if got < want {
+                break;
+            }
+        }
+        n
+    }
+
+    /// Arms the CQ (`REQ_NOTIFY_CQ`): the channel gets one event for the
+    /// next completion (`solicited_only`: the next solicited one).
+    pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
+        let mut c = v::IbUverbsReqNotifyCq::new_zeroed();
+        c.cq_handle = self.inner.handle;
+        c.solicited_only = solicited_only as u32;
+        self.inner
+            .ctx
+            .cmd_no_resp("REQ_NOTIFY_CQ", v::IB_USER_VERBS_CMD_REQ_NOTIFY_CQ as u32, &c)
+    }
+}
+
+impl CompChannel {
+    /// The fd, for poll()/epoll.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.inner.as_fd()
+    }
+
+    /// Blocks until an armed CQ on this channel has a completion and returns
+    /// that CQ's [`Cq::user_handle`].
+    pub fn get_event(&self) -> Result<u64> {
+        let mut b = [0u8; 8]; // struct ib_uverbs_comp_event_desc { u64 cq_handle; }
+        loop {
+            // SAFETY: b is 8 writable bytes; the fd is a completion channel.
+            let n = unsafe { libc::read(self.inner.as_raw_fd(), b.as_mut_ptr().cast(), b.len()) };
+            if n < 0 {
+                let e = crate::error::Errno::last();
+                if e.0 == libc::EINTR {
+                    continue;
+                }
+                return Err(Error::kernel("read of the completion channel", e));
+            }
+            if n as usize != b.len() {
+                return Err(Error::bad_answer(format!("completion event of {n} bytes")));
+            }
+            return Ok(u64::from_ne_bytes(b));
+        }
+    }
+}

@@ -1,0 +1,368 @@
+//! Queue pairs (`CREATE_QP`, `MODIFY_QP`, `QUERY_QP`, `DESTROY_QP`) and the
+//! data path: post send (rxe: ring write + the `POST_SEND` doorbell), post
+//! receive (ring write only).
+
+mod attr;
+mod wr;
+
+pub use attr::{AhAttr, Grh, Mtu, QpAttr, QpState};
+pub use wr::{RecvWr, Remote, SendOp, SendWr};
+
+use crate::context::ContextInner;
+use crate::cq::{mminfo, Cq, CqInner};
+use crate::error::{Error, Result};
+use crate::pd::{Pd, PdInner};
+use crate::sys::{self, Mapping};
+use provider_rxe::{Queue, RecvQueue, SendQueue};
+use std::cell::UnsafeCell;
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use crate::abi_shim as v;
+use zerocopy::{FromZeros, IntoBytes};
+
+/// The transport service of a QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QpType {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+}
+
+impl QpType {
+    fn raw(self) -> u8 {
+        match self {
+            QpType::Rc => 2, // IB_UVERBS_QPT_RC
+            QpType::Uc => 3,
+            QpType::Ud => 4,
+        }
+    }
+}
+
+/// Queue sizes asked for at creation, and granted by the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QpCaps {
+    /// Send work requests outstanding at once.
+    pub max_send_wr: u32,
+    /// Receive work requests outstanding at once.
+    pub max_recv_wr: u32,
+    /// SGEs per send work request.
+    pub max_send_sge: u32,
+    /// SGEs per receive work request.
+    pub max_recv_sge: u32,
+    /// Bytes of inline data per send.
+    pub max_inline_data: u32,
+}
+
+/// What [`Pd::create_qp`] needs.
+#[derive(Debug, Clone, Copy)]
+pub struct QpInit<'a> {
+    /// RC, UC or UD.
+    pub qp_type: QpType,
+    /// Where send completions go.
+    pub send_cq: &'a Cq,
+    /// Where receive completions go.
+    pub recv_cq: &'a Cq,
+    /// Requested sizes.
+    pub caps: QpCaps,
+    /// Every send generates a completion, signaled or not.
+    pub sq_sig_all: bool,
+}
+
+/// The most SGEs one work request may carry through the safe API (rxe's
+/// own limit is 32); the conversion uses a stack array of this size so the
+/// data path does not allocate.
+pub const MAX_SGE: usize = 32;
+
+/// The `POST_SEND` doorbell command, built once per QP. The kernel writes
+/// `bad_wr` into `resp`, so it lives in an `UnsafeCell` at a stable (boxed)
+/// address.
+struct Doorbell {
+    cmd: [u8; 32],
+    resp: UnsafeCell<u32>,
+}
+
+/// A queue pair. Posting takes `&mut self`: a QP is driven by one thread at
+/// a time, so the data path needs no lock.
+pub struct Qp {
+    inner: Arc<QpInner>,
+    sq: SendQueue,
+    rq: Option<RecvQueue>,
+    doorbell: Box<Doorbell>,
+}
+
+// SAFETY: the Doorbell's UnsafeCell is written only by the kernel during the
+// write() that Qp::ring_doorbell makes through &mut self, so moving a Qp to
+// another thread cannot race with it.
+unsafe impl Send for Qp {}
+
+pub(crate) struct QpInner {
+    ctx: Arc<ContextInner>,
+    _pd: Arc<PdInner>,
+    _send_cq: Arc<CqInner>,
+    _recv_cq: Arc<CqInner>,
+    handle: u32,
+    qpn: u32,
+    qp_type: QpType,
+    caps: QpCaps,
+    // Unmapped only after the kernel destroyed the QP.
+    maps: Vec<Mapping>,
+}
+
+impl Drop for QpInner {
+    fn drop(&mut self) {
+        let r: Result<v::IbUverbsDestroyQpResp> = self.ctx.cmd(
+            "DESTROY_QP",
+            v::IB_USER_VERBS_CMD_DESTROY_QP as u32,
+            |response| {
+                let mut c = v::IbUverbsDestroyQp::new_zeroed();
+                c.response = response;
+                c.qp_handle = self.handle;
+                c
+            },
+            &[],
+            &mut [],
+        );
+        if r.is_err() {
+            // The kernel may still use the rings: keep them mapped.
+            std::mem::forget(std::mem::take(&mut self.maps));
+        }
+    }
+}
+
+impl std::fmt::Debug for Qp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Qp")
+            .field("qpn", &self.inner.qpn)
+            .field("type", &self.inner.qp_type)
+            .field("caps", &self.inner.caps)
+            .finish()
+    }
+}
+
+impl Pd {
+    /// Creates a QP (`CREATE_QP`) and maps its rings.
+    pub fn create_qp(&self, init: &QpInit<'_>) -> Result<Qp> {
+        let pd = &self.inner;
+        let c = init.caps;
+        if c.max_send_sge as usize > MAX_SGE || c.max_recv_sge as usize > MAX_SGE {
+            return Err(Error::invalid(format!("more than {MAX_SGE} SGEs per work request")));
+        }
+        let mut udata = [0u8; 32]; // struct rxe_create_qp_resp { rq_mi, sq_mi }
+        let resp: v::IbUverbsCreateQpResp = pd.ctx.cmd(
+            "CREATE_QP",
+            v::IB_USER_VERBS_CMD_CREATE_QP as u32,
+            |response| {
+                let mut r = v::IbUverbsCreateQp::new_zeroed();
+                r.response = response;
+                r.user_handle = 0;
+                r.pd_handle = pd.handle;
+                r.send_cq_handle = init.send_cq.inner.handle;
+                r.recv_cq_handle = init.recv_cq.inner.handle;
+                r.srq_handle = 0;
+                r.max_send_wr = c.max_send_wr;
+                r.max_recv_wr = c.max_recv_wr;
+                r.max_send_sge = c.max_send_sge;
+                r.max_recv_sge = c.max_recv_sge;
+                r.max_inline_data = c.max_inline_data;
+                r.sq_sig_all = init.sq_sig_all as u8;
+                r.qp_type = init.qp_type.raw();
+                r.is_srq = 0;
+                r
+            },
+            &[],
+            &mut udata,
+        )?;
+        let caps = QpCaps {
+            max_send_wr: resp.max_send_wr,
+            max_recv_wr: resp.max_recv_wr,
+            max_send_sge: resp.max_send_sge,
+            max_recv_sge: resp.max_recv_sge,
+            max_inline_data: resp.max_inline_data,
+        };
+        let mut inner = QpInner {
+            ctx: pd.ctx.clone(),
+            _pd: pd.clone(),
+            _send_cq: init.send_cq.inner.clone(),
+            _recv_cq: init.recv_cq.inner.clone(),
+            handle: resp.qp_handle,
+            qpn: resp.qpn,
+            qp_type: init.qp_type,
+            caps,
+            maps: Vec::new(),
+        };
+        let fd = pd.ctx.fd.as_fd();
+        let (rq_off, rq_size) = mminfo(&udata[..16])?;
+        let (sq_off, sq_size) = mminfo(&udata[16..])?;
+        let rq_map = Mapping::shared(fd, "mmap of the RQ ring", rq_size, rq_off)?;
+        let sq_map = Mapping::shared(fd, "mmap of the SQ ring", sq_size, sq_off)?;
+        // SAFETY: each mapping is kept in inner.maps, which lives in the
+        // Arc<QpInner> the returned Qp holds, so they outlive the Queues.
+        let (rq_q, sq_q) = unsafe {
+            (
+                Queue::new(rq_map.as_ptr(), rq_map.len(), provider_rxe::wqe::recv::SGES),
+                Queue::new(sq_map.as_ptr(), sq_map.len(), provider_rxe::wqe::send::PAYLOAD),
+            )
+        };
+        inner.maps.push(rq_map);
+        inner.maps.push(sq_map);
+        let bad = |what: &str, e: &dyn std::fmt::Display| Error::bad_answer(format!("CREATE_QP {what}: {e}"));
+        let rq_q = rq_q.map_err(|e| bad("RQ ring", &e))?;
+        let sq_q = sq_q.map_err(|e| bad("SQ ring", &e))?;
+        let ud = init.qp_type == QpType::Ud;
+        let sq = SendQueue::new(sq_q, caps.max_send_sge, caps.max_inline_data, ud).map_err(|e| bad("SQ ring", &e))?;
+        let rq = RecvQueue::new(rq_q, caps.max_recv_sge).map_err(|e| bad("RQ ring", &e))?;
+        let doorbell = Doorbell::new(inner.handle);
+        Ok(Qp {
+            inner: Arc::new(inner),
+            sq,
+            rq: Some(rq),
+            doorbell,
+        })
+    }
+}
+
+impl Doorbell {
+    fn new(qp_handle: u32) -> Box<Doorbell> {
+        let mut db = Box::new(Doorbell {
+            cmd: [0; 32],
+            resp: UnsafeCell::new(0),
+        });
+        let mut hdr = v::IbUverbsCmdHdr::new_zeroed();
+        hdr.command = v::IB_USER_VERBS_CMD_POST_SEND as u32;
+        hdr.in_words = 8; // 8-byte header + 24-byte ib_uverbs_post_send
+        hdr.out_words = 1; // ib_uverbs_post_send_resp
+        let mut c = v::IbUverbsPostSend::new_zeroed();
+        c.response = db.resp.get() as u64;
+        c.qp_handle = qp_handle;
+        c.wr_count = 0; // the WRs are in the ring already
+        c.sge_count = 0;
+        // The kernel insists on at least sizeof(struct ib_uverbs_send_wr).
+        c.wqe_size = std::mem::size_of::<v::IbUverbsSendWr>() as u32;
+        db.cmd[..8].copy_from_slice(hdr.as_bytes());
+        db.cmd[8..].copy_from_slice(c.as_bytes());
+        db
+    }
+}
+
+impl Qp {
+    /// The QP number.
+    pub fn qpn(&self) -> u32 {
+        self.inner.qpn
+    }
+
+    /// The transport service.
+    pub fn qp_type(&self) -> QpType {
+        self.inner.qp_type
+    }
+
+    /// The sizes the kernel granted.
+    pub fn caps(&self) -> QpCaps {
+        self.inner.caps
+    }
+
+    /// Posts send work requests in order, then rings the doorbell once.
+    ///
+    /// If one is rejected (invalid, or the SQ is full), the ones before it
+    /// are posted and rung, it and the rest are not, and the error names
+    /// its index — rdma-core's `bad_wr`, as a value.
+    pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> Result<()> {
+        let mut first_err = None;
+        let mut posted = 0;
+        let mut sges = [provider_rxe::Sge::default(); MAX_SGE];
+        for (index, wr) in wrs.iter().enumerate() {
+            let raw = match wr.to_rxe(&mut sges) {
+                Ok(r) => r,
+                Err(what) => {
+                    first_err = Some(Error::InvalidWorkRequest { index, what });
+                    break;
+                }
+            };
+            // SAFETY: every SGE came from an `mr::Slice`, checked to lie
+            // inside an Mr that owns its mapping and unmaps it only after
+            // DEREG_MR (see the mr module), so the device never reaches
+            // memory this process reuses.
+            match unsafe { self.sq.post(&raw) } {
+                Ok(()) => posted += 1,
+                Err(provider_rxe::PostError::QueueFull) => {
+                    first_err = Some(Error::QueueFull { queue: "send queue", index });
+                    break;
+                }
+                Err(e) => {
+                    first_err = Some(Error::InvalidWorkRequest {
+                        index,
+                        what: e.to_string(),
+                    });
+                    break;
+                }
+            }
+        }
+        if posted > 0 {
+            self.ring_doorbell()?;
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// rxe's doorbell: a `POST_SEND` with no work requests makes the kernel
+    /// run this QP's requester over the ring.
+    fn ring_doorbell(&mut self) -> Result<()> {
+        sys::write_cmd(self.inner.ctx.fd.as_fd(), "POST_SEND (doorbell)", &self.doorbell.cmd)
+    }
+
+    /// Posts receive work requests in order (no system call on rxe).
+    pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<()> {
+        let rq = self
+            .rq
+            .as_mut()
+            .ok_or_else(|| Error::invalid("this QP receives through an SRQ"))?;
+        let mut sges = [provider_rxe::Sge::default(); MAX_SGE];
+        for (index, wr) in wrs.iter().enumerate() {
+            let n = wr::fill_sges(wr.sges, &mut sges).map_err(|what| Error::InvalidWorkRequest { index, what })?;
+            // SAFETY: as in post_send: SGEs come from checked mr::Slices.
+            match unsafe { rq.post(wr.wr_id, &sges[..n]) } {
+                Ok(()) => {}
+                Err(provider_rxe::PostError::QueueFull) => {
+                    return Err(Error::QueueFull {
+                        queue: "receive queue",
+                        index,
+                    })
+                }
+                Err(e) => {
+                    return Err(Error::InvalidWorkRequest {
+                        index,
+                        what: e.to_string(),
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Modifies the QP (`MODIFY_QP`) with every attribute set in `attr`.
+    pub fn modify(&mut self, attr: &QpAttr) -> Result<()> {
+        let cmd = attr.encode(self.inner.handle)?;
+        self.inner
+            .ctx
+            .cmd_no_resp("MODIFY_QP", v::IB_USER_VERBS_CMD_MODIFY_QP as u32, &cmd)
+    }
+
+    /// Queries the QP's state (`QUERY_QP`).
+    pub fn query_state(&self) -> Result<QpState> {
+        let resp: v::IbUverbsQueryQpResp = self.inner.ctx.cmd(
+            "QUERY_QP",
+            v::IB_USER_VERBS_CMD_QUERY_QP as u32,
+            |response| {
+                let mut c = v::IbUverbsQueryQp::new_zeroed();
+                c.response = response;
+                c.qp_handle = self.inner.handle;
+                c.attr_mask = attr::mask::STATE;
+                c
+            },
+            &[],
+            &mut [],
+        )?;
+        Ok(QpState::from_raw(resp.qp_state as u32))
+    }
+}

@@ -1,0 +1,86 @@
+//! Interop: `rverbs pingpong` against rdma-core's `ibv_rc_pingpong`, in both
+//! roles, over rxe0 — the same TCP exchange and the same traffic.
+
+mod common;
+
+use common::{env, retry_until_ok, show, Background};
+use std::process::Command;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::Duration;
+
+const RVERBS: &str = env!("CARGO_BIN_EXE_rverbs");
+static PORT: AtomicU16 = AtomicU16::new(18700);
+
+fn args(size: u32, events: bool, port: u16) -> Vec<String> {
+    let e = env();
+    let mut a = vec![
+        "-d".to_string(),
+        e.dev,
+        "-g".into(),
+        e.gid.to_string(),
+        "-n".into(),
+        "1000".into(),
+        "-s".into(),
+        size.to_string(),
+        "-p".into(),
+        port.to_string(),
+    ];
+    if events {
+        a.push("-e".into());
+    }
+    a
+}
+
+/// `ibv_rc_pingpong`, or `rverbs pingpong`.
+fn tool(bin: &str) -> Command {
+    let mut c = Command::new(bin);
+    if bin == RVERBS {
+        c.arg("pingpong");
+    }
+    c
+}
+
+/// Runs `server_bin` as the server and `client_bin` as the client.
+fn run(server_bin: &str, client_bin: &str, size: u32, events: bool) {
+    let port = PORT.fetch_add(1, Ordering::Relaxed);
+    let a = args(size, events, port);
+    let addr = env().addr;
+    let server = Background::spawn(tool(server_bin).args(&a));
+    let client = retry_until_ok(Duration::from_secs(20), || {
+        let mut c = tool(client_bin);
+        c.args(&a).arg(&addr);
+        c
+    });
+    let server = server.wait(Duration::from_secs(120));
+    for (who, out) in [("client", &client), ("server", &server)] {
+        assert!(out.status.success(), "{who} ({server_bin} serving {client_bin}, size {size}, events {events}): {}", show(out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("1000 iters in"), "{who}: {}", show(out));
+        assert!(text.contains(&format!("{} bytes in", size as u64 * 2000)), "{who}: {}", show(out));
+        assert!(text.contains("  local address:  LID 0x0000, QPN 0x"), "{who}: {}", show(out));
+        assert!(text.contains("GID ::ffff:"), "{who}: {}", show(out));
+    }
+}
+
+#[test]
+fn rverbs_client_with_rdma_core_server() {
+    for size in [1, 4096, 65536] {
+        for events in [false, true] {
+            run("ibv_rc_pingpong", RVERBS, size, events);
+        }
+    }
+}
+
+#[test]
+fn rdma_core_client_with_rverbs_server() {
+    for size in [1, 4096, 65536] {
+        for events in [false, true] {
+            run(RVERBS, "ibv_rc_pingpong", size, events);
+        }
+    }
+}
+
+#[test]
+fn rverbs_with_itself() {
+    run(RVERBS, RVERBS, 4096, false);
+}

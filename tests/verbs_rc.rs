@@ -1,0 +1,366 @@
+//! Core verbs on rxe0: two RC QPs on the same device connected to each
+//! other, moving data through our own rxe data path.
+
+mod common;
+
+use rverbs::{
+    Access, AhAttr, Context, Cq, Error, Grh, Mr, Mtu, Pd, Qp, QpAttr, QpCaps, QpInit, QpState, QpType, RecvWr,
+    Remote, SendOp, SendWr, Wc, WcOpcode, WcStatus,
+};
+use std::time::{Duration, Instant};
+
+struct Side {
+    cq: Cq,
+    qp: Qp,
+}
+
+struct Pair {
+    ctx: Context,
+    pd: Pd,
+    a: Side,
+    b: Side,
+}
+
+fn open() -> (Context, u32) {
+    let e = common::env();
+    let ctx = Context::open_by_name(Some(&e.dev)).expect("open rxe0");
+    (ctx, e.gid)
+}
+
+fn side(ctx: &Context, pd: &Pd, caps: QpCaps) -> Side {
+    let cq = ctx.create_cq(64, None, 0).expect("create CQ");
+    let qp = pd
+        .create_qp(&QpInit {
+            qp_type: QpType::Rc,
+            send_cq: &cq,
+            recv_cq: &cq,
+            caps,
+            sq_sig_all: false,
+        })
+        .expect("create QP");
+    Side { cq, qp }
+}
+
+fn caps() -> QpCaps {
+    QpCaps {
+        max_send_wr: 16,
+        max_recv_wr: 16,
+        max_send_sge: 4,
+        max_recv_sge: 4,
+        max_inline_data: 64,
+    }
+}
+
+/// Two connected RC QPs: RESET → INIT → RTR → RTS on both.
+fn pair_with(caps: QpCaps, access: Access) -> Pair {
+    let (ctx, gid_idx) = open();
+    let pd = ctx.alloc_pd().expect("alloc PD");
+    let mut a = side(&ctx, &pd, caps);
+    let mut b = side(&ctx, &pd, caps);
+    let gid = ctx.query_gid(1, gid_idx).expect("query GID");
+    for s in [&mut a, &mut b] {
+        s.qp.modify(&QpAttr::init(1, access)).expect("to INIT");
+    }
+    let av = AhAttr {
+        port_num: 1,
+        grh: Some(Grh {
+            dgid: gid,
+            sgid_index: gid_idx as u8,
+            hop_limit: 1,
+            ..Grh::default()
+        }),
+        ..AhAttr::default()
+    };
+    let (qa, qb) = (a.qp.qpn(), b.qp.qpn());
+    a.qp.modify(&QpAttr::rtr(av, Mtu::M1024, qb, 100)).expect("a to RTR");
+    b.qp.modify(&QpAttr::rtr(av, Mtu::M1024, qa, 200)).expect("b to RTR");
+    a.qp.modify(&QpAttr::rts(200)).expect("a to RTS");
+    b.qp.modify(&QpAttr::rts(100)).expect("b to RTS");
+    assert_eq!(a.qp.query_state().unwrap(), QpState::Rts);
+    Pair { ctx, pd, a, b }
+}
+
+fn pair() -> Pair {
+    pair_with(
+        caps(),
+        Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
+    )
+}
+
+/// Polls until `n` completions arrived (or 10 s passed).
+fn wait(cq: &mut Cq, n: usize) -> Vec<Wc> {
+    let mut out = Vec::new();
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut buf = [Wc::default(); 8];
+    while out.len() < n {
+        let k = cq.poll(&mut buf);
+        out.extend_from_slice(&buf[..k]);
+        assert!(Instant::now() < until, "timed out with {} of {n} completions: {out:?}", out.len());
+    }
+    out
+}
+
+fn mr(pd: &Pd, len: usize) -> Mr {
+    pd.alloc_mr(
+        len,
+        Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
+    )
+    .expect("alloc MR")
+}
+
+#[test]
+fn device_and_port_queries_match_sysfs() {
+    let (ctx, gid_idx) = open();
+    let attr = ctx.query_device().unwrap();
+    assert_eq!(attr.node_guid, ctx.device().node_guid());
+    assert_eq!(attr.phys_port_cnt, 1);
+    assert!(attr.max_qp > 0 && attr.max_cqe > 0);
+    let port = ctx.query_port(1).unwrap();
+    assert_eq!(port.state, 4, "port 1 ACTIVE");
+    assert_eq!(port.link_layer, 2, "Ethernet");
+    let e = common::env();
+    let gid = ctx.query_gid(1, gid_idx).unwrap();
+    let v4: std::net::Ipv4Addr = e.addr.parse().unwrap();
+    assert_eq!(&gid[12..], &v4.octets());
+    assert!(ctx.query_port(2).is_err(), "port 2 does not exist");
+}
+
+#[test]
+fn send_recv_with_imm_and_multiple_sges() {
+    let mut p = pair();
+    let src = mr(&p.pd, 4096);
+    let dst = mr(&p.pd, 4096);
+    src.write(0, b"hello ").unwrap();
+    src.write(100, b"rdma world").unwrap();
+    let rs = [dst.slice(0, 8).unwrap(), dst.slice(1000, 100).unwrap()];
+    p.b.qp.post_recv(&[RecvWr { wr_id: 77, sges: &rs }]).unwrap();
+    let ss = [src.slice(0, 6).unwrap(), src.slice(100, 10).unwrap()];
+    p.a.qp
+        .post_send(&[SendWr::new(5, SendOp::SendWithImm(0xdeadbeef), &ss)])
+        .unwrap();
+    let s = wait(&mut p.a.cq, 1);
+    assert_eq!((s[0].wr_id, s[0].status, s[0].opcode), (5, WcStatus::SUCCESS, WcOpcode::SEND));
+    let r = wait(&mut p.b.cq, 1);
+    assert_eq!(r[0].wr_id, 77);
+    assert_eq!(r[0].status, WcStatus::SUCCESS);
+    assert_eq!(r[0].opcode, WcOpcode::RECV);
+    assert_eq!(r[0].byte_len, 16);
+    assert_eq!(r[0].imm_data, Some(0xdeadbeef));
+    assert_eq!(r[0].qp_num, p.b.qp.qpn());
+    let mut got = [0u8; 16];
+    dst.read(0, &mut got[..8]).unwrap();
+    dst.read(1000, &mut got[8..]).unwrap();
+    assert_eq!(&got, b"hello rdma world");
+}
+
+#[test]
+fn rdma_write_read_and_inline() {
+    let mut p = pair();
+    let local = mr(&p.pd, 8192);
+    let remote = mr(&p.pd, 8192);
+    let pattern: Vec<u8> = (0..8192u32).map(|i| (i * 7 % 251) as u8).collect();
+    local.write(0, &pattern).unwrap();
+    let r = Remote {
+        addr: remote.addr(),
+        rkey: remote.rkey(),
+    };
+    let s = [local.all().unwrap()];
+    p.a.qp.post_send(&[SendWr::new(1, SendOp::Write(r), &s)]).unwrap();
+    let c = wait(&mut p.a.cq, 1);
+    assert_eq!((c[0].status, c[0].opcode), (WcStatus::SUCCESS, WcOpcode::RDMA_WRITE));
+    let mut back = vec![0u8; 8192];
+    remote.read(0, &mut back).unwrap();
+    assert_eq!(back, pattern);
+
+    // Read it back into a fresh MR.
+    let into = mr(&p.pd, 8192);
+    let s = [into.all().unwrap()];
+    p.a.qp.post_send(&[SendWr::new(2, SendOp::Read(r), &s)]).unwrap();
+    let c = wait(&mut p.a.cq, 1);
+    assert_eq!((c[0].status, c[0].opcode), (WcStatus::SUCCESS, WcOpcode::RDMA_READ));
+    into.read(0, &mut back).unwrap();
+    assert_eq!(back, pattern);
+
+    // An inline write: the payload is copied at post time.
+    let data = *b"inline bytes!";
+    p.a.qp
+        .post_send(&[SendWr::inline(3, SendOp::Write(r), &data)])
+        .unwrap();
+    wait(&mut p.a.cq, 1);
+    let mut got = [0u8; 13];
+    remote.read(0, &mut got).unwrap();
+    assert_eq!(&got, &data);
+}
+
+#[test]
+fn atomics() {
+    let mut p = pair();
+    let target = mr(&p.pd, 64);
+    target.write(8, &40u64.to_ne_bytes()).unwrap();
+    let result = mr(&p.pd, 64);
+    let r = Remote {
+        addr: target.addr() + 8,
+        rkey: target.rkey(),
+    };
+    let s = [result.slice(0, 8).unwrap()];
+    p.a.qp
+        .post_send(&[SendWr::new(1, SendOp::FetchAdd { remote: r, add: 2 }, &s)])
+        .unwrap();
+    let c = wait(&mut p.a.cq, 1);
+    assert_eq!((c[0].status, c[0].opcode), (WcStatus::SUCCESS, WcOpcode::FETCH_ADD));
+    assert_eq!(result.read_u64(0).unwrap(), 40);
+    assert_eq!(target.read_u64(8).unwrap(), 42);
+    let s = [result.slice(8, 8).unwrap()];
+    let cas = SendOp::CompareSwap {
+        remote: r,
+        compare: 42,
+        swap: 7,
+    };
+    p.a.qp.post_send(&[SendWr::new(2, cas, &s)]).unwrap();
+    let c = wait(&mut p.a.cq, 1);
+    assert_eq!((c[0].status, c[0].opcode), (WcStatus::SUCCESS, WcOpcode::COMP_SWAP));
+    assert_eq!(result.read_u64(8).unwrap(), 42);
+    assert_eq!(target.read_u64(8).unwrap(), 7);
+    // A failing compare leaves the target alone.
+    p.a.qp.post_send(&[SendWr::new(3, cas, &s)]).unwrap();
+    wait(&mut p.a.cq, 1);
+    assert_eq!(result.read_u64(8).unwrap(), 7);
+    assert_eq!(target.read_u64(8).unwrap(), 7);
+}
+
+#[test]
+fn unsignaled_sends_and_a_list_in_one_post() {
+    let mut p = pair();
+    let src = mr(&p.pd, 64);
+    let dst = mr(&p.pd, 64 * 4);
+    for i in 0..4 {
+        let s = [dst.slice(i * 64, 64).unwrap()];
+        p.b.qp.post_recv(&[RecvWr { wr_id: 100 + i as u64, sges: &s }]).unwrap();
+    }
+    let s = [src.slice(0, 64).unwrap()];
+    let wrs: Vec<SendWr> = (0..4)
+        .map(|i| SendWr::new(i, SendOp::Send, &s).signaled(i == 3))
+        .collect();
+    p.a.qp.post_send(&wrs).unwrap();
+    let c = wait(&mut p.a.cq, 1);
+    assert_eq!(c[0].wr_id, 3, "only the signaled send completes");
+    let r = wait(&mut p.b.cq, 4);
+    let ids: Vec<u64> = r.iter().map(|w| w.wr_id).collect();
+    assert_eq!(ids, vec![100, 101, 102, 103]);
+    let mut buf = [Wc::default(); 4];
+    assert_eq!(p.a.cq.poll(&mut buf), 0, "no completions for unsignaled sends");
+}
+
+#[test]
+fn errors_are_named() {
+    let (ctx, _) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    // Remote write without local write: refused before the kernel.
+    let e = pd.alloc_mr(64, Access::REMOTE_WRITE).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+    // Out-of-bounds slices.
+    let m = mr(&pd, 64);
+    assert!(m.slice(60, 8).is_err());
+    assert!(m.write(63, b"ab").is_err());
+    // Posting before RTS: rxe's doorbell fails with EINVAL, named.
+    let cq = ctx.create_cq(4, None, 0).unwrap();
+    let mut qp = pd
+        .create_qp(&QpInit {
+            qp_type: QpType::Rc,
+            send_cq: &cq,
+            recv_cq: &cq,
+            caps: caps(),
+            sq_sig_all: false,
+        })
+        .unwrap();
+    let s = [m.slice(0, 8).unwrap()];
+    let e = qp.post_send(&[SendWr::new(1, SendOp::Send, &s)]).unwrap_err();
+    match e {
+        Error::Kernel { op, errno } => {
+            assert!(op.contains("POST_SEND"), "{op}");
+            assert_eq!(errno.0, libc_einval());
+        }
+        other => panic!("expected a kernel error, got {other}"),
+    }
+    // Too many SGEs for the QP.
+    let five = [s[0]; 5];
+    let e = qp.post_recv(&[RecvWr { wr_id: 1, sges: &five }]).unwrap_err();
+    assert!(matches!(e, Error::InvalidWorkRequest { index: 0, .. }), "{e}");
+}
+
+fn libc_einval() -> i32 {
+    22
+}
+
+#[test]
+fn remote_access_error_on_a_read_only_mr() {
+    let mut p = pair();
+    let ro = p.pd.alloc_mr(64, Access::LOCAL_WRITE | Access::REMOTE_READ).unwrap();
+    let src = mr(&p.pd, 64);
+    let s = [src.slice(0, 8).unwrap()];
+    let r = Remote {
+        addr: ro.addr(),
+        rkey: ro.rkey(),
+    };
+    p.a.qp.post_send(&[SendWr::new(9, SendOp::Write(r), &s)]).unwrap();
+    let c = wait(&mut p.a.cq, 1);
+    assert_eq!(c[0].wr_id, 9);
+    assert_eq!(c[0].status, WcStatus::REM_ACCESS_ERR, "{:?}", c[0]);
+}
+
+#[test]
+fn error_state_flushes_every_outstanding_receive_once() {
+    let mut p = pair();
+    let dst = mr(&p.pd, 64 * 8);
+    for i in 0..8 {
+        let s = [dst.slice(i * 64, 64).unwrap()];
+        p.b.qp.post_recv(&[RecvWr { wr_id: i as u64, sges: &s }]).unwrap();
+    }
+    p.b.qp.modify(&QpAttr::err()).unwrap();
+    let c = wait(&mut p.b.cq, 8);
+    let mut ids: Vec<u64> = c.iter().map(|w| w.wr_id).collect();
+    ids.sort();
+    assert_eq!(ids, (0..8).collect::<Vec<_>>());
+    assert!(c.iter().all(|w| w.status == WcStatus::WR_FLUSH_ERR));
+    std::thread::sleep(Duration::from_millis(100));
+    let mut buf = [Wc::default(); 4];
+    assert_eq!(p.b.cq.poll(&mut buf), 0, "nothing completes twice");
+    drop(p.ctx);
+}
+
+#[test]
+fn send_queue_full_is_an_error_not_a_loss() {
+    let mut p = pair_with(
+        QpCaps {
+            max_send_wr: 4,
+            ..caps()
+        },
+        Access::LOCAL_WRITE,
+    );
+    let src = mr(&p.pd, 64);
+    let s = [src.slice(0, 8).unwrap()];
+    // No receives at the peer: sends wait in RNR retry, so the SQ fills.
+    let cap = p.a.qp.caps().max_send_wr as usize;
+    let wrs: Vec<SendWr> = (0..cap as u64 + 64).map(|i| SendWr::new(i, SendOp::Send, &s)).collect();
+    let e = p.a.qp.post_send(&wrs).unwrap_err();
+    let Error::QueueFull { index, .. } = e else {
+        panic!("expected QueueFull, got {e}");
+    };
+    assert!(index >= cap, "posted {index} of a {cap}-entry SQ");
+    // Every posted WR completes exactly once, in order, once receives
+    // are there; the rejected ones never appear.
+    assert!(index <= 16, "SQ took {index}; the RQ below has 16 slots");
+    let dst = mr(&p.pd, 8 * index);
+    for i in 0..index {
+        let r = [dst.slice(i * 8, 8).unwrap()];
+        p.b.qp.post_recv(&[RecvWr { wr_id: i as u64, sges: &r }]).unwrap();
+    }
+    let c = wait(&mut p.a.cq, index);
+    let ids: Vec<u64> = c.iter().map(|w| w.wr_id).collect();
+    assert_eq!(ids, (0..index as u64).collect::<Vec<_>>());
+    assert!(c.iter().all(|w| w.is_ok()), "{c:?}");
+    std::thread::sleep(Duration::from_millis(200));
+    let mut buf = [Wc::default(); 4];
+    assert_eq!(p.a.cq.poll(&mut buf), 0);
+    let _ = &p.ctx;
+}
