@@ -1,14 +1,14 @@
 //! An open device: the uverbs command fd, its async-event fd, and the
 //! command execution every object uses.
 
+use crate::abi_shim as v;
 use crate::device::{Device, Driver};
-use crate::error::{Errno, Error, Result};
+use crate::error::{Error, Result};
 use crate::sys;
 use std::fs::OpenOptions;
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::sync::Arc;
-use crate::abi_shim as v;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
 /// An open RDMA device (`ibv_context`). Cheap to clone; the device is
@@ -79,7 +79,7 @@ impl Context {
         let resp: v::IbUverbsGetContextResp = exec_write(
             &fd,
             "GET_CONTEXT",
-            v::IB_USER_VERBS_CMD_GET_CONTEXT as u32,
+            v::IB_USER_VERBS_CMD_GET_CONTEXT,
             |response| {
                 let mut c = v::IbUverbsGetContext::new_zeroed();
                 c.response = response;
@@ -195,9 +195,4 @@ where
     Resp::read_from_prefix(resp_bytes)
         .map(|(r, _)| r)
         .map_err(|_| Error::bad_answer(format!("{op}: response shorter than its struct")))
-}
-
-/// `errno` as an [`Error`] for `op`.
-pub(crate) fn last_error(op: &'static str) -> Error {
-    Error::kernel(op, Errno::last())
 }

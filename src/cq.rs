@@ -1,6 +1,7 @@
 //! Completion queues and completion channels (`CREATE_CQ`, `DESTROY_CQ`,
 //! `REQ_NOTIFY_CQ`, `CREATE_COMP_CHANNEL`), with the rxe ring behind them.
 
+use crate::abi_shim as v;
 use crate::context::{Context, ContextInner};
 use crate::error::{Error, Result};
 use crate::sys::Mapping;
@@ -9,7 +10,6 @@ use provider_rxe::{CompletionQueue, Queue, RawWc};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use crate::abi_shim as v;
 use zerocopy::{FromBytes, FromZeros};
 
 /// A completion channel: a pollable fd that becomes readable when an armed
@@ -21,7 +21,9 @@ pub struct CompChannel {
 
 impl std::fmt::Debug for CompChannel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompChannel").field("fd", &self.inner.as_raw_fd()).finish()
+        f.debug_struct("CompChannel")
+            .field("fd", &self.inner.as_raw_fd())
+            .finish()
     }
 }
 
@@ -30,7 +32,7 @@ impl Context {
     pub fn create_comp_channel(&self) -> Result<CompChannel> {
         let resp: v::IbUverbsCreateCompChannelResp = self.inner.cmd(
             "CREATE_COMP_CHANNEL",
-            v::IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL as u32,
+            v::IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL,
             |response| {
                 let mut c = v::IbUverbsCreateCompChannel::new_zeroed();
                 c.response = response;
@@ -41,11 +43,18 @@ impl Context {
         )?;
         // SAFETY: the kernel created this fd for us and nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(resp.fd as i32) };
-        Ok(CompChannel { inner: Arc::new(fd) })
+        Ok(CompChannel {
+            inner: Arc::new(fd),
+        })
     }
 
     /// Creates a CQ with room for at least `cqe` completions.
-    pub fn create_cq(&self, cqe: u32, channel: Option<&CompChannel>, comp_vector: u32) -> Result<Cq> {
+    pub fn create_cq(
+        &self,
+        cqe: u32,
+        channel: Option<&CompChannel>,
+        comp_vector: u32,
+    ) -> Result<Cq> {
         if cqe == 0 {
             return Err(Error::invalid("CQ of 0 entries"));
         }
@@ -54,7 +63,7 @@ impl Context {
         let mut udata = [0u8; 16]; // struct rxe_create_cq_resp { struct mminfo mi; }
         let resp: v::IbUverbsCreateCqResp = self.inner.cmd(
             "CREATE_CQ",
-            v::IB_USER_VERBS_CMD_CREATE_CQ as u32,
+            v::IB_USER_VERBS_CMD_CREATE_CQ,
             |response| {
                 let mut c = v::IbUverbsCreateCq::new_zeroed();
                 c.response = response;
@@ -117,7 +126,7 @@ impl Drop for CqInner {
     fn drop(&mut self) {
         let r: Result<v::IbUverbsDestroyCqResp> = self.ctx.cmd(
             "DESTROY_CQ",
-            v::IB_USER_VERBS_CMD_DESTROY_CQ as u32,
+            v::IB_USER_VERBS_CMD_DESTROY_CQ,
             |response| {
                 let mut c = v::IbUverbsDestroyCq::new_zeroed();
                 c.response = response;
@@ -189,7 +198,7 @@ impl Cq {
         c.solicited_only = solicited_only as u32;
         self.inner
             .ctx
-            .cmd_no_resp("REQ_NOTIFY_CQ", v::IB_USER_VERBS_CMD_REQ_NOTIFY_CQ as u32, &c)
+            .cmd_no_resp("REQ_NOTIFY_CQ", v::IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, &c)
     }
 }
 

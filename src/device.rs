@@ -73,7 +73,6 @@ impl NodeType {
 #[derive(Debug, Clone)]
 pub struct Device {
     pub(crate) name: String,
-    pub(crate) uverbs: String,
     pub(crate) dev_path: PathBuf,
     pub(crate) dev_t: (u32, u32),
     pub(crate) driver_abi: u32,
@@ -191,7 +190,6 @@ impl Device {
         Ok(Device {
             dev_path: Path::new("/dev/infiniband").join(&uverbs),
             name,
-            uverbs,
             dev_t,
             driver_abi,
             node_guid,

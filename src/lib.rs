@@ -43,6 +43,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+mod abi_shim;
 pub mod context;
 pub mod cq;
 pub mod device;
@@ -51,7 +52,6 @@ pub mod mr;
 pub mod pd;
 pub mod qp;
 pub mod query;
-mod abi_shim;
 mod sys;
 pub mod wc;
 
@@ -61,6 +61,8 @@ pub use device::{format_guid, Device, Driver, NodeType};
 pub use error::{Errno, Error, Result};
 pub use mr::{Access, Mr, Slice};
 pub use pd::Pd;
-pub use qp::{AhAttr, Grh, Mtu, Qp, QpAttr, QpCaps, QpInit, QpState, QpType, RecvWr, Remote, SendOp, SendWr};
+pub use qp::{
+    AhAttr, Grh, Mtu, Qp, QpAttr, QpCaps, QpInit, QpState, QpType, RecvWr, Remote, SendOp, SendWr,
+};
 pub use query::{DeviceAttr, GidEntry, GidType, PortAttr};
 pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};

@@ -18,13 +18,12 @@
 //! pinned for an access in flight are no longer mapped in this process, so
 //! the device can never write into memory this process reuses.
 
-use crate::context::ContextInner;
+use crate::abi_shim as v;
 use crate::error::{Error, Result};
 use crate::pd::{Pd, PdInner};
 use crate::sys::Mapping;
 use bitflags::bitflags;
 use std::sync::Arc;
-use crate::abi_shim as v;
 use zerocopy::FromZeros;
 
 bitflags! {
@@ -107,7 +106,9 @@ impl Pd {
     pub fn alloc_mr(&self, len: usize, access: Access) -> Result<Mr> {
         // The kernel rejects remote write or atomic access without local
         // write (IB spec); say so before asking it.
-        if access.intersects(Access::REMOTE_WRITE | Access::REMOTE_ATOMIC) && !access.contains(Access::LOCAL_WRITE) {
+        if access.intersects(Access::REMOTE_WRITE | Access::REMOTE_ATOMIC)
+            && !access.contains(Access::LOCAL_WRITE)
+        {
             return Err(Error::invalid(format!(
                 "MR access {access:?}: remote write and atomic access need LOCAL_WRITE"
             )));
@@ -117,7 +118,7 @@ impl Pd {
         let pd = &self.inner;
         let resp: v::IbUverbsRegMrResp = pd.ctx.cmd(
             "REG_MR",
-            v::IB_USER_VERBS_CMD_REG_MR as u32,
+            v::IB_USER_VERBS_CMD_REG_MR,
             |response| {
                 let mut c = v::IbUverbsRegMr::new_zeroed();
                 c.response = response;
@@ -181,13 +182,22 @@ impl Mr {
     /// `len` bytes at `offset`, checked against the MR's bounds.
     pub fn slice(&self, offset: usize, len: u32) -> Result<Slice<'_>> {
         self.check(offset, len as usize)?;
-        Ok(Slice { mr: self, offset, len })
+        Ok(Slice {
+            mr: self,
+            offset,
+            len,
+        })
     }
 
     /// The whole MR (its length must fit an SGE's 32 bits).
     pub fn all(&self) -> Result<Slice<'_>> {
-        let len = u32::try_from(self.inner.len).map_err(|_| Error::invalid("MR longer than 4 GiB: use slice()"))?;
-        Ok(Slice { mr: self, offset: 0, len })
+        let len = u32::try_from(self.inner.len)
+            .map_err(|_| Error::invalid("MR longer than 4 GiB: use slice()"))?;
+        Ok(Slice {
+            mr: self,
+            offset: 0,
+            len,
+        })
     }
 
     fn check(&self, offset: usize, len: usize) -> Result<()> {
@@ -210,7 +220,9 @@ impl Mr {
         // SAFETY: offset + len is inside the mapping (check above), which
         // lives as long as self; data is a separate Rust allocation, so the
         // ranges do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.base().add(offset), data.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.base().add(offset), data.len())
+        };
         Ok(())
     }
 
@@ -218,7 +230,9 @@ impl Mr {
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         self.check(offset, out.len())?;
         // SAFETY: as in write(): in bounds, non-overlapping, mapping alive.
-        unsafe { std::ptr::copy_nonoverlapping(self.base().add(offset), out.as_mut_ptr(), out.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.base().add(offset), out.as_mut_ptr(), out.len())
+        };
         Ok(())
     }
 
@@ -246,10 +260,6 @@ impl Mr {
     pub unsafe fn as_ptr(&self) -> *mut u8 {
         self.base()
     }
-
-    pub(crate) fn ctx(&self) -> &Arc<ContextInner> {
-        &self.inner.pd.ctx
-    }
 }
 
 impl Drop for MrInner {
@@ -259,7 +269,7 @@ impl Drop for MrInner {
         match self
             .pd
             .ctx
-            .cmd_no_resp("DEREG_MR", v::IB_USER_VERBS_CMD_DEREG_MR as u32, &c)
+            .cmd_no_resp("DEREG_MR", v::IB_USER_VERBS_CMD_DEREG_MR, &c)
         {
             Ok(()) => drop(self.mem.take()),
             // The kernel still has the MR: the device may still use the

@@ -1,9 +1,9 @@
 //! Protection domains (`ALLOC_PD` / `DEALLOC_PD`).
 
+use crate::abi_shim as v;
 use crate::context::{Context, ContextInner};
 use crate::error::Result;
 use std::sync::Arc;
-use crate::abi_shim as v;
 use zerocopy::FromZeros;
 
 /// A protection domain. MRs, QPs, SRQs and AHs created in it keep it alive:
@@ -21,7 +21,9 @@ pub(crate) struct PdInner {
 
 impl std::fmt::Debug for Pd {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pd").field("handle", &self.inner.handle).finish()
+        f.debug_struct("Pd")
+            .field("handle", &self.inner.handle)
+            .finish()
     }
 }
 
@@ -30,7 +32,7 @@ impl Context {
     pub fn alloc_pd(&self) -> Result<Pd> {
         let resp: v::IbUverbsAllocPdResp = self.inner.cmd(
             "ALLOC_PD",
-            v::IB_USER_VERBS_CMD_ALLOC_PD as u32,
+            v::IB_USER_VERBS_CMD_ALLOC_PD,
             |response| {
                 let mut c = v::IbUverbsAllocPd::new_zeroed();
                 c.response = response;
@@ -65,6 +67,6 @@ impl Drop for PdInner {
         // already gone, so the kernel has no reason to refuse).
         let _ = self
             .ctx
-            .cmd_no_resp("DEALLOC_PD", v::IB_USER_VERBS_CMD_DEALLOC_PD as u32, &c);
+            .cmd_no_resp("DEALLOC_PD", v::IB_USER_VERBS_CMD_DEALLOC_PD, &c);
     }
 }

@@ -8,6 +8,7 @@ mod wr;
 pub use attr::{AhAttr, Grh, Mtu, QpAttr, QpState};
 pub use wr::{RecvWr, Remote, SendOp, SendWr};
 
+use crate::abi_shim as v;
 use crate::context::ContextInner;
 use crate::cq::{mminfo, Cq, CqInner};
 use crate::error::{Error, Result};
@@ -17,7 +18,6 @@ use provider_rxe::{Queue, RecvQueue, SendQueue};
 use std::cell::UnsafeCell;
 use std::os::fd::AsFd;
 use std::sync::Arc;
-use crate::abi_shim as v;
 use zerocopy::{FromZeros, IntoBytes};
 
 /// The transport service of a QP.
@@ -115,7 +115,7 @@ impl Drop for QpInner {
     fn drop(&mut self) {
         let r: Result<v::IbUverbsDestroyQpResp> = self.ctx.cmd(
             "DESTROY_QP",
-            v::IB_USER_VERBS_CMD_DESTROY_QP as u32,
+            v::IB_USER_VERBS_CMD_DESTROY_QP,
             |response| {
                 let mut c = v::IbUverbsDestroyQp::new_zeroed();
                 c.response = response;
@@ -148,12 +148,14 @@ impl Pd {
         let pd = &self.inner;
         let c = init.caps;
         if c.max_send_sge as usize > MAX_SGE || c.max_recv_sge as usize > MAX_SGE {
-            return Err(Error::invalid(format!("more than {MAX_SGE} SGEs per work request")));
+            return Err(Error::invalid(format!(
+                "more than {MAX_SGE} SGEs per work request"
+            )));
         }
         let mut udata = [0u8; 32]; // struct rxe_create_qp_resp { rq_mi, sq_mi }
         let resp: v::IbUverbsCreateQpResp = pd.ctx.cmd(
             "CREATE_QP",
-            v::IB_USER_VERBS_CMD_CREATE_QP as u32,
+            v::IB_USER_VERBS_CMD_CREATE_QP,
             |response| {
                 let mut r = v::IbUverbsCreateQp::new_zeroed();
                 r.response = response;
@@ -203,16 +205,23 @@ impl Pd {
         let (rq_q, sq_q) = unsafe {
             (
                 Queue::new(rq_map.as_ptr(), rq_map.len(), provider_rxe::wqe::recv::SGES),
-                Queue::new(sq_map.as_ptr(), sq_map.len(), provider_rxe::wqe::send::PAYLOAD),
+                Queue::new(
+                    sq_map.as_ptr(),
+                    sq_map.len(),
+                    provider_rxe::wqe::send::PAYLOAD,
+                ),
             )
         };
         inner.maps.push(rq_map);
         inner.maps.push(sq_map);
-        let bad = |what: &str, e: &dyn std::fmt::Display| Error::bad_answer(format!("CREATE_QP {what}: {e}"));
+        let bad = |what: &str, e: &dyn std::fmt::Display| {
+            Error::bad_answer(format!("CREATE_QP {what}: {e}"))
+        };
         let rq_q = rq_q.map_err(|e| bad("RQ ring", &e))?;
         let sq_q = sq_q.map_err(|e| bad("SQ ring", &e))?;
         let ud = init.qp_type == QpType::Ud;
-        let sq = SendQueue::new(sq_q, caps.max_send_sge, caps.max_inline_data, ud).map_err(|e| bad("SQ ring", &e))?;
+        let sq = SendQueue::new(sq_q, caps.max_send_sge, caps.max_inline_data, ud)
+            .map_err(|e| bad("SQ ring", &e))?;
         let rq = RecvQueue::new(rq_q, caps.max_recv_sge).map_err(|e| bad("RQ ring", &e))?;
         let doorbell = Doorbell::new(inner.handle);
         Ok(Qp {
@@ -231,7 +240,7 @@ impl Doorbell {
             resp: UnsafeCell::new(0),
         });
         let mut hdr = v::IbUverbsCmdHdr::new_zeroed();
-        hdr.command = v::IB_USER_VERBS_CMD_POST_SEND as u32;
+        hdr.command = v::IB_USER_VERBS_CMD_POST_SEND;
         hdr.in_words = 8; // 8-byte header + 24-byte ib_uverbs_post_send
         hdr.out_words = 1; // ib_uverbs_post_send_resp
         let mut c = v::IbUverbsPostSend::new_zeroed();
@@ -273,7 +282,7 @@ impl Qp {
         let mut posted = 0;
         let mut sges = [provider_rxe::Sge::default(); MAX_SGE];
         for (index, wr) in wrs.iter().enumerate() {
-            let raw = match wr.to_rxe(&mut sges) {
+            let raw = match wr.as_rxe(&mut sges) {
                 Ok(r) => r,
                 Err(what) => {
                     first_err = Some(Error::InvalidWorkRequest { index, what });
@@ -287,7 +296,10 @@ impl Qp {
             match unsafe { self.sq.post(&raw) } {
                 Ok(()) => posted += 1,
                 Err(provider_rxe::PostError::QueueFull) => {
-                    first_err = Some(Error::QueueFull { queue: "send queue", index });
+                    first_err = Some(Error::QueueFull {
+                        queue: "send queue",
+                        index,
+                    });
                     break;
                 }
                 Err(e) => {
@@ -308,7 +320,11 @@ impl Qp {
     /// rxe's doorbell: a `POST_SEND` with no work requests makes the kernel
     /// run this QP's requester over the ring.
     fn ring_doorbell(&mut self) -> Result<()> {
-        sys::write_cmd(self.inner.ctx.fd.as_fd(), "POST_SEND (doorbell)", &self.doorbell.cmd)
+        sys::write_cmd(
+            self.inner.ctx.fd.as_fd(),
+            "POST_SEND (doorbell)",
+            &self.doorbell.cmd,
+        )
     }
 
     /// Posts receive work requests in order (no system call on rxe).
@@ -319,7 +335,8 @@ impl Qp {
             .ok_or_else(|| Error::invalid("this QP receives through an SRQ"))?;
         let mut sges = [provider_rxe::Sge::default(); MAX_SGE];
         for (index, wr) in wrs.iter().enumerate() {
-            let n = wr::fill_sges(wr.sges, &mut sges).map_err(|what| Error::InvalidWorkRequest { index, what })?;
+            let n = wr::fill_sges(wr.sges, &mut sges)
+                .map_err(|what| Error::InvalidWorkRequest { index, what })?;
             // SAFETY: as in post_send: SGEs come from checked mr::Slices.
             match unsafe { rq.post(wr.wr_id, &sges[..n]) } {
                 Ok(()) => {}
@@ -345,14 +362,14 @@ impl Qp {
         let cmd = attr.encode(self.inner.handle)?;
         self.inner
             .ctx
-            .cmd_no_resp("MODIFY_QP", v::IB_USER_VERBS_CMD_MODIFY_QP as u32, &cmd)
+            .cmd_no_resp("MODIFY_QP", v::IB_USER_VERBS_CMD_MODIFY_QP, &cmd)
     }
 
     /// Queries the QP's state (`QUERY_QP`).
     pub fn query_state(&self) -> Result<QpState> {
         let resp: v::IbUverbsQueryQpResp = self.inner.ctx.cmd(
             "QUERY_QP",
-            v::IB_USER_VERBS_CMD_QUERY_QP as u32,
+            v::IB_USER_VERBS_CMD_QUERY_QP,
             |response| {
                 let mut c = v::IbUverbsQueryQp::new_zeroed();
                 c.response = response;

@@ -1,9 +1,9 @@
 //! Device and port attributes (`QUERY_DEVICE`, `QUERY_PORT`) and the GID
 //! table (sysfs, which the kernel keeps in step with its own table).
 
+use crate::abi_shim as v;
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::abi_shim as v;
 use zerocopy::FromZeros;
 
 /// Device attributes (`ibv_device_attr`), as the kernel reports them.
@@ -108,7 +108,7 @@ impl Context {
     pub fn query_device(&self) -> Result<DeviceAttr> {
         let r: v::IbUverbsQueryDeviceResp = self.inner.cmd(
             "QUERY_DEVICE",
-            v::IB_USER_VERBS_CMD_QUERY_DEVICE as u32,
+            v::IB_USER_VERBS_CMD_QUERY_DEVICE,
             |response| {
                 let mut c = v::IbUverbsQueryDevice::new_zeroed();
                 c.response = response;
@@ -166,7 +166,7 @@ impl Context {
     pub fn query_port(&self, port: u8) -> Result<PortAttr> {
         let r: v::IbUverbsQueryPortResp = self.inner.cmd(
             "QUERY_PORT",
-            v::IB_USER_VERBS_CMD_QUERY_PORT as u32,
+            v::IB_USER_VERBS_CMD_QUERY_PORT,
             |response| {
                 let mut c = v::IbUverbsQueryPort::new_zeroed();
                 c.response = response;
@@ -217,7 +217,10 @@ impl Context {
     /// The populated entries of a port's GID table.
     pub fn gid_table(&self, port: u8) -> Result<Vec<GidEntry>> {
         let len = self.query_port(port)?.gid_tbl_len;
-        let base = format!("/sys/class/infiniband/{}/ports/{port}", self.device().name());
+        let base = format!(
+            "/sys/class/infiniband/{}/ports/{port}",
+            self.device().name()
+        );
         let mut out = Vec::new();
         for index in 0..len {
             let Ok(gid) = self.query_gid(port, index) else {
@@ -226,7 +229,8 @@ impl Context {
             if gid == [0; 16] {
                 continue;
             }
-            let ty = std::fs::read_to_string(format!("{base}/gid_attrs/types/{index}")).unwrap_or_default();
+            let ty = std::fs::read_to_string(format!("{base}/gid_attrs/types/{index}"))
+                .unwrap_or_default();
             let gid_type = match ty.trim() {
                 "RoCE v2" => GidType::RoceV2,
                 "IB/RoCE v1" => GidType::IbRoceV1,

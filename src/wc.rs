@@ -135,7 +135,9 @@ impl Wc {
             vendor_err: r.vendor_err,
             byte_len: r.byte_len,
             // The kernel stores imm_data as it came off the wire (big endian).
-            imm_data: flags.contains(WcFlags::WITH_IMM).then(|| u32::from_be(r.ex)),
+            imm_data: flags
+                .contains(WcFlags::WITH_IMM)
+                .then(|| u32::from_be(r.ex)),
             qp_num: r.qp_num,
             src_qp: r.src_qp,
             flags,

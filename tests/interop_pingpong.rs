@@ -53,11 +53,23 @@ fn run(server_bin: &str, client_bin: &str, size: u32, events: bool) {
     });
     let server = server.wait(Duration::from_secs(120));
     for (who, out) in [("client", &client), ("server", &server)] {
-        assert!(out.status.success(), "{who} ({server_bin} serving {client_bin}, size {size}, events {events}): {}", show(out));
+        assert!(
+            out.status.success(),
+            "{who} ({server_bin} serving {client_bin}, size {size}, events {events}): {}",
+            show(out)
+        );
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("1000 iters in"), "{who}: {}", show(out));
-        assert!(text.contains(&format!("{} bytes in", size as u64 * 2000)), "{who}: {}", show(out));
-        assert!(text.contains("  local address:  LID 0x0000, QPN 0x"), "{who}: {}", show(out));
+        assert!(
+            text.contains(&format!("{} bytes in", size as u64 * 2000)),
+            "{who}: {}",
+            show(out)
+        );
+        assert!(
+            text.contains("  local address:  LID 0x0000, QPN 0x"),
+            "{who}: {}",
+            show(out)
+        );
         assert!(text.contains("GID ::ffff:"), "{who}: {}", show(out));
     }
 }

@@ -4,8 +4,8 @@
 mod common;
 
 use rverbs::{
-    Access, AhAttr, Context, Cq, Error, Grh, Mr, Mtu, Pd, Qp, QpAttr, QpCaps, QpInit, QpState, QpType, RecvWr,
-    Remote, SendOp, SendWr, Wc, WcOpcode, WcStatus,
+    Access, AhAttr, Context, Cq, Error, Grh, Mr, Mtu, Pd, Qp, QpAttr, QpCaps, QpInit, QpState,
+    QpType, RecvWr, Remote, SendOp, SendWr, Wc, WcOpcode, WcStatus,
 };
 use std::time::{Duration, Instant};
 
@@ -72,8 +72,10 @@ fn pair_with(caps: QpCaps, access: Access) -> Pair {
         ..AhAttr::default()
     };
     let (qa, qb) = (a.qp.qpn(), b.qp.qpn());
-    a.qp.modify(&QpAttr::rtr(av, Mtu::M1024, qb, 100)).expect("a to RTR");
-    b.qp.modify(&QpAttr::rtr(av, Mtu::M1024, qa, 200)).expect("b to RTR");
+    a.qp.modify(&QpAttr::rtr(av, Mtu::M1024, qb, 100))
+        .expect("a to RTR");
+    b.qp.modify(&QpAttr::rtr(av, Mtu::M1024, qa, 200))
+        .expect("b to RTR");
     a.qp.modify(&QpAttr::rts(200)).expect("a to RTS");
     b.qp.modify(&QpAttr::rts(100)).expect("b to RTS");
     assert_eq!(a.qp.query_state().unwrap(), QpState::Rts);
@@ -95,7 +97,11 @@ fn wait(cq: &mut Cq, n: usize) -> Vec<Wc> {
     while out.len() < n {
         let k = cq.poll(&mut buf);
         out.extend_from_slice(&buf[..k]);
-        assert!(Instant::now() < until, "timed out with {} of {n} completions: {out:?}", out.len());
+        assert!(
+            Instant::now() < until,
+            "timed out with {} of {n} completions: {out:?}",
+            out.len()
+        );
     }
     out
 }
@@ -133,13 +139,21 @@ fn send_recv_with_imm_and_multiple_sges() {
     src.write(0, b"hello ").unwrap();
     src.write(100, b"rdma world").unwrap();
     let rs = [dst.slice(0, 8).unwrap(), dst.slice(1000, 100).unwrap()];
-    p.b.qp.post_recv(&[RecvWr { wr_id: 77, sges: &rs }]).unwrap();
+    p.b.qp
+        .post_recv(&[RecvWr {
+            wr_id: 77,
+            sges: &rs,
+        }])
+        .unwrap();
     let ss = [src.slice(0, 6).unwrap(), src.slice(100, 10).unwrap()];
     p.a.qp
         .post_send(&[SendWr::new(5, SendOp::SendWithImm(0xdeadbeef), &ss)])
         .unwrap();
     let s = wait(&mut p.a.cq, 1);
-    assert_eq!((s[0].wr_id, s[0].status, s[0].opcode), (5, WcStatus::SUCCESS, WcOpcode::SEND));
+    assert_eq!(
+        (s[0].wr_id, s[0].status, s[0].opcode),
+        (5, WcStatus::SUCCESS, WcOpcode::SEND)
+    );
     let r = wait(&mut p.b.cq, 1);
     assert_eq!(r[0].wr_id, 77);
     assert_eq!(r[0].status, WcStatus::SUCCESS);
@@ -165,9 +179,14 @@ fn rdma_write_read_and_inline() {
         rkey: remote.rkey(),
     };
     let s = [local.all().unwrap()];
-    p.a.qp.post_send(&[SendWr::new(1, SendOp::Write(r), &s)]).unwrap();
+    p.a.qp
+        .post_send(&[SendWr::new(1, SendOp::Write(r), &s)])
+        .unwrap();
     let c = wait(&mut p.a.cq, 1);
-    assert_eq!((c[0].status, c[0].opcode), (WcStatus::SUCCESS, WcOpcode::RDMA_WRITE));
+    assert_eq!(
+        (c[0].status, c[0].opcode),
+        (WcStatus::SUCCESS, WcOpcode::RDMA_WRITE)
+    );
     let mut back = vec![0u8; 8192];
     remote.read(0, &mut back).unwrap();
     assert_eq!(back, pattern);
@@ -175,9 +194,14 @@ fn rdma_write_read_and_inline() {
     // Read it back into a fresh MR.
     let into = mr(&p.pd, 8192);
     let s = [into.all().unwrap()];
-    p.a.qp.post_send(&[SendWr::new(2, SendOp::Read(r), &s)]).unwrap();
+    p.a.qp
+        .post_send(&[SendWr::new(2, SendOp::Read(r), &s)])
+        .unwrap();
     let c = wait(&mut p.a.cq, 1);
-    assert_eq!((c[0].status, c[0].opcode), (WcStatus::SUCCESS, WcOpcode::RDMA_READ));
+    assert_eq!(
+        (c[0].status, c[0].opcode),
+        (WcStatus::SUCCESS, WcOpcode::RDMA_READ)
+    );
     into.read(0, &mut back).unwrap();
     assert_eq!(back, pattern);
 
@@ -207,7 +231,10 @@ fn atomics() {
         .post_send(&[SendWr::new(1, SendOp::FetchAdd { remote: r, add: 2 }, &s)])
         .unwrap();
     let c = wait(&mut p.a.cq, 1);
-    assert_eq!((c[0].status, c[0].opcode), (WcStatus::SUCCESS, WcOpcode::FETCH_ADD));
+    assert_eq!(
+        (c[0].status, c[0].opcode),
+        (WcStatus::SUCCESS, WcOpcode::FETCH_ADD)
+    );
     assert_eq!(result.read_u64(0).unwrap(), 40);
     assert_eq!(target.read_u64(8).unwrap(), 42);
     let s = [result.slice(8, 8).unwrap()];
@@ -218,7 +245,10 @@ fn atomics() {
     };
     p.a.qp.post_send(&[SendWr::new(2, cas, &s)]).unwrap();
     let c = wait(&mut p.a.cq, 1);
-    assert_eq!((c[0].status, c[0].opcode), (WcStatus::SUCCESS, WcOpcode::COMP_SWAP));
+    assert_eq!(
+        (c[0].status, c[0].opcode),
+        (WcStatus::SUCCESS, WcOpcode::COMP_SWAP)
+    );
     assert_eq!(result.read_u64(8).unwrap(), 42);
     assert_eq!(target.read_u64(8).unwrap(), 7);
     // A failing compare leaves the target alone.
@@ -235,7 +265,12 @@ fn unsignaled_sends_and_a_list_in_one_post() {
     let dst = mr(&p.pd, 64 * 4);
     for i in 0..4 {
         let s = [dst.slice(i * 64, 64).unwrap()];
-        p.b.qp.post_recv(&[RecvWr { wr_id: 100 + i as u64, sges: &s }]).unwrap();
+        p.b.qp
+            .post_recv(&[RecvWr {
+                wr_id: 100 + i as u64,
+                sges: &s,
+            }])
+            .unwrap();
     }
     let s = [src.slice(0, 64).unwrap()];
     let wrs: Vec<SendWr> = (0..4)
@@ -248,7 +283,11 @@ fn unsignaled_sends_and_a_list_in_one_post() {
     let ids: Vec<u64> = r.iter().map(|w| w.wr_id).collect();
     assert_eq!(ids, vec![100, 101, 102, 103]);
     let mut buf = [Wc::default(); 4];
-    assert_eq!(p.a.cq.poll(&mut buf), 0, "no completions for unsignaled sends");
+    assert_eq!(
+        p.a.cq.poll(&mut buf),
+        0,
+        "no completions for unsignaled sends"
+    );
 }
 
 #[test]
@@ -274,7 +313,9 @@ fn errors_are_named() {
         })
         .unwrap();
     let s = [m.slice(0, 8).unwrap()];
-    let e = qp.post_send(&[SendWr::new(1, SendOp::Send, &s)]).unwrap_err();
+    let e = qp
+        .post_send(&[SendWr::new(1, SendOp::Send, &s)])
+        .unwrap_err();
     match e {
         Error::Kernel { op, errno } => {
             assert!(op.contains("POST_SEND"), "{op}");
@@ -284,8 +325,16 @@ fn errors_are_named() {
     }
     // Too many SGEs for the QP.
     let five = [s[0]; 5];
-    let e = qp.post_recv(&[RecvWr { wr_id: 1, sges: &five }]).unwrap_err();
-    assert!(matches!(e, Error::InvalidWorkRequest { index: 0, .. }), "{e}");
+    let e = qp
+        .post_recv(&[RecvWr {
+            wr_id: 1,
+            sges: &five,
+        }])
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidWorkRequest { index: 0, .. }),
+        "{e}"
+    );
 }
 
 fn libc_einval() -> i32 {
@@ -295,14 +344,18 @@ fn libc_einval() -> i32 {
 #[test]
 fn remote_access_error_on_a_read_only_mr() {
     let mut p = pair();
-    let ro = p.pd.alloc_mr(64, Access::LOCAL_WRITE | Access::REMOTE_READ).unwrap();
+    let ro =
+        p.pd.alloc_mr(64, Access::LOCAL_WRITE | Access::REMOTE_READ)
+            .unwrap();
     let src = mr(&p.pd, 64);
     let s = [src.slice(0, 8).unwrap()];
     let r = Remote {
         addr: ro.addr(),
         rkey: ro.rkey(),
     };
-    p.a.qp.post_send(&[SendWr::new(9, SendOp::Write(r), &s)]).unwrap();
+    p.a.qp
+        .post_send(&[SendWr::new(9, SendOp::Write(r), &s)])
+        .unwrap();
     let c = wait(&mut p.a.cq, 1);
     assert_eq!(c[0].wr_id, 9);
     assert_eq!(c[0].status, WcStatus::REM_ACCESS_ERR, "{:?}", c[0]);
@@ -314,7 +367,12 @@ fn error_state_flushes_every_outstanding_receive_once() {
     let dst = mr(&p.pd, 64 * 8);
     for i in 0..8 {
         let s = [dst.slice(i * 64, 64).unwrap()];
-        p.b.qp.post_recv(&[RecvWr { wr_id: i as u64, sges: &s }]).unwrap();
+        p.b.qp
+            .post_recv(&[RecvWr {
+                wr_id: i as u64,
+                sges: &s,
+            }])
+            .unwrap();
     }
     p.b.qp.modify(&QpAttr::err()).unwrap();
     let c = wait(&mut p.b.cq, 8);
@@ -341,7 +399,9 @@ fn send_queue_full_is_an_error_not_a_loss() {
     let s = [src.slice(0, 8).unwrap()];
     // No receives at the peer: sends wait in RNR retry, so the SQ fills.
     let cap = p.a.qp.caps().max_send_wr as usize;
-    let wrs: Vec<SendWr> = (0..cap as u64 + 64).map(|i| SendWr::new(i, SendOp::Send, &s)).collect();
+    let wrs: Vec<SendWr> = (0..cap as u64 + 64)
+        .map(|i| SendWr::new(i, SendOp::Send, &s))
+        .collect();
     let e = p.a.qp.post_send(&wrs).unwrap_err();
     let Error::QueueFull { index, .. } = e else {
         panic!("expected QueueFull, got {e}");
@@ -353,7 +413,12 @@ fn send_queue_full_is_an_error_not_a_loss() {
     let dst = mr(&p.pd, 8 * index);
     for i in 0..index {
         let r = [dst.slice(i * 8, 8).unwrap()];
-        p.b.qp.post_recv(&[RecvWr { wr_id: i as u64, sges: &r }]).unwrap();
+        p.b.qp
+            .post_recv(&[RecvWr {
+                wr_id: i as u64,
+                sges: &r,
+            }])
+            .unwrap();
     }
     let c = wait(&mut p.a.cq, index);
     let ids: Vec<u64> = c.iter().map(|w| w.wr_id).collect();

@@ -69,7 +69,12 @@ fn link_layer(l: u8) -> &'static str {
 
 fn fw_ver(raw: u64) -> String {
     // rxe encodes major.minor.sub_minor in the low 48 bits.
-    format!("{}.{}.{}", (raw >> 32) & 0xffff, (raw >> 16) & 0xffff, raw & 0xffff)
+    format!(
+        "{}.{}.{}",
+        (raw >> 32) & 0xffff,
+        (raw >> 16) & 0xffff,
+        raw & 0xffff
+    )
 }
 
 pub fn devinfo(a: &DevinfoArgs) -> Result<ExitCode> {
@@ -92,7 +97,11 @@ pub fn devinfo(a: &DevinfoArgs) -> Result<ExitCode> {
 fn print_device(ctx: &Context, d: &Device, attr: &DeviceAttr, a: &DevinfoArgs) -> Result<()> {
     println!("hca_id:\t{}", d.name());
     let nt = d.node_type();
-    println!("\ttransport:\t\t\t{} ({})", nt.transport(), if nt.transport() == "InfiniBand" { 0 } else { 1 });
+    println!(
+        "\ttransport:\t\t\t{} ({})",
+        nt.transport(),
+        if nt.transport() == "InfiniBand" { 0 } else { 1 }
+    );
     println!("\tfw_ver:\t\t\t\t{}", fw_ver(attr.fw_ver));
     println!("\tnode_guid:\t\t\t{}", guid(attr.node_guid));
     println!("\tsys_image_guid:\t\t\t{}", guid(attr.sys_image_guid));
@@ -145,7 +154,10 @@ fn print_verbose(ctx: &Context, attr: &DeviceAttr) {
     println!("\tmax_raw_ethy_qp:\t\t{}", attr.max_raw_ethy_qp);
     println!("\tmax_mcast_grp:\t\t\t{}", attr.max_mcast_grp);
     println!("\tmax_mcast_qp_attach:\t\t{}", attr.max_mcast_qp_attach);
-    println!("\tmax_total_mcast_qp_attach:\t{}", attr.max_total_mcast_qp_attach);
+    println!(
+        "\tmax_total_mcast_qp_attach:\t{}",
+        attr.max_total_mcast_qp_attach
+    );
     println!("\tmax_ah:\t\t\t\t{}", attr.max_ah);
     println!("\tmax_fmr:\t\t\t{}", attr.max_fmr);
     println!("\tmax_srq:\t\t\t{}", attr.max_srq);
@@ -168,7 +180,11 @@ fn print_port(ctx: &Context, port: u8, p: &PortAttr, verbose: bool) -> Result<()
     if verbose {
         println!("\t\t\tmax_msg_sz:\t\t{:#x}", p.max_msg_sz);
         println!("\t\t\tport_cap_flags:\t\t{:#010x}", p.port_cap_flags);
-        println!("\t\t\tmax_vl_num:\t\t{} ({})", vl(p.max_vl_num), p.max_vl_num);
+        println!(
+            "\t\t\tmax_vl_num:\t\t{} ({})",
+            vl(p.max_vl_num),
+            p.max_vl_num
+        );
         println!("\t\t\tbad_pkey_cntr:\t\t{:#x}", p.bad_pkey_cntr);
         println!("\t\t\tqkey_viol_cntr:\t\t{:#x}", p.qkey_viol_cntr);
         println!("\t\t\tsm_sl:\t\t\t{}", p.sm_sl);
@@ -176,7 +192,11 @@ fn print_port(ctx: &Context, port: u8, p: &PortAttr, verbose: bool) -> Result<()
         println!("\t\t\tgid_tbl_len:\t\t{}", p.gid_tbl_len);
         println!("\t\t\tsubnet_timeout:\t\t{}", p.subnet_timeout);
         println!("\t\t\tinit_type_reply:\t{}", p.init_type_reply);
-        println!("\t\t\tphys_state:\t\t{} ({})", phys_state(p.phys_state), p.phys_state);
+        println!(
+            "\t\t\tphys_state:\t\t{} ({})",
+            phys_state(p.phys_state),
+            p.phys_state
+        );
         for g in ctx.gid_table(port)? {
             let kind = match g.gid_type {
                 rverbs::GidType::RoceV2 => "RoCE v2",

@@ -104,7 +104,10 @@ impl<'a> SendWr<'a> {
     }
 
     /// The provider's view, with SGEs written into `sges`.
-    pub(crate) fn to_rxe<'s>(&self, sges: &'s mut [Sge; super::MAX_SGE]) -> Result<provider_rxe::SendWr<'s>, String>
+    pub(crate) fn as_rxe<'s>(
+        &self,
+        sges: &'s mut [Sge; super::MAX_SGE],
+    ) -> Result<provider_rxe::SendWr<'s>, String>
     where
         'a: 's,
     {
@@ -126,10 +129,14 @@ impl<'a> SendWr<'a> {
             SendOp::Write(r) => (opcode::RDMA_WRITE, Some(r), 0, 0, 0),
             SendOp::WriteWithImm(r, i) => (opcode::RDMA_WRITE_WITH_IMM, Some(r), i, 0, 0),
             SendOp::Read(r) => (opcode::RDMA_READ, Some(r), 0, 0, 0),
-            SendOp::CompareSwap { remote, compare, swap } => {
-                (opcode::ATOMIC_CMP_AND_SWP, Some(remote), 0, compare, swap)
+            SendOp::CompareSwap {
+                remote,
+                compare,
+                swap,
+            } => (opcode::ATOMIC_CMP_AND_SWP, Some(remote), 0, compare, swap),
+            SendOp::FetchAdd { remote, add } => {
+                (opcode::ATOMIC_FETCH_AND_ADD, Some(remote), 0, add, 0)
             }
-            SendOp::FetchAdd { remote, add } => (opcode::ATOMIC_FETCH_AND_ADD, Some(remote), 0, add, 0),
         };
         let mut flags = 0;
         if self.signaled {
@@ -163,9 +170,16 @@ pub struct RecvWr<'a> {
     pub sges: &'a [Slice<'a>],
 }
 
-pub(crate) fn fill_sges(from: &[Slice<'_>], to: &mut [Sge; super::MAX_SGE]) -> Result<usize, String> {
+pub(crate) fn fill_sges(
+    from: &[Slice<'_>],
+    to: &mut [Sge; super::MAX_SGE],
+) -> Result<usize, String> {
     if from.len() > to.len() {
-        return Err(format!("{} SGEs, at most {} per work request", from.len(), to.len()));
+        return Err(format!(
+            "{} SGEs, at most {} per work request",
+            from.len(),
+            to.len()
+        ));
     }
     for (d, s) in to.iter_mut().zip(from) {
         *d = Sge {

@@ -90,11 +90,6 @@ impl Mapping {
     pub fn len(&self) -> usize {
         self.len
     }
-
-    /// Never true: mappings have at least one byte.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
 }
 
 impl Drop for Mapping {

@@ -37,6 +37,7 @@ pub fn write_cmd(fd: BorrowedFd<'_>, op: &'static str, cmd: &[u8]) -> Result<()>
 
 /// Issues `RDMA_VERBS_IOCTL` with an attribute array (header and attrs, as
 /// built by `uverbs_abi::ioctl`).
+#[allow(dead_code)] // the ioctl paths land with uverbs-abi's builder
 pub fn verbs_ioctl(
     fd: BorrowedFd<'_>,
     op: &'static str,

@@ -6,8 +6,8 @@ mod wire;
 
 use clap::Args;
 use rverbs::{
-    Access, AhAttr, CompChannel, Context, Cq, Error, Grh, Mr, Mtu, Qp, QpAttr, QpCaps, QpInit, QpType, RecvWr,
-    Result, SendOp, SendWr, Wc,
+    Access, AhAttr, CompChannel, Context, Cq, Error, Grh, Mr, Mtu, Qp, QpAttr, QpCaps, QpInit,
+    QpType, RecvWr, Result, SendOp, SendWr, Wc,
 };
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -75,7 +75,11 @@ pub fn pingpong(a: &PingpongArgs) -> Result<ExitCode> {
         1024 => Mtu::M1024,
         2048 => Mtu::M2048,
         4096 => Mtu::M4096,
-        m => return Err(Error::InvalidArgument { what: format!("MTU {m}") }),
+        m => {
+            return Err(Error::InvalidArgument {
+                what: format!("MTU {m}"),
+            })
+        }
     };
     let ctx = Context::open_by_name(a.dev.as_deref())?;
     let mut pp = Pp::new(&ctx, a)?;
@@ -167,13 +171,22 @@ pub fn pingpong(a: &PingpongArgs) -> Result<ExitCode> {
 fn psn() -> u32 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
     (h.finish() as u32) & 0xff_ffff
 }
 
 impl Pp {
     fn new(ctx: &Context, a: &PingpongArgs) -> Result<Pp> {
-        let channel = if a.events { Some(ctx.create_comp_channel()?) } else { None };
+        let channel = if a.events {
+            Some(ctx.create_comp_channel()?)
+        } else {
+            None
+        };
         let pd = ctx.alloc_pd()?;
         let mr = pd.alloc_mr(a.size.max(1) as usize, Access::LOCAL_WRITE)?;
         mr.fill(0, mr.len(), 0x7b)?;
@@ -247,7 +260,9 @@ impl Pp {
             // Inline: the bytes are copied now, from the MR's current content.
             let mut data = vec![0u8; self.size as usize];
             self.mr.read(0, &mut data)?;
-            return self.qp.post_send(&[SendWr::inline(SEND_WRID, SendOp::Send, &data)]);
+            return self
+                .qp
+                .post_send(&[SendWr::inline(SEND_WRID, SendOp::Send, &data)]);
         } else {
             SendWr::new(SEND_WRID, SendOp::Send, &s)
         };
@@ -319,11 +334,15 @@ fn io(what: &str, e: std::io::Error) -> Error {
 }
 
 fn client_exchange(host: &str, port: u16, my: &Dest) -> Result<Dest> {
-    let mut s = TcpStream::connect((host, port)).map_err(|e| io(&format!("Couldn't connect to {host}:{port}"), e))?;
-    s.write_all(&my.encode()).map_err(|e| io("Couldn't send local address", e))?;
+    let mut s = TcpStream::connect((host, port))
+        .map_err(|e| io(&format!("Couldn't connect to {host}:{port}"), e))?;
+    s.write_all(&my.encode())
+        .map_err(|e| io("Couldn't send local address", e))?;
     let mut msg = [0u8; MSG_LEN];
-    s.read_exact(&mut msg).map_err(|e| io("Couldn't read remote address", e))?;
-    s.write_all(b"done\0").map_err(|e| io("Couldn't write done", e))?;
+    s.read_exact(&mut msg)
+        .map_err(|e| io("Couldn't read remote address", e))?;
+    s.write_all(b"done\0")
+        .map_err(|e| io("Couldn't write done", e))?;
     Dest::decode(&msg).ok_or_else(|| Error::InvalidArgument {
         what: "malformed remote address".into(),
     })
@@ -342,12 +361,14 @@ fn server_exchange(
     let (mut s, _) = l.accept().map_err(|e| io("accept() failed", e))?;
     drop(l);
     let mut msg = [0u8; MSG_LEN];
-    s.read_exact(&mut msg).map_err(|e| io("Couldn't read remote address", e))?;
+    s.read_exact(&mut msg)
+        .map_err(|e| io("Couldn't read remote address", e))?;
     let rem = Dest::decode(&msg).ok_or_else(|| Error::InvalidArgument {
         what: "malformed remote address".into(),
     })?;
     connect(pp, &rem)?;
-    s.write_all(&my.encode()).map_err(|e| io("Couldn't send local address", e))?;
+    s.write_all(&my.encode())
+        .map_err(|e| io("Couldn't send local address", e))?;
     // The client's "done": read whatever it sends (the C tool reads a whole
     // message's worth and ignores it).
     let mut done = [0u8; MSG_LEN];

@@ -22,7 +22,12 @@ pub struct Dest {
 impl Dest {
     /// Encodes the message exactly as the C tool's `sprintf` does.
     pub fn encode(&self) -> [u8; MSG_LEN] {
-        let mut s = format!("{:04x}:{:06x}:{:06x}:", self.lid, self.qpn & 0xff_ffff, self.psn & 0xff_ffff);
+        let mut s = format!(
+            "{:04x}:{:06x}:{:06x}:",
+            self.lid,
+            self.qpn & 0xff_ffff,
+            self.psn & 0xff_ffff
+        );
         for b in self.gid {
             s.push_str(&format!("{b:02x}"));
         }
@@ -68,7 +73,12 @@ mod tests {
         gid[10] = 0xff;
         gid[11] = 0xff;
         gid[12..].copy_from_slice(&[10, 77, 0, 1]);
-        let d = Dest { lid: 0, qpn: 0x11, psn: 0xa2f3b0, gid };
+        let d = Dest {
+            lid: 0,
+            qpn: 0x11,
+            psn: 0xa2f3b0,
+            gid,
+        };
         let m = d.encode();
         assert_eq!(
             std::str::from_utf8(&m[..51]).unwrap(),
