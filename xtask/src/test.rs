@@ -278,11 +278,22 @@ fn testbed_checks(tally: &mut Tally) {
 
 pub fn demo() -> Result<ExitCode> {
     let script = r#"
+set -e
 echo "== rdma-core's view: ibv_devinfo -d $RVERBS_TEST_DEV"
-ibv_devinfo -d "$RVERBS_TEST_DEV" || exit 1
+ibv_devinfo -d "$RVERBS_TEST_DEV" | tee /tmp/theirs
+echo "== rverbs' view: rverbs devinfo -d $RVERBS_TEST_DEV (no libibverbs: uverbs ABI + our rxe provider)"
+"$RVERBS_BIN" devinfo -d "$RVERBS_TEST_DEV" | tee /tmp/ours
+if diff -u /tmp/theirs /tmp/ours; then echo "== identical"; fi
 echo
-echo "== rverbs' view: rverbs devinfo -d $RVERBS_TEST_DEV"
-"$RVERBS_BIN" devinfo -d "$RVERBS_TEST_DEV"
+echo "== rdma-core's ibv_rc_pingpong server <-> rverbs pingpong client, 1000 x 4 KiB over rxe0"
+ibv_rc_pingpong -d "$RVERBS_TEST_DEV" -g "$RVERBS_TEST_GID" -n 1000 > /tmp/server.out 2>&1 &
+for i in $(seq 50); do
+    "$RVERBS_BIN" pingpong -d "$RVERBS_TEST_DEV" -g "$RVERBS_TEST_GID" -n 1000 "$RVERBS_TEST_ADDR" > /tmp/client.out 2>&1 && break
+    sleep 0.2
+done
+wait
+sed 's/^/[ibv_rc_pingpong] /' /tmp/server.out
+sed 's/^/[rverbs pingpong] /' /tmp/client.out
 "#;
     crate::host::run(cargo().args(["build", "--quiet", "--bin", "rverbs"]))?;
     let bin = crate::host::target_dir().join("debug").join("rverbs");
