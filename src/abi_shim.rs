@@ -105,3 +105,29 @@ abi! {
     IbUverbsPostSend { response: u64, qp_handle: u32, wr_count: u32, sge_count: u32, wqe_size: u32 }
     IbUverbsSendWr { wr_id: u64, num_sge: u32, opcode: u32, send_flags: u32, ex: u32, wr: [u64; 4] }
 }
+
+pub const IB_USER_VERBS_CMD_CREATE_AH: u32 = 5;
+pub const IB_USER_VERBS_CMD_DESTROY_AH: u32 = 8;
+pub const IB_USER_VERBS_CMD_CREATE_SRQ: u32 = 32;
+pub const IB_USER_VERBS_CMD_MODIFY_SRQ: u32 = 33;
+pub const IB_USER_VERBS_CMD_QUERY_SRQ: u32 = 34;
+pub const IB_USER_VERBS_CMD_DESTROY_SRQ: u32 = 35;
+
+abi! {
+    IbUverbsGlobalRoute { dgid: [u8; 16], flow_label: u32, sgid_index: u8, hop_limit: u8, traffic_class: u8, reserved: u8 }
+    IbUverbsAhAttr {
+        grh: IbUverbsGlobalRoute, dlid: u16, sl: u8, src_path_bits: u8, static_rate: u8,
+        is_global: u8, port_num: u8, reserved: u8,
+    }
+    IbUverbsCreateAh { response: u64, user_handle: u64, pd_handle: u32, reserved: u32, attr: IbUverbsAhAttr }
+    IbUverbsCreateAhResp { ah_handle: u32 }
+    IbUverbsDestroyAh { ah_handle: u32 }
+    IbUverbsCreateSrq { response: u64, user_handle: u64, pd_handle: u32, max_wr: u32, max_sge: u32, srq_limit: u32 }
+    IbUverbsCreateSrqResp { srq_handle: u32, max_wr: u32, max_sge: u32, srqn: u32 }
+    IbUverbsModifySrq { srq_handle: u32, attr_mask: u32, max_wr: u32, srq_limit: u32 }
+    IbUverbsQuerySrq { response: u64, srq_handle: u32, reserved: u32 }
+    IbUverbsQuerySrqResp { max_wr: u32, max_sge: u32, srq_limit: u32, reserved: u32 }
+    IbUverbsDestroySrq { response: u64, srq_handle: u32, reserved: u32 }
+    IbUverbsDestroySrqResp { events_reported: u32 }
+    IbUverbsAsyncEventDesc { element: u64, event_type: u32, reserved: u32 }
+}

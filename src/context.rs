@@ -139,6 +139,13 @@ impl ContextInner {
         exec_write(&self.fd, op, cmd, make, udata_in, udata_out)
     }
 
+    /// Executes a write() command with no response from raw request bytes
+    /// (core struct followed by driver udata).
+    pub(crate) fn cmd_raw_no_resp(&self, op: &'static str, cmd: u32, req: &[u8]) -> Result<()> {
+        let bytes = frame(cmd, req, &[], 0)?;
+        sys::write_cmd(self.fd.as_fd(), op, &bytes)
+    }
+
     /// Executes a write() command that has no response.
     pub(crate) fn cmd_no_resp<Req: IntoBytes + Immutable>(
         &self,

@@ -44,25 +44,32 @@
 #![warn(missing_docs)]
 
 mod abi_shim;
+pub mod ah;
 pub mod context;
 pub mod cq;
 pub mod device;
 pub mod error;
+pub mod event;
 pub mod mr;
 pub mod pd;
 pub mod qp;
 pub mod query;
+pub mod srq;
 mod sys;
 pub mod wc;
 
+pub use ah::Ah;
 pub use context::Context;
 pub use cq::{CompChannel, Cq};
 pub use device::{format_guid, Device, Driver, NodeType};
 pub use error::{Errno, Error, Result};
+pub use event::{AsyncEvent, EventType};
 pub use mr::{Access, Mr, Slice};
 pub use pd::Pd;
 pub use qp::{
     AhAttr, Grh, Mtu, Qp, QpAttr, QpCaps, QpInit, QpState, QpType, RecvWr, Remote, SendOp, SendWr,
+    Ud,
 };
 pub use query::{DeviceAttr, GidEntry, GidType, PortAttr};
+pub use srq::Srq;
 pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};

@@ -6,7 +6,8 @@ mod attr;
 mod wr;
 
 pub use attr::{AhAttr, Grh, Mtu, QpAttr, QpState};
-pub use wr::{RecvWr, Remote, SendOp, SendWr};
+pub(crate) use wr::fill_sges;
+pub use wr::{RecvWr, Remote, SendOp, SendWr, Ud};
 
 use crate::abi_shim as v;
 use crate::context::ContextInner;
@@ -69,6 +70,8 @@ pub struct QpInit<'a> {
     pub caps: QpCaps,
     /// Every send generates a completion, signaled or not.
     pub sq_sig_all: bool,
+    /// Take receives from this SRQ instead of an own receive queue.
+    pub srq: Option<&'a crate::Srq>,
 }
 
 /// The most SGEs one work request may carry through the safe API (rxe's
@@ -103,6 +106,7 @@ pub(crate) struct QpInner {
     _pd: Arc<PdInner>,
     _send_cq: Arc<CqInner>,
     _recv_cq: Arc<CqInner>,
+    _srq: Option<Arc<crate::srq::SrqInner>>,
     handle: u32,
     qpn: u32,
     qp_type: QpType,
@@ -163,15 +167,15 @@ impl Pd {
                 r.pd_handle = pd.handle;
                 r.send_cq_handle = init.send_cq.inner.handle;
                 r.recv_cq_handle = init.recv_cq.inner.handle;
-                r.srq_handle = 0;
+                r.srq_handle = init.srq.map(|s| s.inner.handle).unwrap_or(0);
                 r.max_send_wr = c.max_send_wr;
-                r.max_recv_wr = c.max_recv_wr;
+                r.max_recv_wr = if init.srq.is_some() { 0 } else { c.max_recv_wr };
                 r.max_send_sge = c.max_send_sge;
                 r.max_recv_sge = c.max_recv_sge;
                 r.max_inline_data = c.max_inline_data;
                 r.sq_sig_all = init.sq_sig_all as u8;
                 r.qp_type = init.qp_type.raw();
-                r.is_srq = 0;
+                r.is_srq = init.srq.is_some() as u8;
                 r
             },
             &[],
@@ -189,6 +193,7 @@ impl Pd {
             _pd: pd.clone(),
             _send_cq: init.send_cq.inner.clone(),
             _recv_cq: init.recv_cq.inner.clone(),
+            _srq: init.srq.map(|s| s.inner.clone()),
             handle: resp.qp_handle,
             qpn: resp.qpn,
             qp_type: init.qp_type,
@@ -196,38 +201,43 @@ impl Pd {
             maps: Vec::new(),
         };
         let fd = pd.ctx.fd.as_fd();
-        let (rq_off, rq_size) = mminfo(&udata[..16])?;
-        let (sq_off, sq_size) = mminfo(&udata[16..])?;
-        let rq_map = Mapping::shared(fd, "mmap of the RQ ring", rq_size, rq_off)?;
-        let sq_map = Mapping::shared(fd, "mmap of the SQ ring", sq_size, sq_off)?;
-        // SAFETY: each mapping is kept in inner.maps, which lives in the
-        // Arc<QpInner> the returned Qp holds, so they outlive the Queues.
-        let (rq_q, sq_q) = unsafe {
-            (
-                Queue::new(rq_map.as_ptr(), rq_map.len(), provider_rxe::wqe::recv::SGES),
-                Queue::new(
-                    sq_map.as_ptr(),
-                    sq_map.len(),
-                    provider_rxe::wqe::send::PAYLOAD,
-                ),
-            )
-        };
-        inner.maps.push(rq_map);
-        inner.maps.push(sq_map);
         let bad = |what: &str, e: &dyn std::fmt::Display| {
             Error::bad_answer(format!("CREATE_QP {what}: {e}"))
         };
-        let rq_q = rq_q.map_err(|e| bad("RQ ring", &e))?;
+        let (sq_off, sq_size) = mminfo(&udata[16..])?;
+        let sq_map = Mapping::shared(fd, "mmap of the SQ ring", sq_size, sq_off)?;
+        // SAFETY: the mapping is kept in inner.maps, which lives in the
+        // Arc<QpInner> the returned Qp holds, so it outlives the Queue.
+        let sq_q = unsafe {
+            Queue::new(
+                sq_map.as_ptr(),
+                sq_map.len(),
+                provider_rxe::wqe::send::PAYLOAD,
+            )
+        };
+        inner.maps.push(sq_map);
         let sq_q = sq_q.map_err(|e| bad("SQ ring", &e))?;
         let ud = init.qp_type == QpType::Ud;
         let sq = SendQueue::new(sq_q, caps.max_send_sge, caps.max_inline_data, ud)
             .map_err(|e| bad("SQ ring", &e))?;
-        let rq = RecvQueue::new(rq_q, caps.max_recv_sge).map_err(|e| bad("RQ ring", &e))?;
+        // With an SRQ, rxe gives the QP no receive ring of its own.
+        let rq = if init.srq.is_none() {
+            let (rq_off, rq_size) = mminfo(&udata[..16])?;
+            let rq_map = Mapping::shared(fd, "mmap of the RQ ring", rq_size, rq_off)?;
+            // SAFETY: as for the SQ ring.
+            let rq_q =
+                unsafe { Queue::new(rq_map.as_ptr(), rq_map.len(), provider_rxe::wqe::recv::SGES) };
+            inner.maps.push(rq_map);
+            let rq_q = rq_q.map_err(|e| bad("RQ ring", &e))?;
+            Some(RecvQueue::new(rq_q, caps.max_recv_sge).map_err(|e| bad("RQ ring", &e))?)
+        } else {
+            None
+        };
         let doorbell = Doorbell::new(inner.handle);
         Ok(Qp {
             inner: Arc::new(inner),
             sq,
-            rq: Some(rq),
+            rq,
             doorbell,
         })
     }

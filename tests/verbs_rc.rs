@@ -36,6 +36,7 @@ fn side(ctx: &Context, pd: &Pd, caps: QpCaps) -> Side {
             recv_cq: &cq,
             caps,
             sq_sig_all: false,
+            srq: None,
         })
         .expect("create QP");
     Side { cq, qp }
@@ -310,6 +311,7 @@ fn errors_are_named() {
             recv_cq: &cq,
             caps: caps(),
             sq_sig_all: false,
+            srq: None,
         })
         .unwrap();
     let s = [m.slice(0, 8).unwrap()];

@@ -179,6 +179,34 @@ impl QpAttr {
         }
     }
 
+    /// RESET → INIT for UD: port, P_Key index 0, Q_Key.
+    pub fn init_ud(port: u8, qkey: u32) -> QpAttr {
+        QpAttr {
+            state: Some(QpState::Init),
+            pkey_index: Some(0),
+            port: Some(port),
+            qkey: Some(qkey),
+            ..QpAttr::default()
+        }
+    }
+
+    /// A bare state change (UD's INIT → RTR, SQD, ...).
+    pub fn state(s: QpState) -> QpAttr {
+        QpAttr {
+            state: Some(s),
+            ..QpAttr::default()
+        }
+    }
+
+    /// RTR → RTS for UD: only the send PSN.
+    pub fn rts_ud(sq_psn: u32) -> QpAttr {
+        QpAttr {
+            state: Some(QpState::Rts),
+            sq_psn: Some(sq_psn & 0xff_ffff),
+            ..QpAttr::default()
+        }
+    }
+
     /// INIT → RTR for RC with rdma-core's usual values (as ibv_rc_pingpong).
     pub fn rtr(av: AhAttr, mtu: Mtu, dest_qpn: u32, rq_psn: u32) -> QpAttr {
         QpAttr {

@@ -44,6 +44,17 @@ pub enum SendOp {
     },
 }
 
+/// The destination of a UD send.
+#[derive(Debug, Clone, Copy)]
+pub struct Ud<'a> {
+    /// Where the peer is.
+    pub ah: &'a crate::Ah,
+    /// The peer's QP number.
+    pub remote_qpn: u32,
+    /// The peer's Q_Key.
+    pub remote_qkey: u32,
+}
+
 /// One send work request.
 #[derive(Debug, Clone, Copy)]
 pub struct SendWr<'a> {
@@ -61,6 +72,8 @@ pub struct SendWr<'a> {
     pub solicited: bool,
     /// Wait for earlier READs and atomics first.
     pub fence: bool,
+    /// The destination, on a UD QP.
+    pub ud: Option<Ud<'a>>,
 }
 
 impl<'a> SendWr<'a> {
@@ -74,6 +87,7 @@ impl<'a> SendWr<'a> {
             signaled: true,
             solicited: false,
             fence: false,
+            ud: None,
         }
     }
 
@@ -94,6 +108,16 @@ impl<'a> SendWr<'a> {
     /// Sets the solicited-event bit.
     pub fn solicited(mut self, yes: bool) -> Self {
         self.solicited = yes;
+        self
+    }
+
+    /// Sends to `ah`/`remote_qpn`/`remote_qkey` (UD QPs).
+    pub fn to(mut self, ah: &'a crate::Ah, remote_qpn: u32, remote_qkey: u32) -> Self {
+        self.ud = Some(Ud {
+            ah,
+            remote_qpn,
+            remote_qkey,
+        });
         self
     }
 
@@ -157,6 +181,11 @@ impl<'a> SendWr<'a> {
         }
         wr.compare_add = compare_add;
         wr.swap = swap;
+        wr.ud = self.ud.map(|u| provider_rxe::UdDest {
+            remote_qpn: u.remote_qpn,
+            remote_qkey: u.remote_qkey,
+            ah_num: u.ah.inner.ah_num,
+        });
         Ok(wr)
     }
 }

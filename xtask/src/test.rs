@@ -274,6 +274,56 @@ fn testbed_checks(tally: &mut Tally) {
         Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
         Err(e) => tally.fail(what, &e),
     }
+    match build_rverbs() {
+        Ok(bin) => two_host_pingpong(tally, &base, &bin),
+        Err(e) => tally.fail("two hosts: rverbs pingpong", &e),
+    }
+}
+
+/// Two hosts, our tool against rdma-core's in both roles.
+fn two_host_pingpong(tally: &mut Tally, base: &vm::Options, bin: &str) {
+    let retry = |client: &str| {
+        format!(
+            "for i in $(seq 50); do {client} $RVERBS_PEER_ADDR && exit 0; sleep 0.3; done; exit 1"
+        )
+    };
+    let ours = format!("{bin} pingpong -d rxe0 -g 1 -n 20");
+    let theirs = "ibv_rc_pingpong -d rxe0 -g 1 -n 20".to_string();
+    for (what, server, client) in [
+        (
+            "two hosts: rverbs pingpong client -> ibv_rc_pingpong server",
+            &theirs,
+            &ours,
+        ),
+        (
+            "two hosts: ibv_rc_pingpong client -> rverbs pingpong server",
+            &ours,
+            &theirs,
+        ),
+    ] {
+        match vm::run(&vm::Options {
+            two_hosts: true,
+            cmd: vec!["sh".into(), "-c".into(), retry(client)],
+            peer_cmd: Some(server.clone()),
+            ..base.clone()
+        }) {
+            Ok(o) if o.success() && o.lines[0].iter().any(|l| l.contains("20 iters in")) => {
+                tally.pass(what)
+            }
+            Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
+            Err(e) => tally.fail(what, &e),
+        }
+    }
+}
+
+/// Builds the `rverbs` binary and returns its path.
+fn build_rverbs() -> Result<String> {
+    crate::host::run(cargo().args(["build", "--quiet", "--bin", "rverbs"]))?;
+    Ok(crate::host::target_dir()
+        .join("debug")
+        .join("rverbs")
+        .display()
+        .to_string())
 }
 
 pub fn demo() -> Result<ExitCode> {
@@ -295,14 +345,13 @@ wait
 sed 's/^/[ibv_rc_pingpong] /' /tmp/server.out
 sed 's/^/[rverbs pingpong] /' /tmp/client.out
 "#;
-    crate::host::run(cargo().args(["build", "--quiet", "--bin", "rverbs"]))?;
-    let bin = crate::host::target_dir().join("debug").join("rverbs");
+    let bin = build_rverbs()?;
     let out = vm::run(&vm::Options {
         two_hosts: false,
         timeout: Duration::from_secs(300),
         cmd: vec!["sh".into(), "-c".into(), script.into()],
         peer_cmd: None,
-        env: vec![("RVERBS_BIN".into(), bin.display().to_string())],
+        env: vec![("RVERBS_BIN".into(), bin)],
         verbose: false,
         capture: false,
     })?;

@@ -203,6 +203,7 @@ impl Pp {
                 max_inline_data: 0,
             },
             sq_sig_all: false,
+            srq: None,
         })?;
         let inline = qp.caps().max_inline_data >= a.size;
         qp.modify(&QpAttr::init(a.ib_port, Access::empty()))?;

@@ -1,0 +1,210 @@
+//! SRQs (with the limit event), UD QPs with address handles, and async
+//! events, on rxe0.
+
+mod common;
+
+use rverbs::{
+    Access, AhAttr, Context, Cq, EventType, Grh, Mtu, Pd, Qp, QpAttr, QpCaps, QpInit, QpState,
+    QpType, RecvWr, SendOp, SendWr, Wc, WcFlags, WcOpcode, WcStatus,
+};
+use std::time::{Duration, Instant};
+
+fn open() -> (Context, u32) {
+    let e = common::env();
+    (Context::open_by_name(Some(&e.dev)).expect("open"), e.gid)
+}
+
+fn wait(cq: &mut Cq, n: usize) -> Vec<Wc> {
+    let mut out = Vec::new();
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut buf = [Wc::default(); 8];
+    while out.len() < n {
+        let k = cq.poll(&mut buf);
+        out.extend_from_slice(&buf[..k]);
+        assert!(Instant::now() < until, "timed out: {out:?}");
+    }
+    out
+}
+
+fn av(ctx: &Context, gid_idx: u32) -> AhAttr {
+    AhAttr {
+        port_num: 1,
+        grh: Some(Grh {
+            dgid: ctx.query_gid(1, gid_idx).unwrap(),
+            sgid_index: gid_idx as u8,
+            hop_limit: 1,
+            ..Grh::default()
+        }),
+        ..AhAttr::default()
+    }
+}
+
+fn caps() -> QpCaps {
+    QpCaps {
+        max_send_wr: 16,
+        max_recv_wr: 16,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    }
+}
+
+fn rc(pd: &Pd, cq: &Cq, srq: Option<&rverbs::Srq>) -> Qp {
+    let mut qp = pd
+        .create_qp(&QpInit {
+            qp_type: QpType::Rc,
+            send_cq: cq,
+            recv_cq: cq,
+            caps: caps(),
+            sq_sig_all: false,
+            srq,
+        })
+        .unwrap();
+    qp.modify(&QpAttr::init(1, Access::LOCAL_WRITE)).unwrap();
+    qp
+}
+
+fn connect(a: &mut Qp, b: &mut Qp, av: AhAttr) {
+    let (qa, qb) = (a.qpn(), b.qpn());
+    a.modify(&QpAttr::rtr(av, Mtu::M1024, qb, 0)).unwrap();
+    b.modify(&QpAttr::rtr(av, Mtu::M1024, qa, 0)).unwrap();
+    a.modify(&QpAttr::rts(0)).unwrap();
+    b.modify(&QpAttr::rts(0)).unwrap();
+}
+
+#[test]
+fn two_qps_share_an_srq_and_the_limit_event_fires() {
+    let (ctx, gid) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq = ctx.create_cq(64, None, 0).unwrap();
+    let mut srq = pd.create_srq(16, 1, 0).unwrap();
+    let buf = pd.alloc_mr(64 * 16, Access::LOCAL_WRITE).unwrap();
+    for i in 0..8u64 {
+        let s = [buf.slice(i as usize * 64, 64).unwrap()];
+        srq.post_recv(&[RecvWr {
+            wr_id: 1000 + i,
+            sges: &s,
+        }])
+        .unwrap();
+    }
+    srq.set_limit(6).unwrap();
+    assert_eq!(srq.query_limit().unwrap(), 6);
+    let mut s1 = rc(&pd, &cq, None);
+    let mut r1 = rc(&pd, &cq, Some(&srq));
+    let mut s2 = rc(&pd, &cq, None);
+    let mut r2 = rc(&pd, &cq, Some(&srq));
+    let av = av(&ctx, gid);
+    connect(&mut s1, &mut r1, av);
+    connect(&mut s2, &mut r2, av);
+    let src = pd.alloc_mr(64, Access::LOCAL_WRITE).unwrap();
+    src.write(0, b"via the srq").unwrap();
+    let s = [src.slice(0, 11).unwrap()];
+    s1.post_send(&[SendWr::new(1, SendOp::Send, &s)]).unwrap();
+    s2.post_send(&[SendWr::new(2, SendOp::Send, &s)]).unwrap();
+    s1.post_send(&[SendWr::new(3, SendOp::Send, &s)]).unwrap();
+    let c = wait(&mut cq, 6);
+    let recvs: Vec<&Wc> = c.iter().filter(|w| w.opcode == WcOpcode::RECV).collect();
+    assert_eq!(recvs.len(), 3, "{c:?}");
+    let mut ids: Vec<u64> = recvs.iter().map(|w| w.wr_id).collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        vec![1000, 1001, 1002],
+        "receives are taken in order from the SRQ"
+    );
+    let qpns: Vec<u32> = recvs.iter().map(|w| w.qp_num).collect();
+    assert!(qpns.contains(&r1.qpn()) && qpns.contains(&r2.qpn()));
+    // 8 posted, 3 consumed: 5 < 6, so the limit event fired once.
+    assert!(ctx.wait_async_event(5000).unwrap(), "no async event");
+    let ev = ctx.get_async_event().unwrap();
+    assert_eq!(ev.event_type, EventType::SRQ_LIMIT_REACHED);
+    assert_eq!(ev.element, srq.user_handle());
+    assert_eq!(
+        srq.query_limit().unwrap(),
+        0,
+        "the limit disarms after firing"
+    );
+    let mut got = [0u8; 11];
+    buf.read(0, &mut got).unwrap();
+    assert_eq!(&got, b"via the srq");
+}
+
+#[test]
+fn ud_send_with_an_address_handle() {
+    let (ctx, gid) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq = ctx.create_cq(16, None, 0).unwrap();
+    let mk = || {
+        pd.create_qp(&QpInit {
+            qp_type: QpType::Ud,
+            send_cq: &cq,
+            recv_cq: &cq,
+            caps: caps(),
+            sq_sig_all: false,
+            srq: None,
+        })
+        .unwrap()
+    };
+    let (mut a, mut b) = (mk(), mk());
+    const QKEY: u32 = 0x1111_1111;
+    for q in [&mut a, &mut b] {
+        q.modify(&QpAttr::init_ud(1, QKEY)).unwrap();
+        q.modify(&QpAttr::state(QpState::Rtr)).unwrap();
+        q.modify(&QpAttr::rts_ud(0)).unwrap();
+    }
+    let ah = pd.create_ah(&av(&ctx, gid)).unwrap();
+    // UD receives start with a 40-byte GRH.
+    let rbuf = pd.alloc_mr(40 + 256, Access::LOCAL_WRITE).unwrap();
+    let rs = [rbuf.all().unwrap()];
+    b.post_recv(&[RecvWr {
+        wr_id: 9,
+        sges: &rs,
+    }])
+    .unwrap();
+    let sbuf = pd.alloc_mr(256, Access::LOCAL_WRITE).unwrap();
+    sbuf.write(0, b"datagram").unwrap();
+    let ss = [sbuf.slice(0, 8).unwrap()];
+    a.post_send(&[SendWr::new(1, SendOp::SendWithImm(7), &ss).to(&ah, b.qpn(), QKEY)])
+        .unwrap();
+    let c = wait(&mut cq, 2);
+    let r = c
+        .iter()
+        .find(|w| w.opcode == WcOpcode::RECV)
+        .expect("receive");
+    assert_eq!(r.status, WcStatus::SUCCESS);
+    assert_eq!(r.byte_len, 40 + 8);
+    assert_eq!(r.src_qp, a.qpn());
+    assert!(r.flags.contains(WcFlags::GRH));
+    assert_eq!(r.imm_data, Some(7));
+    let mut got = [0u8; 8];
+    rbuf.read(40, &mut got).unwrap();
+    assert_eq!(&got, b"datagram");
+    // A UD QP refuses a send without a destination, naming the WR.
+    let e = a
+        .post_send(&[SendWr::new(2, SendOp::Send, &ss)])
+        .unwrap_err();
+    assert!(
+        matches!(e, rverbs::Error::InvalidWorkRequest { index: 0, .. }),
+        "{e}"
+    );
+}
+
+#[test]
+fn completion_channel_wakes_on_an_armed_cq() {
+    let (ctx, gid) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let ch = ctx.create_comp_channel().unwrap();
+    let mut cq = ctx.create_cq(16, Some(&ch), 0).unwrap();
+    let mut a = rc(&pd, &cq, None);
+    let mut b = rc(&pd, &cq, None);
+    connect(&mut a, &mut b, av(&ctx, gid));
+    let m = pd.alloc_mr(64, Access::LOCAL_WRITE).unwrap();
+    let s = [m.slice(0, 8).unwrap()];
+    b.post_recv(&[RecvWr { wr_id: 5, sges: &s }]).unwrap();
+    cq.req_notify(false).unwrap();
+    a.post_send(&[SendWr::new(6, SendOp::Send, &s)]).unwrap();
+    let h = ch.get_event().unwrap();
+    assert_eq!(h, cq.user_handle());
+    let c = wait(&mut cq, 2);
+    assert!(c.iter().all(|w| w.is_ok()));
+}
