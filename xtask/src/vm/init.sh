@@ -37,7 +37,30 @@ mkdir -p /host
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose host /host ||
     fail "cannot mount the host root over 9p"
 for d in proc sys dev; do mount --bind /$d /host/$d || fail "cannot bind /$d"; done
+# The guest's /tmp is a fresh tmpfs, which would hide the host's /tmp. Host
+# directories the run needs that live under /tmp (a checkout there, its
+# target/) are set aside and bound back on top of the tmpfs.
+KEEP=$(arg keep)
+mkdir -p /keep
+i=0
+for p in $(echo "$KEEP" | tr ':' ' '); do
+    case "$p" in
+    /tmp/*)
+        mkdir -p /keep/$i && mount --bind "/host$p" /keep/$i || fail "cannot set aside $p"
+        i=$((i + 1))
+        ;;
+    esac
+done
 mount -t tmpfs tmp /host/tmp || fail "cannot mount /tmp"
+i=0
+for p in $(echo "$KEEP" | tr ':' ' '); do
+    case "$p" in
+    /tmp/*)
+        mkdir -p "/host$p" && mount --move /keep/$i "/host$p" || fail "cannot bring back $p"
+        i=$((i + 1))
+        ;;
+    esac
+done
 mount -t tmpfs run /host/run || fail "cannot mount /run"
 mount -t tmpfs shm /host/dev/shm 2>/dev/null
 if [ -n "$OUTDIR" ]; then

@@ -95,10 +95,11 @@ pub fn run(opts: &Options) -> Result<Outcome> {
             .arg(&img.initramfs)
             .arg("-append")
             .arg(format!(
-                "console=ttyS0 quiet loglevel=3 panic=-1 rverbs.host={host} rverbs.rundir={} rverbs.outdir={} rverbs.netdev={}",
+                "console=ttyS0 quiet loglevel=3 panic=-1 rverbs.host={host} rverbs.rundir={} rverbs.outdir={} rverbs.netdev={} rverbs.keep={}",
                 hdir.display(),
                 out.display(),
-                if opts.two_hosts { "eth0" } else { "veth0" }
+                if opts.two_hosts { "eth0" } else { "veth0" },
+                keep_paths()?
             ))
             .args([
                 "-virtfs",
@@ -270,6 +271,28 @@ fn last_lines(tail: &[Vec<String>]) -> String {
         }
     }
     s
+}
+
+/// Host directories that must stay visible in the guest even if they are
+/// under /tmp (which the guest replaces with a tmpfs): the workspace, the
+/// target directory and the working directory. Joined with ':'.
+fn keep_paths() -> Result<String> {
+    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    let mut v: Vec<String> = Vec::new();
+    for p in [crate::host::workspace_root(), target_dir(), cwd] {
+        let s = p.canonicalize().unwrap_or(p).display().to_string();
+        if s.contains([' ', ':']) {
+            return Err(format!(
+                "path {s:?} has a space or ':', which the VM's command line cannot carry"
+            ));
+        }
+        // Parents first, so that a child bound later is not hidden.
+        if !v.iter().any(|k| s.starts_with(&format!("{k}/")) || *k == s) {
+            v.retain(|k| !k.starts_with(&format!("{s}/")));
+            v.push(s);
+        }
+    }
+    Ok(v.join(":"))
 }
 
 /// The run script: the environment the tests read, then the command, run from
