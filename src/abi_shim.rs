@@ -131,3 +131,10 @@ abi! {
     IbUverbsDestroySrqResp { events_reported: u32 }
     IbUverbsAsyncEventDesc { element: u64, event_type: u32, reserved: u32 }
 }
+
+pub const IB_USER_VERBS_CMD_RESIZE_CQ: u32 = 19;
+
+abi! {
+    IbUverbsResizeCq { response: u64, cq_handle: u32, cqe: u32 }
+    IbUverbsResizeCqResp { cqe: u32, reserved: u32 }
+}

@@ -9,7 +9,7 @@ use crate::wc::Wc;
 use provider_rxe::{CompletionQueue, Queue, RawWc};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use zerocopy::{FromBytes, FromZeros};
 
 /// A completion channel: a pollable fd that becomes readable when an armed
@@ -82,7 +82,7 @@ impl Context {
             cqe: resp.cqe,
             user_handle,
             _channel: channel.map(|c| c.inner.clone()),
-            ring: None,
+            ring: Mutex::new(None),
         };
         let (offset, size) = mminfo(&udata)?;
         let map = Mapping::shared(self.inner.fd.as_fd(), "mmap of the CQ ring", size, offset)?;
@@ -91,8 +91,9 @@ impl Context {
         // with the Cq, which holds an Arc<CqInner>).
         let q = unsafe { Queue::new(map.as_ptr(), map.len(), provider_rxe::wqe::WC_SIZE) }
             .map_err(|e| Error::bad_answer(format!("CREATE_CQ ring: {e}")))?;
-        inner.ring = Some(map);
+        inner.ring = Mutex::new(Some(map));
         Ok(Cq {
+            cqe: inner.cqe,
             inner: Arc::new(inner),
             ring: CompletionQueue::new(q),
         })
@@ -118,8 +119,10 @@ pub(crate) struct CqInner {
     cqe: u32,
     user_handle: u64,
     _channel: Option<Arc<OwnedFd>>,
-    // The ring stays mapped until the kernel has destroyed the CQ.
-    ring: Option<Mapping>,
+    // The ring stays mapped until the kernel has destroyed the CQ (or
+    // moved it elsewhere in RESIZE_CQ). A lock, but only control paths
+    // (resize, destroy) take it.
+    ring: Mutex<Option<Mapping>>,
 }
 
 impl Drop for CqInner {
@@ -138,7 +141,8 @@ impl Drop for CqInner {
         );
         if r.is_err() {
             // The kernel may still write the ring: keep it mapped.
-            std::mem::forget(self.ring.take());
+            let ring = self.ring.get_mut().map(|r| r.take()).unwrap_or(None);
+            std::mem::forget(ring);
         }
     }
 }
@@ -148,13 +152,14 @@ impl Drop for CqInner {
 pub struct Cq {
     pub(crate) inner: Arc<CqInner>,
     ring: CompletionQueue,
+    cqe: u32,
 }
 
 impl std::fmt::Debug for Cq {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cq")
             .field("handle", &self.inner.handle)
-            .field("cqe", &self.inner.cqe)
+            .field("cqe", &self.cqe)
             .finish()
     }
 }
@@ -162,7 +167,7 @@ impl std::fmt::Debug for Cq {
 impl Cq {
     /// The number of entries the kernel gave the CQ.
     pub fn cqe(&self) -> u32 {
-        self.inner.cqe
+        self.cqe
     }
 
     /// The handle completion events carry (see [`CompChannel::get_event`]).
@@ -188,6 +193,47 @@ impl Cq {
             }
         }
         n
+    }
+
+    /// Resizes the CQ (`RESIZE_CQ`) to at least `cqe` entries. rxe moves
+    /// the completions not yet polled into the new ring, in order.
+    pub fn resize(&mut self, cqe: u32) -> Result<()> {
+        let mut udata = [0u8; 16]; // struct rxe_resize_cq_resp { struct mminfo mi; }
+        let inner = &self.inner;
+        let resp: v::IbUverbsResizeCqResp = inner.ctx.cmd(
+            "RESIZE_CQ",
+            v::IB_USER_VERBS_CMD_RESIZE_CQ,
+            |response| {
+                let mut c = v::IbUverbsResizeCq::new_zeroed();
+                c.response = response;
+                c.cq_handle = inner.handle;
+                c.cqe = cqe;
+                c
+            },
+            &[],
+            &mut udata,
+        )?;
+        let (offset, size) = mminfo(&udata)?;
+        let map = Mapping::shared(
+            inner.ctx.fd.as_fd(),
+            "mmap of the resized CQ ring",
+            size,
+            offset,
+        )?;
+        // SAFETY: the mapping is stored in inner.ring below, which the Cq's
+        // Arc keeps alive for as long as the Queue is used.
+        let q = unsafe { Queue::new(map.as_ptr(), map.len(), provider_rxe::wqe::WC_SIZE) }
+            .map_err(|e| Error::bad_answer(format!("RESIZE_CQ ring: {e}")))?;
+        self.ring = CompletionQueue::new(q);
+        // The kernel no longer touches the old ring: unmap it.
+        let old = inner
+            .ring
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(map);
+        drop(old);
+        self.cqe = resp.cqe;
+        Ok(())
     }
 
     /// Arms the CQ (`REQ_NOTIFY_CQ`): the channel gets one event for the
