@@ -199,8 +199,8 @@ fn an_lkey_from_another_pd_is_a_protection_error() {
     // The 6.12 rxe requester moves the QP to ERR on the bad lkey and its
     // completer then reports the WQE as flushed rather than LOC_PROT_ERR
     // (the provider copies the kernel's CQE verbatim, so this is rxe's own
-    // report). What
-    // matters here: it completes once, with an error, and the QP is in ERR.
+    // report). What matters here: it completes once, with an error, and the
+    // QP is in ERR.
     assert!(
         [WcStatus::LOC_PROT_ERR, WcStatus::WR_FLUSH_ERR].contains(&c[0].status),
         "{:?}",
