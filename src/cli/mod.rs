@@ -1,6 +1,7 @@
 //! Subcommands of the `rverbs` tool, one module each.
 
 mod devices;
+mod gids;
 mod pingpong;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +24,12 @@ enum Cmd {
     Devices,
     /// Show device attributes, like ibv_devinfo.
     Devinfo(devices::DevinfoArgs),
+    /// Show the GID tables, like show_gids.
+    Gids {
+        /// Only this device.
+        #[arg(short = 'd', long = "ib-dev")]
+        dev: Option<String>,
+    },
     /// RC ping-pong, wire-compatible with ibv_rc_pingpong.
     Pingpong(pingpong::PingpongArgs),
 }
@@ -33,6 +40,7 @@ pub fn main() -> ExitCode {
         Cmd::Devices => devices::devices(),
         Cmd::Devinfo(a) => devices::devinfo(&a),
         Cmd::Pingpong(a) => pingpong::pingpong(&a),
+        Cmd::Gids { dev } => gids::gids(dev.as_deref()),
     };
     match res {
         Ok(code) => code,
