@@ -236,6 +236,16 @@ impl Mr {
         Ok(())
     }
 
+    /// Reads the byte at `offset` with a volatile load: for spinning on a
+    /// byte a peer's RDMA WRITE will change (a plain copy could be hoisted
+    /// out of the loop by the compiler).
+    pub fn read_volatile_u8(&self, offset: usize) -> Result<u8> {
+        self.check(offset, 1)?;
+        // SAFETY: in bounds of the live mapping (check above); a u8 needs
+        // no alignment.
+        Ok(unsafe { std::ptr::read_volatile(self.base().add(offset)) })
+    }
+
     /// Reads a native-endian u64 at `offset` (atomics' results).
     pub fn read_u64(&self, offset: usize) -> Result<u64> {
         let mut b = [0u8; 8];

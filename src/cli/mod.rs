@@ -2,6 +2,7 @@
 
 mod devices;
 mod gids;
+mod perf;
 mod pingpong;
 
 use clap::{Parser, Subcommand};
@@ -30,6 +31,8 @@ enum Cmd {
         #[arg(short = 'd', long = "ib-dev")]
         dev: Option<String>,
     },
+    /// perftest-style latency and bandwidth tests.
+    Perf(perf::PerfArgs),
     /// RC ping-pong, wire-compatible with ibv_rc_pingpong.
     Pingpong(pingpong::PingpongArgs),
 }
@@ -41,6 +44,7 @@ pub fn main() -> ExitCode {
         Cmd::Devinfo(a) => devices::devinfo(&a),
         Cmd::Pingpong(a) => pingpong::pingpong(&a),
         Cmd::Gids { dev } => gids::gids(dev.as_deref()),
+        Cmd::Perf(a) => perf::perf(&a),
     };
     match res {
         Ok(code) => code,
