@@ -38,6 +38,26 @@ pub struct RawWc {
     pub port_num: u8,
 }
 
+#[inline(always)]
+fn parse(b: &[u8; WC_SIZE]) -> RawWc {
+    RawWc {
+        wr_id: get_u64(b, wc::WR_ID),
+        status: get_u32(b, wc::STATUS),
+        opcode: get_u32(b, wc::OPCODE),
+        vendor_err: get_u32(b, wc::VENDOR_ERR),
+        byte_len: get_u32(b, wc::BYTE_LEN),
+        ex: get_u32(b, wc::EX),
+        qp_num: get_u32(b, wc::QP_NUM),
+        src_qp: get_u32(b, wc::SRC_QP),
+        wc_flags: get_u32(b, wc::WC_FLAGS),
+        pkey_index: get_u16(b, wc::PKEY_INDEX),
+        slid: get_u16(b, wc::SLID),
+        sl: b[wc::SL],
+        dlid_path_bits: b[wc::DLID_PATH_BITS],
+        port_num: b[wc::PORT_NUM],
+    }
+}
+
 /// The consumer side of an rxe CQ.
 #[derive(Debug)]
 pub struct CompletionQueue {
@@ -62,41 +82,50 @@ impl CompletionQueue {
     /// Copies up to `out.len()` completions out of the ring, oldest first,
     /// and returns how many. Never blocks, never makes a system call.
     pub fn poll(&mut self, out: &mut [RawWc]) -> usize {
-        let mut n = 0;
         // One acquire load of the producer covers every slot before it.
         let prod = self.q.load_producer();
-        while n < out.len() && self.cons != prod {
-            let mut b = [0u8; WC_SIZE];
-            // SAFETY: slot() is inside the mapping with elem_size >= WC_SIZE
-            // (Queue::new's min_elem_size); the acquire load of the producer
-            // above orders this read after the kernel's write of the slot.
-            unsafe {
-                core::ptr::copy_nonoverlapping(self.q.slot(self.cons), b.as_mut_ptr(), WC_SIZE)
-            };
-            out[n] = RawWc {
-                wr_id: get_u64(&b, wc::WR_ID),
-                status: get_u32(&b, wc::STATUS),
-                opcode: get_u32(&b, wc::OPCODE),
-                vendor_err: get_u32(&b, wc::VENDOR_ERR),
-                byte_len: get_u32(&b, wc::BYTE_LEN),
-                ex: get_u32(&b, wc::EX),
-                qp_num: get_u32(&b, wc::QP_NUM),
-                src_qp: get_u32(&b, wc::SRC_QP),
-                wc_flags: get_u32(&b, wc::WC_FLAGS),
-                pkey_index: get_u16(&b, wc::PKEY_INDEX),
-                slid: get_u16(&b, wc::SLID),
-                sl: b[wc::SL],
-                dlid_path_bits: b[wc::DLID_PATH_BITS],
-                port_num: b[wc::PORT_NUM],
-            };
-            self.cons = self.q.next(self.cons);
+        let mut n = 0;
+        while n < out.len() {
+            match self.next(prod) {
+                Some(r) => out[n] = r,
+                None => break,
+            }
             n += 1;
         }
         if n > 0 {
             // Hand the slots back: the kernel may now overwrite them.
-            self.q.store_consumer(self.cons);
+            self.commit();
         }
         n
+    }
+
+    /// Copies out the oldest completion, if any, without handing its slot
+    /// back: call [`CompletionQueue::commit`] after a batch. Lets the caller
+    /// convert entries in place with no intermediate buffer.
+    #[inline]
+    pub fn next(&mut self, prod: u32) -> Option<RawWc> {
+        if self.cons == prod {
+            return None;
+        }
+        let mut b = [0u8; WC_SIZE];
+        // SAFETY: as in poll(): the slot is inside the mapping and the
+        // caller's acquire load of `prod` (load_producer) ordered this read
+        // after the kernel's write.
+        unsafe { core::ptr::copy_nonoverlapping(self.q.slot(self.cons), b.as_mut_ptr(), WC_SIZE) };
+        self.cons = self.q.next(self.cons);
+        Some(parse(&b))
+    }
+
+    /// Acquire-loads the producer index, for [`CompletionQueue::next`].
+    #[inline]
+    pub fn load_producer(&self) -> u32 {
+        self.q.load_producer()
+    }
+
+    /// Hands every slot read by [`CompletionQueue::next`] back to the kernel.
+    #[inline]
+    pub fn commit(&mut self) {
+        self.q.store_consumer(self.cons);
     }
 
     /// True if a completion is waiting (an acquire load, no copy).

@@ -6,6 +6,7 @@
 //! - `demo`: the main job: boot the VM and show the device as rdma-core and
 //!   rverbs see it.
 
+mod bench;
 mod host;
 mod test;
 mod vm;
@@ -21,7 +22,8 @@ commands:
         with --two-hosts, RVERBS_PEER_CMD (if set) runs on the second VM
   vm-prepare   fetch the kernel and build the initramfs (cached in target/vm)
   test         run every test: host, VM, interop; prints 'N passed, N failed'
-  demo         boot the VM and show the rxe device through rdma-core and rverbs";
+  demo         boot the VM and show the rxe device through rdma-core and rverbs
+  bench        rverbs beside perftest in one VM boot; writes target/bench/report.md";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
         Some("vm-prepare") => vm::prepare().map(|_| ExitCode::SUCCESS),
         Some("test") => test::run(&args[1..]),
         Some("demo") => test::demo(),
+        Some("bench") => bench::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)
@@ -56,6 +59,7 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
         env: Vec::new(),
         verbose: false,
         capture: false,
+        out_dir: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {

@@ -208,6 +208,7 @@ fn vm_tests(tally: &mut Tally) {
         env: vec![("RUST_BACKTRACE".into(), "1".into())],
         verbose: false,
         capture: true,
+        out_dir: None,
     };
     match vm::run(&opts) {
         Err(e) => tally.fail("VM tests", &format!("the VM could not run them: {e}")),
@@ -247,6 +248,7 @@ fn testbed_checks(tally: &mut Tally) {
         env: Vec::new(),
         verbose: false,
         capture: true,
+        out_dir: None,
     };
     // A failing command must fail the run.
     let what = "vm-run -- false exits non-zero";
@@ -354,6 +356,7 @@ sed 's/^/[rverbs pingpong] /' /tmp/client.out
         env: vec![("RVERBS_BIN".into(), bin)],
         verbose: false,
         capture: false,
+        out_dir: None,
     })?;
     Ok(if out.success() {
         ExitCode::SUCCESS

@@ -25,6 +25,9 @@ pub struct Options {
     pub verbose: bool,
     /// Keep the command's output lines in the [`Outcome`].
     pub capture: bool,
+    /// Host 1's writable share (`RVERBS_VM_OUT`), kept after the run; by
+    /// default a directory removed with the run.
+    pub out_dir: Option<PathBuf>,
 }
 
 /// How the run ended.
@@ -78,8 +81,12 @@ pub fn run(opts: &Options) -> Result<Outcome> {
     let mut vms = Vec::new();
     for host in 1..=hosts {
         let hdir = run_dir.join(format!("host{host}"));
-        let out = hdir.join("out");
+        let out = match (&opts.out_dir, host) {
+            (Some(d), 1) => d.canonicalize().map_err(|e| format!("{}: {e}", d.display()))?,
+            _ => hdir.join("out"),
+        };
         std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&hdir).map_err(|e| e.to_string())?;
         let script = match host {
             1 => Some(shell_join(&opts.cmd)),
             _ => opts.peer_cmd.clone(),

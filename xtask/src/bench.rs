@@ -1,0 +1,276 @@
+//! `cargo xtask bench`: rverbs beside rdma-core/perftest on the same kernel,
+//! in one VM boot, interleaved so that drift hits both; plus userspace
+//! instruction counts of post and poll under callgrind.
+//!
+//! Absolute times under an emulated CPU mean little; the ratios taken in
+//! the same run are the figures to read.
+
+use crate::host::{target_dir, workspace_root, Result};
+use crate::vm;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+/// (perftest tool, rverbs test, latency?)
+const TESTS: &[(&str, &str, bool)] = &[
+    ("ib_send_lat", "send-lat", true),
+    ("ib_write_lat", "write-lat", true),
+    ("ib_read_lat", "read-lat", true),
+    ("ib_send_bw", "send-bw", false),
+    ("ib_write_bw", "write-bw", false),
+];
+const SIZES: &[u32] = &[64, 4096, 65536];
+const ROUNDS: u32 = 3;
+const CALLGRIND_ITERS: u32 = 600;
+
+fn script(iters: u32) -> String {
+    let mut s = String::from(
+        r#"set -u
+B=$RVERBS_BIN
+port=20000
+# run NAME TOOL ARGS...: a server and a client of TOOL on rxe0, printing the
+# client's figure line as "BENCH NAME <line>".
+run() {
+    name=$1; shift
+    port=$((port + 1))
+    "$@" -p $port > /tmp/server.out 2>&1 &
+    sp=$!
+    ok=0
+    for i in $(seq 40); do
+        if timeout 120 "$@" -p $port 10.77.0.1 > /tmp/client.out 2>&1; then ok=1; break; fi
+        grep -q "Couldn't connect\|connect to" /tmp/client.out || break
+        sleep 0.2
+    done
+    wait $sp
+    line=$(grep -A1 '#bytes' /tmp/client.out | tail -1)
+    if [ $ok = 1 ] && [ -n "$line" ]; then echo "BENCH $name $line"; else echo "BENCH-FAILED $name"; cat /tmp/client.out /tmp/server.out; fi
+}
+"#,
+    );
+    for round in 0..ROUNDS {
+        for (pt, rv, _) in TESTS {
+            for size in SIZES {
+                let n = if *size >= 65536 { iters / 2 } else { iters };
+                let common = format!("-d rxe0 -x 1 -s {size} -n {n}");
+                let a = format!("run perftest:{pt}:{size} {pt} {common}\n");
+                let b = format!("run rverbs:{pt}:{size} $B perf {rv} {common}\n");
+                // Alternate which goes first, so that neither always runs warm.
+                if round % 2 == 0 {
+                    s.push_str(&a);
+                    s.push_str(&b);
+                } else {
+                    s.push_str(&b);
+                    s.push_str(&a);
+                }
+            }
+        }
+    }
+    // Instruction counts: the client of a 64-byte write latency run under
+    // callgrind, against a server of the same tool.
+    let _ = write!(
+        s,
+        r#"
+cg() {{
+    name=$1; shift
+    port=$((port + 1))
+    "$@" -p $port > /tmp/server.out 2>&1 &
+    sp=$!
+    sleep 1
+    valgrind --tool=callgrind --callgrind-out-file=$RVERBS_VM_OUT/callgrind.$name "$@" -p $port 10.77.0.1 > /tmp/cg.out 2>&1 || {{ echo "CG-FAILED $name"; cat /tmp/cg.out; }}
+    wait $sp
+}}
+cg rverbs $B perf write-lat -d rxe0 -x 1 -s 64 -n {CALLGRIND_ITERS}
+cg perftest ib_write_lat -d rxe0 -x 1 -s 64 -n {CALLGRIND_ITERS}
+"#
+    );
+    s
+}
+
+/// Parses "BENCH tool:test:size <perftest figure line>".
+fn parse(lines: &[String]) -> BTreeMap<(String, u32, String), Vec<f64>> {
+    let mut m: BTreeMap<(String, u32, String), Vec<f64>> = BTreeMap::new();
+    for l in lines {
+        let Some(rest) = l.strip_prefix("BENCH ") else { continue };
+        let mut it = rest.split_whitespace();
+        let Some(name) = it.next() else { continue };
+        let cols: Vec<f64> = it.filter_map(|c| c.parse().ok()).collect();
+        let parts: Vec<&str> = name.split(':').collect();
+        if parts.len() != 3 {
+            continue;
+        }
+        let (tool, test, size) = (parts[0], parts[1], parts[2].parse().unwrap_or(0));
+        // Latency lines: bytes iters min max typical avg ...; bandwidth
+        // lines: bytes iters peak avg msgrate.
+        let lat = test.ends_with("_lat");
+        let v = if lat { cols.get(4) } else { cols.get(3) };
+        if let Some(v) = v {
+            m.entry((test.to_string(), size, tool.to_string())).or_default().push(*v);
+        }
+    }
+    m
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+/// Calls into each function and their inclusive instruction count, summed
+/// over every call site, from a callgrind profile: `(object, function) ->
+/// (calls, inclusive Ir)`. Reads the raw format (name compression, `calls=`
+/// lines followed by the call's inclusive cost) so that it also works for
+/// stripped libraries, whose functions are named by address.
+fn callees(file: &std::path::Path) -> BTreeMap<(String, String), (u64, u64)> {
+    let mut out: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
+    let Ok(raw) = std::fs::read_to_string(file) else {
+        return out;
+    };
+    let mut names: BTreeMap<String, String> = BTreeMap::new();
+    // "(12) name" defines id 12, "(12)" refers to it.
+    let mut resolve = |v: &str| -> String {
+        let v = v.trim();
+        if let Some(rest) = v.strip_prefix('(') {
+            if let Some((id, name)) = rest.split_once(')') {
+                let name = name.trim();
+                if name.is_empty() {
+                    return names.get(id).cloned().unwrap_or_default();
+                }
+                names.insert(id.to_string(), name.to_string());
+                return name.to_string();
+            }
+        }
+        v.to_string()
+    };
+    let (mut ob, mut cob, mut cfn) = (String::new(), None::<String>, String::new());
+    let mut pending: Option<u64> = None;
+    for l in raw.lines() {
+        if let Some(calls) = pending.take() {
+            let ir = l.split_whitespace().last().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            let key = (cob.take().unwrap_or_else(|| ob.clone()), cfn.clone());
+            let e = out.entry(key).or_default();
+            e.0 += calls;
+            e.1 += ir;
+            continue;
+        }
+        if let Some(v) = l.strip_prefix("ob=") {
+            ob = resolve(v);
+        } else if let Some(v) = l.strip_prefix("cob=") {
+            cob = Some(resolve(v));
+        } else if let Some(v) = l.strip_prefix("cfn=") {
+            cfn = resolve(v);
+        } else if let Some(v) = l.strip_prefix("cfi=").or_else(|| l.strip_prefix("cfl=")) {
+            resolve(v);
+        } else if let Some(v) = l.strip_prefix("fn=").or_else(|| l.strip_prefix("fl=")).or_else(|| l.strip_prefix("fi=")).or_else(|| l.strip_prefix("fe=")) {
+            resolve(v);
+            cob = None;
+        } else if let Some(v) = l.strip_prefix("calls=") {
+            pending = v.split_whitespace().next().and_then(|c| c.parse().ok());
+        }
+    }
+    out
+}
+
+pub fn run(_args: &[String]) -> Result<ExitCode> {
+    crate::host::ensure_packages(&["valgrind"])?;
+    crate::host::run(
+        Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .current_dir(workspace_root())
+            .args(["build", "--release", "--quiet", "--bin", "rverbs"]),
+    )?;
+    let bin = target_dir().join("release").join("rverbs");
+    let out_dir = target_dir().join("bench");
+    std::fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;
+    let o = vm::run(&vm::Options {
+        two_hosts: false,
+        timeout: Duration::from_secs(1500),
+        cmd: vec!["sh".into(), "-c".into(), script(1000)],
+        peer_cmd: None,
+        env: vec![("RVERBS_BIN".into(), bin.display().to_string())],
+        verbose: false,
+        capture: true,
+        out_dir: Some(out_dir.clone()),
+    })?;
+    let lines = &o.lines[0];
+    let m = parse(lines);
+    let mut md = String::from(
+        "| test | size | perftest | rverbs | rverbs/perftest |\n| --- | --- | --- | --- | --- |\n",
+    );
+    for (pt, _, lat) in TESTS {
+        for size in SIZES {
+            let get = |tool: &str| m.get(&(pt.to_string(), *size, tool.to_string())).map(|v| median(v));
+            let (a, b) = (get("perftest"), get("rverbs"));
+            let unit = if *lat { "us" } else { "MB/s" };
+            let f = |x: Option<f64>| x.map(|v| format!("{v:.2} {unit}")).unwrap_or_else(|| "failed".into());
+            let ratio = match (a, b) {
+                (Some(a), Some(b)) if a > 0.0 => format!("{:.2}", b / a),
+                _ => "-".into(),
+            };
+            let _ = writeln!(md, "| {pt} | {size} | {} | {} | {ratio} |", f(a), f(b));
+        }
+    }
+    md.push_str(&format!(
+        "\nMedians of {ROUNDS} interleaved rounds in one VM boot; latency is t_typical (lower is better), bandwidth is BW average (higher is better).\n"
+    ));
+    md.push_str(&format!(
+        "\n| userspace instructions per call (callgrind, client of a 64 B write-lat, {CALLGRIND_ITERS} iterations) | calls | inclusive Ir | per call |\n| --- | --- | --- | --- |\n"
+    ));
+    let ours = callees(&out_dir.join("callgrind.rverbs"));
+    for (label, needle) in [("rverbs `Qp::post_send`", "Qp::post_send"), ("rverbs `Cq::poll`", "Cq::poll")] {
+        let (calls, ir) = ours
+            .iter()
+            .filter(|((_, f), _)| f.contains(needle))
+            .fold((0, 0), |acc, (_, v)| (acc.0 + v.0, acc.1 + v.1));
+        let per = if calls > 0 { format!("{:.0}", ir as f64 / calls as f64) } else { "not found".into() };
+        let _ = writeln!(md, "| {label} | {calls} | {ir} | {per} |");
+    }
+    // rdma-core's rxe provider is stripped: its functions are addresses.
+    // post_send is the one called once per iteration with the largest
+    // cost per call; poll_cq the one called most often.
+    let theirs = callees(&out_dir.join("callgrind.perftest"));
+    let rxe: Vec<(&String, &(u64, u64))> = theirs
+        .iter()
+        .filter(|((ob, _), _)| ob.contains("librxe"))
+        .map(|((_, f), v)| (f, v))
+        .collect();
+    let post = rxe
+        .iter()
+        .filter(|(_, v)| v.0 >= CALLGRIND_ITERS as u64 && v.0 <= CALLGRIND_ITERS as u64 + 10)
+        .max_by_key(|(_, v)| v.1 / v.0.max(1));
+    let poll = rxe.iter().max_by_key(|(_, v)| v.0);
+    for (label, f) in [("rdma-core rxe post_send (by call count)", post), ("rdma-core rxe poll_cq (most calls)", poll)] {
+        match f {
+            Some((name, (calls, ir))) => {
+                let _ = writeln!(md, "| {label}: `{name}` | {calls} | {ir} | {:.0} |", *ir as f64 / (*calls).max(1) as f64);
+            }
+            None => {
+                let _ = writeln!(md, "| {label} | - | - | not found |");
+            }
+        }
+    }
+    let total = |f: &str| -> Option<u64> {
+        let raw = std::fs::read_to_string(out_dir.join(f)).ok()?;
+        raw.lines()
+            .find_map(|l| l.strip_prefix("summary: ").or_else(|| l.strip_prefix("totals: ")))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    let _ = writeln!(
+        md,
+        "| whole client run, rverbs vs perftest | - | {} vs {} | - |",
+        total("callgrind.rverbs").map(|v| v.to_string()).unwrap_or("-".into()),
+        total("callgrind.perftest").map(|v| v.to_string()).unwrap_or("-".into())
+    );
+    let failed = lines.iter().filter(|l| l.starts_with("BENCH-FAILED") || l.starts_with("CG-FAILED")).count();
+    if failed > 0 {
+        let _ = writeln!(md, "\n{failed} runs failed; see the log.");
+    }
+    println!("{md}");
+    std::fs::write(out_dir.join("report.md"), &md).map_err(|e| e.to_string())?;
+    println!("xtask: wrote {}", out_dir.join("report.md").display());
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
