@@ -91,7 +91,9 @@ cg perftest ib_write_lat -d rxe0 -x 1 -s 64 -n {CALLGRIND_ITERS}
 fn parse(lines: &[String]) -> BTreeMap<(String, u32, String), Vec<f64>> {
     let mut m: BTreeMap<(String, u32, String), Vec<f64>> = BTreeMap::new();
     for l in lines {
-        let Some(rest) = l.strip_prefix("BENCH ") else { continue };
+        let Some(rest) = l.strip_prefix("BENCH ") else {
+            continue;
+        };
         let mut it = rest.split_whitespace();
         let Some(name) = it.next() else { continue };
         let cols: Vec<f64> = it.filter_map(|c| c.parse().ok()).collect();
@@ -105,7 +107,9 @@ fn parse(lines: &[String]) -> BTreeMap<(String, u32, String), Vec<f64>> {
         let lat = test.ends_with("_lat");
         let v = if lat { cols.get(4) } else { cols.get(3) };
         if let Some(v) = v {
-            m.entry((test.to_string(), size, tool.to_string())).or_default().push(*v);
+            m.entry((test.to_string(), size, tool.to_string()))
+                .or_default()
+                .push(*v);
         }
     }
     m
@@ -131,52 +135,73 @@ fn callees(file: &std::path::Path) -> BTreeMap<(String, String), (u64, u64)> {
     let Ok(raw) = std::fs::read_to_string(file) else {
         return out;
     };
-    let mut names: BTreeMap<String, String> = BTreeMap::new();
-    // "(12) name" defines id 12, "(12)" refers to it.
-    let mut resolve = |v: &str| -> String {
+    // Objects, files and functions are compressed in separate namespaces:
+    // "(12) name" defines id 12 of its kind, "(12)" refers to it.
+    let mut names: [BTreeMap<String, String>; 3] = Default::default();
+    let mut resolve = |kind: usize, v: &str| -> String {
         let v = v.trim();
         if let Some(rest) = v.strip_prefix('(') {
             if let Some((id, name)) = rest.split_once(')') {
                 let name = name.trim();
                 if name.is_empty() {
-                    return names.get(id).cloned().unwrap_or_default();
+                    return names[kind].get(id).cloned().unwrap_or_default();
                 }
-                names.insert(id.to_string(), name.to_string());
+                names[kind].insert(id.to_string(), name.to_string());
                 return name.to_string();
             }
         }
         v.to_string()
     };
+    const OBJ: usize = 0;
+    const FILE: usize = 1;
+    const FUNC: usize = 2;
     let (mut ob, mut cob, mut cfn) = (String::new(), None::<String>, String::new());
     let mut pending: Option<u64> = None;
     for l in raw.lines() {
         if let Some(calls) = pending.take() {
-            let ir = l.split_whitespace().last().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            let ir = l
+                .split_whitespace()
+                .last()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+            // Without a cob= line the callee lives in the caller's object.
             let key = (cob.take().unwrap_or_else(|| ob.clone()), cfn.clone());
             let e = out.entry(key).or_default();
             e.0 += calls;
             e.1 += ir;
             continue;
         }
-        if let Some(v) = l.strip_prefix("ob=") {
-            ob = resolve(v);
-        } else if let Some(v) = l.strip_prefix("cob=") {
-            cob = Some(resolve(v));
-        } else if let Some(v) = l.strip_prefix("cfn=") {
-            cfn = resolve(v);
-        } else if let Some(v) = l.strip_prefix("cfi=").or_else(|| l.strip_prefix("cfl=")) {
-            resolve(v);
-        } else if let Some(v) = l.strip_prefix("fn=").or_else(|| l.strip_prefix("fl=")).or_else(|| l.strip_prefix("fi=")).or_else(|| l.strip_prefix("fe=")) {
-            resolve(v);
-            cob = None;
-        } else if let Some(v) = l.strip_prefix("calls=") {
-            pending = v.split_whitespace().next().and_then(|c| c.parse().ok());
+        let Some((k, v)) = l.split_once('=') else {
+            continue;
+        };
+        match k {
+            "ob" => ob = resolve(OBJ, v),
+            "cob" => cob = Some(resolve(OBJ, v)),
+            "cfn" => cfn = resolve(FUNC, v),
+            "cfi" | "cfl" | "fl" | "fi" | "fe" => {
+                resolve(FILE, v);
+            }
+            "fn" => {
+                resolve(FUNC, v);
+                cob = None;
+            }
+            "calls" => pending = v.split_whitespace().next().and_then(|c| c.parse().ok()),
+            _ => {}
         }
     }
     out
 }
 
-pub fn run(_args: &[String]) -> Result<ExitCode> {
+pub fn run(args: &[String]) -> Result<ExitCode> {
+    let out_dir = target_dir().join("bench");
+    let raw_log = out_dir.join("raw.log");
+    // `--report-only`: rebuild the report from the last run's files.
+    if args.iter().any(|a| a == "--report-only") {
+        let text =
+            std::fs::read_to_string(&raw_log).map_err(|e| format!("{}: {e}", raw_log.display()))?;
+        let lines: Vec<String> = text.lines().map(String::from).collect();
+        return report(&out_dir, &lines);
+    }
     crate::host::ensure_packages(&["valgrind"])?;
     crate::host::run(
         Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
@@ -184,7 +209,6 @@ pub fn run(_args: &[String]) -> Result<ExitCode> {
             .args(["build", "--release", "--quiet", "--bin", "rverbs"]),
     )?;
     let bin = target_dir().join("release").join("rverbs");
-    let out_dir = target_dir().join("bench");
     std::fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;
     let o = vm::run(&vm::Options {
         two_hosts: false,
@@ -197,16 +221,27 @@ pub fn run(_args: &[String]) -> Result<ExitCode> {
         out_dir: Some(out_dir.clone()),
     })?;
     let lines = &o.lines[0];
+    std::fs::write(&raw_log, lines.join("\n")).map_err(|e| e.to_string())?;
+    report(&out_dir, lines)
+}
+
+fn report(out_dir: &std::path::Path, lines: &[String]) -> Result<ExitCode> {
     let m = parse(lines);
     let mut md = String::from(
         "| test | size | perftest | rverbs | rverbs/perftest |\n| --- | --- | --- | --- | --- |\n",
     );
     for (pt, _, lat) in TESTS {
         for size in SIZES {
-            let get = |tool: &str| m.get(&(pt.to_string(), *size, tool.to_string())).map(|v| median(v));
+            let get = |tool: &str| {
+                m.get(&(pt.to_string(), *size, tool.to_string()))
+                    .map(|v| median(v))
+            };
             let (a, b) = (get("perftest"), get("rverbs"));
             let unit = if *lat { "us" } else { "MB/s" };
-            let f = |x: Option<f64>| x.map(|v| format!("{v:.2} {unit}")).unwrap_or_else(|| "failed".into());
+            let f = |x: Option<f64>| {
+                x.map(|v| format!("{v:.2} {unit}"))
+                    .unwrap_or_else(|| "failed".into())
+            };
             let ratio = match (a, b) {
                 (Some(a), Some(b)) if a > 0.0 => format!("{:.2}", b / a),
                 _ => "-".into(),
@@ -221,12 +256,19 @@ pub fn run(_args: &[String]) -> Result<ExitCode> {
         "\n| userspace instructions per call (callgrind, client of a 64 B write-lat, {CALLGRIND_ITERS} iterations) | calls | inclusive Ir | per call |\n| --- | --- | --- | --- |\n"
     ));
     let ours = callees(&out_dir.join("callgrind.rverbs"));
-    for (label, needle) in [("rverbs `Qp::post_send`", "Qp::post_send"), ("rverbs `Cq::poll`", "Cq::poll")] {
+    for (label, needle) in [
+        ("rverbs `Qp::post_send`", "Qp::post_send"),
+        ("rverbs `Cq::poll`", "Cq::poll"),
+    ] {
         let (calls, ir) = ours
             .iter()
             .filter(|((_, f), _)| f.contains(needle))
             .fold((0, 0), |acc, (_, v)| (acc.0 + v.0, acc.1 + v.1));
-        let per = if calls > 0 { format!("{:.0}", ir as f64 / calls as f64) } else { "not found".into() };
+        let per = if calls > 0 {
+            format!("{:.0}", ir as f64 / calls as f64)
+        } else {
+            "not found".into()
+        };
         let _ = writeln!(md, "| {label} | {calls} | {ir} | {per} |");
     }
     // rdma-core's rxe provider is stripped: its functions are addresses.
@@ -243,10 +285,17 @@ pub fn run(_args: &[String]) -> Result<ExitCode> {
         .filter(|(_, v)| v.0 >= CALLGRIND_ITERS as u64 && v.0 <= CALLGRIND_ITERS as u64 + 10)
         .max_by_key(|(_, v)| v.1 / v.0.max(1));
     let poll = rxe.iter().max_by_key(|(_, v)| v.0);
-    for (label, f) in [("rdma-core rxe post_send (by call count)", post), ("rdma-core rxe poll_cq (most calls)", poll)] {
+    for (label, f) in [
+        ("rdma-core rxe post_send (by call count)", post),
+        ("rdma-core rxe poll_cq (most calls)", poll),
+    ] {
         match f {
             Some((name, (calls, ir))) => {
-                let _ = writeln!(md, "| {label}: `{name}` | {calls} | {ir} | {:.0} |", *ir as f64 / (*calls).max(1) as f64);
+                let _ = writeln!(
+                    md,
+                    "| {label}: `{name}` | {calls} | {ir} | {:.0} |",
+                    *ir as f64 / (*calls).max(1) as f64
+                );
             }
             None => {
                 let _ = writeln!(md, "| {label} | - | - | not found |");
@@ -256,21 +305,79 @@ pub fn run(_args: &[String]) -> Result<ExitCode> {
     let total = |f: &str| -> Option<u64> {
         let raw = std::fs::read_to_string(out_dir.join(f)).ok()?;
         raw.lines()
-            .find_map(|l| l.strip_prefix("summary: ").or_else(|| l.strip_prefix("totals: ")))
+            .find_map(|l| {
+                l.strip_prefix("summary: ")
+                    .or_else(|| l.strip_prefix("totals: "))
+            })
             .and_then(|v| v.trim().parse().ok())
     };
     let _ = writeln!(
         md,
         "| whole client run, rverbs vs perftest | - | {} vs {} | - |",
-        total("callgrind.rverbs").map(|v| v.to_string()).unwrap_or("-".into()),
-        total("callgrind.perftest").map(|v| v.to_string()).unwrap_or("-".into())
+        total("callgrind.rverbs")
+            .map(|v| v.to_string())
+            .unwrap_or("-".into()),
+        total("callgrind.perftest")
+            .map(|v| v.to_string())
+            .unwrap_or("-".into())
     );
-    let failed = lines.iter().filter(|l| l.starts_with("BENCH-FAILED") || l.starts_with("CG-FAILED")).count();
+    let failed = lines
+        .iter()
+        .filter(|l| l.starts_with("BENCH-FAILED") || l.starts_with("CG-FAILED"))
+        .count();
     if failed > 0 {
         let _ = writeln!(md, "\n{failed} runs failed; see the log.");
     }
     println!("{md}");
     std::fs::write(out_dir.join("report.md"), &md).map_err(|e| e.to_string())?;
     println!("xtask: wrote {}", out_dir.join("report.md").display());
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callgrind_callees_with_name_compression() {
+        let dir = std::env::temp_dir().join(format!("xtask-cg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("cg");
+        // Objects, files and functions number their ids separately: (1) is
+        // a different name in each kind.
+        std::fs::write(
+            &f,
+            "events: Ir\nob=(1) /bin/app\nfl=(1) main.c\nfn=(1) main\n0 5\n\
+             cob=(2) /lib/librxe.so\ncfi=(2) ??\ncfn=(2) 0x3cc0\ncalls=3 0\n0 600\n\
+             cfn=(3) helper\ncalls=2 0\n0 40\n\
+             fn=(3)\n0 20\ncob=(2)\ncfn=(2)\ncalls=1 0\n0 200\n",
+        )
+        .unwrap();
+        let c = callees(&f);
+        assert_eq!(c[&("/lib/librxe.so".into(), "0x3cc0".into())], (4, 800));
+        assert_eq!(c[&("/bin/app".into(), "helper".into())], (2, 40));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn bench_lines_parse_into_medians() {
+        let lines = vec![
+            "BENCH perftest:ib_write_lat:64  64 1000 60.0 90.0 70.5 71.0 2.0 80.0 85.0".to_string(),
+            "BENCH rverbs:ib_write_bw:4096  4096 1000 50.0 40.25 0.01".to_string(),
+        ];
+        let m = parse(&lines);
+        assert_eq!(
+            m[&("ib_write_lat".into(), 64, "perftest".into())],
+            vec![70.5]
+        );
+        assert_eq!(
+            m[&("ib_write_bw".into(), 4096, "rverbs".into())],
+            vec![40.25]
+        );
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+    }
 }

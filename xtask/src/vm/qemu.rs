@@ -82,7 +82,9 @@ pub fn run(opts: &Options) -> Result<Outcome> {
     for host in 1..=hosts {
         let hdir = run_dir.join(format!("host{host}"));
         let out = match (&opts.out_dir, host) {
-            (Some(d), 1) => d.canonicalize().map_err(|e| format!("{}: {e}", d.display()))?,
+            (Some(d), 1) => d
+                .canonicalize()
+                .map_err(|e| format!("{}: {e}", d.display()))?,
             _ => hdir.join("out"),
         };
         std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
