@@ -52,6 +52,9 @@ pub(crate) struct MrInner {
     handle: u32,
     pub(crate) lkey: u32,
     pub(crate) rkey: u32,
+    // The buffer's address, kept apart from `mem` so that building an SGE
+    // reads one field.
+    addr: u64,
     // Dropped after DEREG_MR (MrInner::drop), see the module docs.
     mem: Option<Mapping>,
     len: usize,
@@ -80,6 +83,7 @@ pub struct Slice<'a> {
 
 impl Slice<'_> {
     /// The address the device uses (`addr` of the SGE).
+    #[inline]
     pub fn addr(&self) -> u64 {
         self.mr.addr() + self.offset as u64
     }
@@ -95,6 +99,7 @@ impl Slice<'_> {
     }
 
     /// The MR's lkey.
+    #[inline]
     pub fn lkey(&self) -> u32 {
         self.mr.inner.lkey
     }
@@ -138,6 +143,7 @@ impl Pd {
                 handle: resp.mr_handle,
                 lkey: resp.lkey,
                 rkey: resp.rkey,
+                addr: start,
                 mem: Some(mem),
                 len,
             }),
@@ -155,8 +161,9 @@ impl Mr {
     }
 
     /// The buffer's address (what peers use with the rkey).
+    #[inline]
     pub fn addr(&self) -> u64 {
-        self.base() as u64
+        self.inner.addr
     }
 
     /// The length in bytes.

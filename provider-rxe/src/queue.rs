@@ -32,6 +32,8 @@ pub const DATA_OFFSET: usize = 384;
 /// Why a mapping cannot be used as an rxe queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueueError {
+    /// The mapping's base is not 8-byte aligned.
+    Misaligned,
     /// The mapping is shorter than the header.
     TooShort {
         /// The mapping's length.
@@ -59,6 +61,7 @@ pub enum QueueError {
 impl core::fmt::Display for QueueError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
+            QueueError::Misaligned => write!(f, "rxe queue mapping is not 8-byte aligned"),
             QueueError::TooShort { len } => write!(
                 f,
                 "rxe queue mapping of {len} bytes is shorter than its header"
@@ -110,18 +113,21 @@ impl Queue {
     ///
     /// # Safety
     /// `base` must point to a readable and writable mapping of at least `len`
-    /// bytes, aligned to 4 bytes, that stays mapped for as long as the
+    /// bytes that stays mapped for as long as the
     /// returned `Queue` (and anything built on it) is used.
     pub unsafe fn new(
         base: NonNull<u8>,
         len: usize,
         min_elem_size: usize,
     ) -> Result<Queue, QueueError> {
+        if base.as_ptr() as usize % 8 != 0 {
+            return Err(QueueError::Misaligned);
+        }
         if len < DATA_OFFSET {
             return Err(QueueError::TooShort { len });
         }
         // SAFETY: offsets 0 and 4 are inside the mapping (len >= 384), 4-byte
-        // aligned because base is; read through atomics as the kernel may
+        // aligned because base is 8-aligned (checked above); read through atomics as the kernel may
         // write the page concurrently.
         let (log2_elem_size, mask) = unsafe {
             (

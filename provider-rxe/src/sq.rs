@@ -7,7 +7,7 @@
 //! list of posts.
 
 use crate::queue::Queue;
-use crate::wqe::{put_u32, put_u64, send, SGE_SIZE};
+use crate::wqe::{send, Slot, SGE_SIZE};
 use crate::wr::{opcode, send_flags, Payload, SendWr};
 use crate::PostError;
 
@@ -63,6 +63,7 @@ impl SendQueue {
     }
 
     /// Validates `wr` against the queue's limits without posting it.
+    #[inline]
     pub fn validate(&self, wr: &SendWr<'_>) -> Result<u32, PostError> {
         let length: u64 = match wr.payload {
             Payload::Sges(sges) => {
@@ -118,81 +119,84 @@ impl SendQueue {
     /// lkey it gives (the kernel checks lkeys and bounds, but the caller's
     /// promise is what keeps the memory alive and unaliased while the
     /// device uses it).
+    #[inline]
     pub unsafe fn post(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
         let length = self.validate(wr)?;
         let next = self.q.next(self.prod);
         if next == self.q.load_consumer() {
             return Err(PostError::QueueFull);
         }
-        let mut h = [0u8; HEADER];
-        put_u64(&mut h, send::WR_ID, wr.wr_id);
-        put_u32(&mut h, send::OPCODE, wr.opcode);
+        let slot = self.q.slot(self.prod);
         let inline = matches!(wr.payload, Payload::Inline(_));
         let flags = (wr.flags & !send_flags::INLINE) | if inline { send_flags::INLINE } else { 0 };
-        put_u32(&mut h, send::SEND_FLAGS, flags);
-        put_u32(&mut h, send::EX_IMM, wr.imm_data);
-        match wr.opcode {
-            opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD => {
-                put_u64(&mut h, send::ATOMIC_REMOTE_ADDR, wr.remote_addr);
-                put_u64(&mut h, send::ATOMIC_COMPARE_ADD, wr.compare_add);
-                put_u64(&mut h, send::ATOMIC_SWAP, wr.swap);
-                put_u32(&mut h, send::ATOMIC_RKEY, wr.rkey);
-            }
-            opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM | opcode::RDMA_READ => {
-                put_u64(&mut h, send::RDMA_REMOTE_ADDR, wr.remote_addr);
-                put_u32(&mut h, send::RDMA_RKEY, wr.rkey);
-            }
-            _ => {
-                if let Some(ud) = wr.ud {
-                    put_u32(&mut h, send::UD_REMOTE_QPN, ud.remote_qpn);
-                    put_u32(&mut h, send::UD_REMOTE_QKEY, ud.remote_qkey);
-                    put_u32(&mut h, send::UD_AH_NUM, ud.ah_num);
+        // SAFETY: slot is elem_size() bytes inside the mapping (Queue::slot);
+        // the base is 8-aligned (Queue::new checks), data starts at 384 and
+        // elem_size is a power of two >= 256, so the slot is 8-aligned and
+        // every field offset below is naturally aligned; SendQueue::new checked that
+        // elem_size >= HEADER + the largest payload validate() accepts. The
+        // kernel does not read the slot until the release store of the
+        // producer index below publishes it, so plain stores suffice.
+        unsafe {
+            let w = Slot(slot);
+            // Zero the opcode-specific union as rdma-core does, so that no
+            // field of another opcode carries a stale value from the slot's
+            // last use.
+            core::ptr::write_bytes(slot.add(send::WR_UNION), 0, send::WR_UNION_LEN);
+            w.u64(send::WR_ID, wr.wr_id);
+            w.u32(send::WR_RESERVED, 0);
+            w.u32(send::OPCODE, wr.opcode);
+            w.u32(send::SEND_FLAGS, flags);
+            w.u32(send::EX_IMM, wr.imm_data);
+            match wr.opcode {
+                opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD => {
+                    w.u64(send::ATOMIC_REMOTE_ADDR, wr.remote_addr);
+                    w.u64(send::ATOMIC_COMPARE_ADD, wr.compare_add);
+                    w.u64(send::ATOMIC_SWAP, wr.swap);
+                    w.u32(send::ATOMIC_RKEY, wr.rkey);
+                }
+                opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM | opcode::RDMA_READ => {
+                    w.u64(send::RDMA_REMOTE_ADDR, wr.remote_addr);
+                    w.u32(send::RDMA_RKEY, wr.rkey);
+                }
+                _ => {
+                    if let Some(ud) = wr.ud {
+                        w.u32(send::UD_REMOTE_QPN, ud.remote_qpn);
+                        w.u32(send::UD_REMOTE_QKEY, ud.remote_qkey);
+                        w.u32(send::UD_AH_NUM, ud.ah_num);
+                    }
                 }
             }
-        }
-        // status and state stay 0 (posted); the kernel fills the rest.
-        put_u64(&mut h, send::IOVA, wr.remote_addr);
-        put_u32(&mut h, send::SSN, self.ssn);
-        put_u32(&mut h, send::DMA_LENGTH, length);
-        put_u32(&mut h, send::DMA_RESID, length);
-        put_u32(&mut h, send::DMA_CUR_SGE, 0);
-        put_u32(&mut h, send::DMA_SGE_OFFSET, 0);
-        let slot = self.q.slot(self.prod);
-        // SAFETY: slot is elem_size() bytes inside the mapping (Queue::slot)
-        // and SendQueue::new checked elem_size >= HEADER + the largest
-        // payload validate() accepts; the kernel does not read this slot
-        // until the producer index below publishes it.
-        unsafe {
-            core::ptr::copy_nonoverlapping(h.as_ptr(), slot, HEADER);
+            // Posted state; the kernel's requester fills its own fields,
+            // which start from zero as in a fresh WQE.
+            w.u32(send::STATUS, 0);
+            w.u32(send::STATE, 0);
+            w.u64(send::IOVA, wr.remote_addr);
+            w.u32(send::MASK, 0);
+            w.u32(send::FIRST_PSN, 0);
+            w.u32(send::LAST_PSN, 0);
+            w.u32(send::ACK_LENGTH, 0);
+            w.u32(send::SSN, self.ssn);
+            w.u32(send::HAS_RD_ATOMIC, 0);
+            w.u32(send::DMA_LENGTH, length);
+            w.u32(send::DMA_RESID, length);
+            w.u32(send::DMA_CUR_SGE, 0);
+            w.u32(send::DMA_SGE_OFFSET, 0);
+            w.u32(send::DMA_RESERVED, 0);
             match wr.payload {
                 Payload::Sges(sges) => {
-                    let num = sges.len() as u32;
-                    core::ptr::copy_nonoverlapping(
-                        num.to_ne_bytes().as_ptr(),
-                        slot.add(send::DMA_NUM_SGE),
-                        4,
-                    );
+                    w.u32(send::DMA_NUM_SGE, sges.len() as u32);
                     for (i, s) in sges.iter().enumerate() {
-                        let mut e = [0u8; SGE_SIZE];
-                        put_u64(&mut e, 0, s.addr);
-                        put_u32(&mut e, 8, s.length);
-                        put_u32(&mut e, 12, s.lkey);
-                        core::ptr::copy_nonoverlapping(
-                            e.as_ptr(),
-                            slot.add(HEADER + i * SGE_SIZE),
-                            SGE_SIZE,
-                        );
+                        let off = HEADER + i * SGE_SIZE;
+                        w.u64(off, s.addr);
+                        w.u32(off + 8, s.length);
+                        w.u32(off + 12, s.lkey);
                     }
                 }
                 Payload::Inline(data) => {
                     // rdma-core reports the caller's SGE count here; the
                     // kernel's inline path reads only length/resid, so one
                     // piece is the honest count.
-                    core::ptr::copy_nonoverlapping(
-                        1u32.to_ne_bytes().as_ptr(),
-                        slot.add(send::DMA_NUM_SGE),
-                        4,
-                    );
+                    w.u32(send::DMA_NUM_SGE, 1);
                     core::ptr::copy_nonoverlapping(data.as_ptr(), slot.add(HEADER), data.len());
                 }
             }

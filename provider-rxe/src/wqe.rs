@@ -10,9 +10,13 @@
 #[allow(missing_docs)] // each constant is the C member of the same name
 pub mod send {
     pub const WR_ID: usize = 0;
+    pub const WR_RESERVED: usize = 8;
     pub const OPCODE: usize = 12;
     pub const SEND_FLAGS: usize = 16;
     pub const EX_IMM: usize = 20;
+    /// Start and length of the opcode-specific `wr` union.
+    pub const WR_UNION: usize = 24;
+    pub const WR_UNION_LEN: usize = 120;
     pub const RDMA_REMOTE_ADDR: usize = 24;
     pub const RDMA_RKEY: usize = 32;
     pub const ATOMIC_REMOTE_ADDR: usize = 24;
@@ -25,12 +29,18 @@ pub mod send {
     pub const STATUS: usize = 144;
     pub const STATE: usize = 148;
     pub const IOVA: usize = 152;
+    pub const MASK: usize = 160;
+    pub const FIRST_PSN: usize = 164;
+    pub const LAST_PSN: usize = 168;
+    pub const ACK_LENGTH: usize = 172;
     pub const SSN: usize = 176;
+    pub const HAS_RD_ATOMIC: usize = 180;
     pub const DMA_LENGTH: usize = 184;
     pub const DMA_RESID: usize = 188;
     pub const DMA_CUR_SGE: usize = 192;
     pub const DMA_NUM_SGE: usize = 196;
     pub const DMA_SGE_OFFSET: usize = 200;
+    pub const DMA_RESERVED: usize = 204;
     /// `dma.sge[]` / `dma.inline_data[]`: the SGEs or inline bytes.
     pub const PAYLOAD: usize = 208;
 }
@@ -71,6 +81,30 @@ pub mod wc {
     pub const SL: usize = 44;
     pub const DLID_PATH_BITS: usize = 45;
     pub const PORT_NUM: usize = 46;
+}
+
+/// A WQE slot in a ring, written field by field.
+#[derive(Clone, Copy)]
+pub(crate) struct Slot(pub(crate) *mut u8);
+
+impl Slot {
+    /// # Safety
+    /// `off..off + 4` is inside the slot and 4-byte aligned.
+    #[inline(always)]
+    pub(crate) unsafe fn u32(self, off: usize, v: u32) {
+        debug_assert_eq!((self.0 as usize + off) % 4, 0);
+        // SAFETY: the caller's contract.
+        unsafe { self.0.add(off).cast::<u32>().write(v) }
+    }
+
+    /// # Safety
+    /// `off..off + 8` is inside the slot and 8-byte aligned.
+    #[inline(always)]
+    pub(crate) unsafe fn u64(self, off: usize, v: u64) {
+        debug_assert_eq!((self.0 as usize + off) % 8, 0);
+        // SAFETY: the caller's contract.
+        unsafe { self.0.add(off).cast::<u64>().write(v) }
+    }
 }
 
 /// Stores `v` at `off` of a little scratch buffer (native endianness, as the

@@ -127,7 +127,9 @@ impl<'a> SendWr<'a> {
         self
     }
 
-    /// The provider's view, with SGEs written into `sges`.
+    /// The provider's view, with SGEs written into `sges`. Inlined into
+    /// post_send so the intermediate struct never reaches memory.
+    #[inline(always)]
     pub(crate) fn as_rxe<'s>(
         &self,
         sges: &'s mut [Sge; super::MAX_SGE],
@@ -199,6 +201,7 @@ pub struct RecvWr<'a> {
     pub sges: &'a [Slice<'a>],
 }
 
+#[inline(always)]
 pub(crate) fn fill_sges(
     from: &[Slice<'_>],
     to: &mut [Sge; super::MAX_SGE],

@@ -24,7 +24,7 @@ const SIZES: &[u32] = &[64, 4096, 65536];
 const ROUNDS: u32 = 3;
 const CALLGRIND_ITERS: u32 = 600;
 
-fn script(iters: u32) -> String {
+fn script(iters: u32, rounds: u32) -> String {
     let mut s = String::from(
         r#"set -u
 B=$RVERBS_BIN
@@ -48,7 +48,7 @@ run() {
 }
 "#,
     );
-    for round in 0..ROUNDS {
+    for round in 0..rounds {
         for (pt, rv, _) in TESTS {
             for size in SIZES {
                 let n = if *size >= 65536 { iters / 2 } else { iters };
@@ -213,7 +213,19 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     let o = vm::run(&vm::Options {
         two_hosts: false,
         timeout: Duration::from_secs(1500),
-        cmd: vec!["sh".into(), "-c".into(), script(1000)],
+        // `--callgrind-only`: just the instruction counts (about 30 s).
+        cmd: vec![
+            "sh".into(),
+            "-c".into(),
+            script(
+                1000,
+                if args.iter().any(|a| a == "--callgrind-only") {
+                    0
+                } else {
+                    ROUNDS
+                },
+            ),
+        ],
         peer_cmd: None,
         env: vec![("RVERBS_BIN".into(), bin.display().to_string())],
         verbose: false,
