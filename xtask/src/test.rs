@@ -165,6 +165,8 @@ fn host_tests(tally: &mut Tally) -> Result<()> {
     for args in [
         &["--workspace", "--exclude", "rverbs"][..],
         &["-p", "rverbs", "--lib", "--bins"][..],
+        // The compile-fail doc tests of the soundness rules.
+        &["-p", "rverbs", "--doc"][..],
     ] {
         let (ok, lines) = cargo_test(args)?;
         let seen = tally.libtest(&lines);
