@@ -42,6 +42,53 @@ macro_rules! cmds {
     };
 }
 
+/// RDMA netlink (`rdma_netlink.h`, `linux/netlink.h`) and driver ids
+/// (`ib_user_ioctl_verbs.h`), checked by the same test.
+macro_rules! nl_consts {
+    ($($name:ident : $t:ty = $v:expr,)*) => {
+        $(pub const $name: $t = $v;)*
+        /// Every constant above, for the layout test.
+        pub(crate) fn nl_constants() -> Vec<(&'static str, i64)> {
+            vec![$((stringify!($name), $name as i64)),*]
+        }
+    };
+}
+
+nl_consts! {
+    NETLINK_RDMA: i32 = 20,
+    RDMA_NL_NLDEV: u16 = 5,
+    RDMA_NLDEV_CMD_GET: u16 = 1,
+    RDMA_NLDEV_CMD_NEWLINK: u16 = 3,
+    RDMA_NLDEV_CMD_DELLINK: u16 = 4,
+    RDMA_NLDEV_CMD_PORT_GET: u16 = 5,
+    RDMA_NLDEV_CMD_GET_CHARDEV: u16 = 15,
+    RDMA_NLDEV_ATTR_DEV_INDEX: u16 = 1,
+    RDMA_NLDEV_ATTR_DEV_NAME: u16 = 2,
+    RDMA_NLDEV_ATTR_PORT_INDEX: u16 = 3,
+    RDMA_NLDEV_ATTR_FW_VERSION: u16 = 5,
+    RDMA_NLDEV_ATTR_NODE_GUID: u16 = 6,
+    RDMA_NLDEV_ATTR_SYS_IMAGE_GUID: u16 = 7,
+    RDMA_NLDEV_ATTR_PORT_STATE: u16 = 12,
+    RDMA_NLDEV_ATTR_PORT_PHYS_STATE: u16 = 13,
+    RDMA_NLDEV_ATTR_DEV_NODE_TYPE: u16 = 14,
+    RDMA_NLDEV_ATTR_NDEV_INDEX: u16 = 50,
+    RDMA_NLDEV_ATTR_NDEV_NAME: u16 = 51,
+    RDMA_NLDEV_ATTR_LINK_TYPE: u16 = 65,
+    RDMA_NLDEV_ATTR_CHARDEV_TYPE: u16 = 69,
+    RDMA_NLDEV_ATTR_CHARDEV_NAME: u16 = 70,
+    RDMA_NLDEV_ATTR_CHARDEV_ABI: u16 = 71,
+    RDMA_NLDEV_ATTR_CHARDEV: u16 = 72,
+    RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID: u16 = 73,
+    RDMA_DRIVER_MLX5: u32 = 1,
+    RDMA_DRIVER_RXE: u32 = 14,
+    NLM_F_REQUEST: u16 = 1,
+    NLM_F_MULTI: u16 = 2,
+    NLM_F_ACK: u16 = 4,
+    NLM_F_DUMP: u16 = 0x300,
+    NLMSG_ERROR: u16 = 2,
+    NLMSG_DONE: u16 = 3,
+}
+
 cmds! {
     IB_USER_VERBS_CMD_GET_CONTEXT = 0,
     IB_USER_VERBS_CMD_QUERY_DEVICE = 1,
@@ -170,7 +217,10 @@ mod tests {
 
     #[test]
     fn layouts_match_the_c_header() {
-        let mut c = String::from("#include <stdio.h>\n#include <stddef.h>\n#include <rdma/ib_user_verbs.h>\nint main(void) {\n");
+        let mut c = String::from(
+            "#include <stdio.h>\n#include <stddef.h>\n#include <linux/netlink.h>\n#include <rdma/ib_user_verbs.h>\n\
+             #include <rdma/ib_user_ioctl_verbs.h>\n#include <rdma/rdma_netlink.h>\nint main(void) {\n",
+        );
         let mut want = Vec::new();
         for (name, size, align, fields) in layouts() {
             let _ = writeln!(
@@ -185,6 +235,10 @@ mod tests {
         }
         for (name, v) in commands() {
             let _ = writeln!(c, "printf(\"%d\\n\", (int){name});");
+            want.push(v.to_string());
+        }
+        for (name, v) in nl_constants() {
+            let _ = writeln!(c, "printf(\"%lld\\n\", (long long){name});");
             want.push(v.to_string());
         }
         c.push_str("return 0; }\n");
@@ -219,6 +273,9 @@ mod tests {
             }
         }
         for (name, _) in commands() {
+            labels.push(name.to_string());
+        }
+        for (name, _) in nl_constants() {
             labels.push(name.to_string());
         }
         let bad: Vec<String> = labels

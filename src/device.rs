@@ -1,10 +1,10 @@
 //! RDMA devices: discovery and identity.
 //!
-//! Devices are found through sysfs (`/sys/class/infiniband_verbs/uverbsN`
-//! names each uverbs character device and its `ibdev`); the driver is
-//! identified by the uverbs driver id the kernel reports over RDMA netlink
-//! (`RDMA_NLDEV_CMD_GET_CHARDEV`), falling back to the device's name prefix
-//! as rdma-core does for rxe.
+//! Devices are found over RDMA netlink (`RDMA_NLDEV_CMD_GET`, then
+//! `RDMA_NLDEV_CMD_GET_CHARDEV` for each device's uverbs character device
+//! and driver id), as rdma-core does on modern kernels; where netlink is not
+//! available, through sysfs (`/sys/class/infiniband_verbs/uverbsN`), with
+//! the driver guessed from the parent device's driver or the name prefix.
 
 use crate::error::{Error, Result};
 use std::fs;
@@ -110,8 +110,44 @@ pub fn format_guid(g: u64) -> String {
 }
 
 impl Device {
-    /// Lists every RDMA device that has a uverbs character device.
+    /// Lists every RDMA device that has a uverbs character device: over
+    /// netlink, or from sysfs if netlink fails.
     pub fn list() -> Result<Vec<Device>> {
+        match Self::list_netlink() {
+            Ok(v) => Ok(v),
+            Err(_) => Self::list_sysfs(),
+        }
+    }
+
+    fn list_netlink() -> Result<Vec<Device>> {
+        let mut out = Vec::new();
+        for d in crate::netlink::devices()? {
+            // A device without a uverbs node (or that vanished meanwhile)
+            // is not usable from userspace: skip it.
+            let Ok(c) = crate::netlink::chardev(d.index) else {
+                continue;
+            };
+            let (driver, driver_name) = match c.driver_id {
+                Some(crate::abi_shim::RDMA_DRIVER_RXE) => (Driver::Rxe, "rxe".to_string()),
+                Some(crate::abi_shim::RDMA_DRIVER_MLX5) => (Driver::Mlx5, "mlx5".to_string()),
+                Some(id) => (Driver::Other, format!("driver id {id}")),
+                None => identify_driver(&d.name, &Path::new(SYS_IB).join(&d.name)),
+            };
+            out.push(Device {
+                dev_path: Path::new("/dev/infiniband").join(&c.name),
+                name: d.name,
+                dev_t: c.dev,
+                driver_abi: c.abi as u32,
+                node_guid: d.node_guid,
+                node_type: NodeType::from_raw(d.node_type as u32),
+                driver,
+                driver_name,
+            });
+        }
+        Ok(out)
+    }
+
+    fn list_sysfs() -> Result<Vec<Device>> {
         let mut out = Vec::new();
         let dir = match fs::read_dir(SYS_VERBS) {
             Ok(d) => d,

@@ -29,6 +29,7 @@ impl Errno {
             libc::ENODEV => "ENODEV",
             libc::EINVAL => "EINVAL",
             libc::ENOSPC => "ENOSPC",
+            libc::ENFILE => "ENFILE",
             libc::ERANGE => "ERANGE",
             libc::ENOSYS => "ENOSYS",
             libc::ENOTTY => "ENOTTY",

@@ -51,6 +51,7 @@ pub mod device;
 pub mod error;
 pub mod event;
 pub mod mr;
+pub mod netlink;
 pub mod pd;
 pub mod qp;
 pub mod query;

@@ -2,6 +2,7 @@
 
 mod devices;
 mod gids;
+mod link;
 mod perf;
 mod pingpong;
 
@@ -31,6 +32,13 @@ enum Cmd {
         #[arg(short = 'd', long = "ib-dev")]
         dev: Option<String>,
     },
+    /// Show, add or delete RDMA links, like `rdma link`.
+    Link {
+        #[command(subcommand)]
+        cmd: Option<link::LinkCmd>,
+    },
+    /// Map RDMA ports to network interfaces, like ibdev2netdev.
+    Netdevs,
     /// perftest-style latency and bandwidth tests.
     Perf(perf::PerfArgs),
     /// RC ping-pong, wire-compatible with ibv_rc_pingpong.
@@ -45,6 +53,8 @@ pub fn main() -> ExitCode {
         Cmd::Pingpong(a) => pingpong::pingpong(&a),
         Cmd::Gids { dev } => gids::gids(dev.as_deref()),
         Cmd::Perf(a) => perf::perf(&a),
+        Cmd::Link { cmd } => link::link(cmd.as_ref()),
+        Cmd::Netdevs => link::netdevs(),
     };
     match res {
         Ok(code) => code,
