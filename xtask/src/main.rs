@@ -7,6 +7,7 @@
 //!   rverbs see it.
 
 mod bench;
+mod dist;
 mod host;
 mod test;
 mod vm;
@@ -23,6 +24,7 @@ commands:
   vm-prepare   fetch the kernel and build the initramfs (cached in target/vm)
   test         run every test: host, VM, interop; prints 'N passed, N failed'
   demo         boot the VM and show the rxe device through rdma-core and rverbs
+  dist         build target/dist/rverbs: one static, stripped executable
   bench        rverbs beside perftest in one VM boot; writes target/bench/report.md";
 
 fn main() -> ExitCode {
@@ -33,6 +35,7 @@ fn main() -> ExitCode {
         Some("test") => test::run(&args[1..]),
         Some("demo") => test::demo(),
         Some("bench") => bench::run(&args[1..]),
+        Some("dist") => dist::main(),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)

@@ -282,6 +282,44 @@ fn testbed_checks(tally: &mut Tally) {
         Ok(bin) => two_host_pingpong(tally, &base, &bin),
         Err(e) => tally.fail("two hosts: rverbs pingpong", &e),
     }
+    static_binary(tally, &base);
+}
+
+/// The static binary: no loader, no shared libraries, and it works in the VM.
+fn static_binary(tally: &mut Tally, base: &vm::Options) {
+    let what = "dist: target/dist/rverbs has no PT_INTERP and no DT_NEEDED";
+    let bin = match crate::dist::build() {
+        Ok(b) => b,
+        Err(e) => return tally.fail(what, &e),
+    };
+    match crate::dist::dynamic_deps(&bin) {
+        Ok((false, needed)) if needed.is_empty() => tally.pass(what),
+        Ok((interp, needed)) => {
+            tally.fail(what, &format!("PT_INTERP {interp}, DT_NEEDED {needed:?}"))
+        }
+        Err(e) => tally.fail(what, &e),
+    }
+    let what = "dist: the static binary's devinfo equals ibv_devinfo in the VM";
+    let script = format!(
+        "{} devinfo -d rxe0 > /tmp/a && ibv_devinfo -d rxe0 > /tmp/b && diff /tmp/a /tmp/b && {} link",
+        bin.display(),
+        bin.display()
+    );
+    match vm::run(&vm::Options {
+        cmd: vec!["sh".into(), "-c".into(), script],
+        ..base.clone()
+    }) {
+        Ok(o)
+            if o.success()
+                && o.lines[0]
+                    .iter()
+                    .any(|l| l.starts_with("link rxe0/1 state ACTIVE")) =>
+        {
+            tally.pass(what)
+        }
+        Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
+        Err(e) => tally.fail(what, &e),
+    }
 }
 
 /// Two hosts, our tool against rdma-core's in both roles.
