@@ -93,6 +93,32 @@ fn rdma_core_client_with_rverbs_server() {
 }
 
 #[test]
+fn validated_buffers_both_ways() {
+    // -c: the client stamps its buffer, the server checks what arrived.
+    for (server, client) in [(RVERBS, "ibv_rc_pingpong"), ("ibv_rc_pingpong", RVERBS)] {
+        let port = PORT.fetch_add(1, Ordering::Relaxed);
+        let mut a = args(8192, false, port);
+        a.push("-c".into());
+        let addr = env().addr;
+        let s = Background::spawn(tool(server).args(&a));
+        let c = retry_until_ok(Duration::from_secs(20), || {
+            let mut c = tool(client);
+            c.args(&a).arg(&addr);
+            c
+        });
+        let s = s.wait(Duration::from_secs(120));
+        for (who, out) in [("client", &c), ("server", &s)] {
+            assert!(out.status.success(), "{who}: {}", show(out));
+            assert!(
+                !String::from_utf8_lossy(&out.stderr).contains("invalid data"),
+                "{who}: {}",
+                show(out)
+            );
+        }
+    }
+}
+
+#[test]
 fn rverbs_with_itself() {
     run(RVERBS, RVERBS, 4096, false);
 }

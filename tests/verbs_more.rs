@@ -164,8 +164,17 @@ fn uc_write_and_send() {
     p.a.post_send(&[SendWr::new(1, SendOp::Write(r), &s)])
         .unwrap();
     assert!(wait(&mut p.cq_a, 1)[0].is_ok());
+    // UC completes a send when it leaves (there is no ACK): the bytes land
+    // at the peer a little later.
+    let until = Instant::now() + Duration::from_secs(5);
     let mut got = [0u8; 24];
-    dst.read(100, &mut got).unwrap();
+    loop {
+        dst.read(100, &mut got).unwrap();
+        if &got == b"unreliable but connected" || Instant::now() > until {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert_eq!(&got, b"unreliable but connected");
     let rs = [dst.slice(0, 64).unwrap()];
     p.b.post_recv(&[RecvWr {
@@ -372,4 +381,34 @@ proptest! {
         }
         let _ = WcOpcode::SEND;
     }
+}
+
+#[test]
+fn rts_to_sqd_reports_sq_drained_and_back() {
+    let mut p = pair(QpType::Rc, 7, 1);
+    let m = p.pd.alloc_mr(64, ALL).unwrap();
+    let r = Remote {
+        addr: m.addr(),
+        rkey: m.rkey(),
+    };
+    let s = [m.slice(0, 8).unwrap()];
+    p.a.post_send(&[SendWr::new(1, SendOp::Write(r), &s)])
+        .unwrap();
+    assert!(wait(&mut p.cq_a, 1)[0].is_ok());
+    // With nothing in flight, SQD drains at once and says so.
+    let mut sqd = QpAttr::state(rverbs::QpState::Sqd);
+    sqd.en_sqd_async_notify = true;
+    p.a.modify(&sqd).unwrap();
+    assert!(
+        p._ctx.wait_async_event(5000).unwrap(),
+        "no SQ_DRAINED event"
+    );
+    let ev = p._ctx.get_async_event().unwrap();
+    assert_eq!(ev.event_type, rverbs::EventType::SQ_DRAINED, "{ev:?}");
+    assert_eq!(p.a.query_state().unwrap(), rverbs::QpState::Sqd);
+    // And back to RTS, where sends run again.
+    p.a.modify(&QpAttr::state(rverbs::QpState::Rts)).unwrap();
+    p.a.post_send(&[SendWr::new(2, SendOp::Write(r), &s)])
+        .unwrap();
+    assert_eq!(wait(&mut p.cq_a, 1)[0].wr_id, 2);
 }

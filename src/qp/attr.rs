@@ -12,6 +12,7 @@ use zerocopy::FromZeros;
 pub(crate) mod mask {
     pub const STATE: u32 = 1;
     pub const CUR_STATE: u32 = 1 << 1;
+    pub const EN_SQD_ASYNC_NOTIFY: u32 = 1 << 2;
     pub const ACCESS_FLAGS: u32 = 1 << 3;
     pub const PKEY_INDEX: u32 = 1 << 4;
     pub const PORT: u32 = 1 << 5;
@@ -150,6 +151,8 @@ pub struct AhAttr {
 pub struct QpAttr {
     pub state: Option<QpState>,
     pub cur_state: Option<QpState>,
+    /// With a move to SQD: raise SQ_DRAINED when the send queue drained.
+    pub en_sqd_async_notify: bool,
     pub access: Option<Access>,
     pub pkey_index: Option<u16>,
     pub port: Option<u8>,
@@ -253,6 +256,10 @@ impl QpAttr {
         if let Some(s) = self.cur_state {
             m |= mask::CUR_STATE;
             c.cur_qp_state = s.raw() as u8;
+        }
+        if self.en_sqd_async_notify {
+            m |= mask::EN_SQD_ASYNC_NOTIFY;
+            c.en_sqd_async_notify = 1;
         }
         if let Some(a) = self.access {
             m |= mask::ACCESS_FLAGS;
