@@ -16,13 +16,27 @@ fn perf(test: &str, extra: &[&str]) -> String {
     let e = env();
     let port = PORT.fetch_add(1, Ordering::Relaxed).to_string();
     let gid = e.gid.to_string();
-    let mut args = vec!["perf", test, "-d", &e.dev, "-x", &gid, "-n", "200", "-p", &port];
+    let mut args = vec![
+        "perf", test, "-d", &e.dev, "-x", &gid, "-n", "200", "-p", &port,
+    ];
     args.extend_from_slice(extra);
     let server = Background::spawn(Command::new(RVERBS).args(&args));
-    let client = Command::new(RVERBS).args(&args).arg(&e.addr).output().unwrap();
+    let client = Command::new(RVERBS)
+        .args(&args)
+        .arg(&e.addr)
+        .output()
+        .unwrap();
     let server = server.wait(Duration::from_secs(60));
-    assert!(client.status.success(), "client {test} {extra:?}: {}", show(&client));
-    assert!(server.status.success(), "server {test} {extra:?}: {}", show(&server));
+    assert!(
+        client.status.success(),
+        "client {test} {extra:?}: {}",
+        show(&client)
+    );
+    assert!(
+        server.status.success(),
+        "server {test} {extra:?}: {}",
+        show(&server)
+    );
     String::from_utf8_lossy(&client.stdout).into_owned()
 }
 
@@ -39,9 +53,17 @@ fn every_test_completes_and_reports() {
         ("atomic-bw", "8"),
     ] {
         let out = perf(test, &["-s", size]);
-        let header = if test.ends_with("lat") { "t_typical[usec]" } else { "BW average[MB/sec]" };
+        let header = if test.ends_with("lat") {
+            "t_typical[usec]"
+        } else {
+            "BW average[MB/sec]"
+        };
         assert!(out.contains(header), "{test}: {out}");
-        let line = out.lines().skip_while(|l| !l.contains("#bytes")).nth(1).unwrap_or("");
+        let line = out
+            .lines()
+            .skip_while(|l| !l.contains("#bytes"))
+            .nth(1)
+            .unwrap_or("");
         let cols: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(cols.first(), Some(&size), "{test}: {out}");
     }
