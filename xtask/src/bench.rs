@@ -231,6 +231,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         verbose: false,
         capture: true,
         out_dir: Some(out_dir.clone()),
+        bare: None,
     })?;
     let lines = &o.lines[0];
     std::fs::write(&raw_log, lines.join("\n")).map_err(|e| e.to_string())?;

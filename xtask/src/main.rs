@@ -18,9 +18,11 @@ use std::time::Duration;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  vm-run [--two-hosts] [--timeout SECS] [-v] -- CMD [ARGS...]
+  vm-run [--two-hosts | --bare] [--timeout SECS] [-v] -- CMD [ARGS...]
         boot a fresh VM with rxe0 and run CMD inside it (host paths);
-        with --two-hosts, RVERBS_PEER_CMD (if set) runs on the second VM
+        with --two-hosts, RVERBS_PEER_CMD (if set) runs on the second VM;
+        with --bare, the VM holds only busybox, the modules and the static
+        rverbs (no host share, no rxe0: create it with rverbs link add)
   vm-prepare   fetch the kernel and build the initramfs (cached in target/vm)
   test         run every test: host, VM, interop; prints 'N passed, N failed'
   demo         boot the VM and show the rxe device through rdma-core and rverbs
@@ -63,11 +65,13 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
         verbose: false,
         capture: false,
         out_dir: None,
+        bare: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--two-hosts" => opts.two_hosts = true,
+            "--bare" => opts.bare = Some(dist::build()?),
             "-v" | "--verbose" => opts.verbose = true,
             "--timeout" => {
                 let v = it.next().ok_or("--timeout needs a number of seconds")?;

@@ -211,6 +211,7 @@ fn vm_tests(tally: &mut Tally) {
         verbose: false,
         capture: true,
         out_dir: None,
+        bare: None,
     };
     match vm::run(&opts) {
         Err(e) => tally.fail("VM tests", &format!("the VM could not run them: {e}")),
@@ -251,6 +252,7 @@ fn testbed_checks(tally: &mut Tally) {
         verbose: false,
         capture: true,
         out_dir: None,
+        bare: None,
     };
     // A failing command must fail the run.
     let what = "vm-run -- false exits non-zero";
@@ -297,6 +299,45 @@ fn static_binary(tally: &mut Tally, base: &vm::Options) {
         Ok((interp, needed)) => {
             tally.fail(what, &format!("PT_INTERP {interp}, DT_NEEDED {needed:?}"))
         }
+        Err(e) => tally.fail(what, &e),
+    }
+    let what = "bare VM (busybox + modules + static rverbs only): link add, devinfo, gids, pingpong x1000, link delete";
+    let script = r#"set -e
+rverbs link add rxe0 type rxe netdev veth0
+rverbs link
+rverbs devinfo -d rxe0
+# The IPv4-mapped GID appears shortly after the link.
+for i in $(seq 100); do rverbs gids -d rxe0 | grep -q 10.77.0.1 && break; sleep 0.1; done
+rverbs gids -d rxe0
+rverbs pingpong -d rxe0 -g 1 -n 1000 > /tmp/server.out 2>&1 &
+ok=0
+for i in $(seq 50); do
+    if rverbs pingpong -d rxe0 -g 1 -n 1000 10.77.0.1; then ok=1; break; fi
+    sleep 0.2
+done
+wait
+cat /tmp/server.out
+[ $ok = 1 ]
+rverbs link delete rxe0
+[ -z "$(rverbs link)" ]
+echo bare-done"#;
+    match vm::run(&vm::Options {
+        cmd: vec!["sh".into(), "-c".into(), script.into()],
+        bare: Some(bin.clone()),
+        ..base.clone()
+    }) {
+        Ok(o)
+            if o.success()
+                && o.lines[0]
+                    .iter()
+                    .filter(|l| l.contains("1000 iters in"))
+                    .count()
+                    == 2
+                && o.lines[0].iter().any(|l| l == "bare-done") =>
+        {
+            tally.pass(what)
+        }
+        Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
         Err(e) => tally.fail(what, &e),
     }
     let what = "dist: the static binary's devinfo equals ibv_devinfo in the VM";
@@ -397,6 +438,7 @@ sed 's/^/[rverbs pingpong] /' /tmp/client.out
         verbose: false,
         capture: false,
         out_dir: None,
+        bare: None,
     })?;
     Ok(if out.success() {
         ExitCode::SUCCESS

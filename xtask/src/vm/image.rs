@@ -30,6 +30,7 @@ const ROOT_MODULES: &[&str] = &[
 const IMAGE_FORMAT: u32 = 1;
 
 const INIT_SH: &str = include_str!("init.sh");
+const INIT_BARE_SH: &str = include_str!("init-bare.sh");
 
 /// A kernel and initramfs ready to boot.
 pub struct Image {
@@ -39,6 +40,16 @@ pub struct Image {
 
 /// Returns the cached image, fetching and building what is missing.
 pub fn ensure() -> Result<Image> {
+    ensure_with("", INIT_SH)
+}
+
+/// The bare image: the same kernel and modules, an init with no host share
+/// and no iproute2 (see init-bare.sh).
+pub fn ensure_bare() -> Result<Image> {
+    ensure_with("bare-", INIT_BARE_SH)
+}
+
+fn ensure_with(flavour: &str, init: &str) -> Result<Image> {
     let vm_dir = target_dir().join("vm");
     fs::create_dir_all(&vm_dir).map_err(|e| format!("cannot create {}: {e}", vm_dir.display()))?;
     let kdir = match cached_kernel(&vm_dir) {
@@ -47,7 +58,7 @@ pub fn ensure() -> Result<Image> {
     };
     let version = kernel_version(&kdir)?;
     let kernel = kdir.join("boot").join(format!("vmlinuz-{version}"));
-    let initramfs = build_initramfs(&vm_dir, &kdir, &version)?;
+    let initramfs = build_initramfs(&vm_dir, &kdir, &version, flavour, init)?;
     Ok(Image { kernel, initramfs })
 }
 
@@ -171,20 +182,26 @@ fn module_order(moddir: &Path) -> Result<Vec<String>> {
     Ok(order)
 }
 
-fn build_initramfs(vm_dir: &Path, kdir: &Path, version: &str) -> Result<PathBuf> {
+fn build_initramfs(
+    vm_dir: &Path,
+    kdir: &Path,
+    version: &str,
+    flavour: &str,
+    init_sh: &str,
+) -> Result<PathBuf> {
     let moddir = kdir.join("lib/modules").join(version);
     let order = module_order(&moddir)?;
     let busybox = Path::new("/bin/busybox");
     if !busybox.exists() {
         return Err("no /bin/busybox: install busybox-static".into());
     }
-    let stamp = format!("{IMAGE_FORMAT}\n{version}\n{}\n{INIT_SH}", order.join("\n"));
-    let out = vm_dir.join(format!("initramfs-{version}.cpio"));
-    let stamp_file = vm_dir.join(format!("initramfs-{version}.stamp"));
+    let stamp = format!("{IMAGE_FORMAT}\n{version}\n{}\n{init_sh}", order.join("\n"));
+    let out = vm_dir.join(format!("initramfs-{flavour}{version}.cpio"));
+    let stamp_file = vm_dir.join(format!("initramfs-{flavour}{version}.stamp"));
     if out.exists() && fs::read_to_string(&stamp_file).ok().as_deref() == Some(stamp.as_str()) {
         return Ok(out);
     }
-    let root = vm_dir.join("initramfs-root");
+    let root = vm_dir.join(format!("initramfs-{flavour}root"));
     let _ = fs::remove_dir_all(&root);
     for d in ["bin", "proc", "sys", "dev", "tmp", "host", "modules"] {
         fs::create_dir_all(root.join(d)).map_err(|e| e.to_string())?;
@@ -214,7 +231,7 @@ fn build_initramfs(vm_dir: &Path, kdir: &Path, version: &str) -> Result<PathBuf>
     }
     fs::write(root.join("modules.order"), names.join("\n") + "\n").map_err(|e| e.to_string())?;
     let init = root.join("init");
-    fs::write(&init, INIT_SH).map_err(|e| e.to_string())?;
+    fs::write(&init, init_sh).map_err(|e| e.to_string())?;
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(&init, fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
     let tmp = out.with_extension("cpio.tmp");
@@ -227,6 +244,38 @@ fn build_initramfs(vm_dir: &Path, kdir: &Path, version: &str) -> Result<PathBuf>
     fs::write(&stamp_file, stamp).map_err(|e| e.to_string())?;
     let _ = fs::remove_dir_all(&root);
     Ok(out)
+}
+
+/// Writes `image` followed by a second newc archive holding `files`
+/// (path in the guest, host file, mode) to `out`: the kernel unpacks
+/// concatenated archives in order.
+pub fn with_extra_files(image: &Path, files: &[(&str, &Path, u32)], out: &Path) -> Result<()> {
+    let stage = out.with_extension("stage");
+    let _ = fs::remove_dir_all(&stage);
+    for (guest, host, mode) in files {
+        let dst = stage.join(guest.trim_start_matches('/'));
+        fs::create_dir_all(dst.parent().expect("a file has a parent"))
+            .map_err(|e| e.to_string())?;
+        fs::copy(host, &dst).map_err(|e| format!("{}: {e}", host.display()))?;
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&dst, fs::Permissions::from_mode(*mode)).map_err(|e| e.to_string())?;
+    }
+    let mut bytes = fs::read(image).map_err(|e| e.to_string())?;
+    let extra = Command::new("sh")
+        .args([
+            "-c",
+            "find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet",
+        ])
+        .current_dir(&stage)
+        .output()
+        .map_err(|e| format!("cpio: {e}"))?;
+    if !extra.status.success() {
+        return Err("cpio of the extra files failed".into());
+    }
+    bytes.extend_from_slice(&extra.stdout);
+    fs::write(out, bytes).map_err(|e| e.to_string())?;
+    let _ = fs::remove_dir_all(&stage);
+    Ok(())
 }
 
 #[cfg(test)]

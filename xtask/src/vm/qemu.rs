@@ -28,6 +28,10 @@ pub struct Options {
     /// Host 1's writable share (`RVERBS_VM_OUT`), kept after the run; by
     /// default a directory removed with the run.
     pub out_dir: Option<PathBuf>,
+    /// A bare VM: no host share, no iproute2; the initramfs holds busybox,
+    /// the modules and this binary as `/bin/rverbs`, and the command runs
+    /// with busybox's sh (one host only).
+    pub bare: Option<PathBuf>,
 }
 
 /// How the run ended.
@@ -90,7 +94,11 @@ const BOOT_FAILED: &str = "BOOT-FAILED: ";
 
 fn run_once(opts: &Options) -> Result<Outcome> {
     ensure_packages(VM_PACKAGES)?;
-    let img = image::ensure()?;
+    let img = if opts.bare.is_some() {
+        image::ensure_bare()?
+    } else {
+        image::ensure()?
+    };
     let accel = accel()?;
     let runs = target_dir().join("vm").join("runs");
     std::fs::create_dir_all(&runs).map_err(|e| e.to_string())?;
@@ -116,6 +124,22 @@ fn run_once(opts: &Options) -> Result<Outcome> {
             _ => opts.peer_cmd.clone(),
         };
         write_run_script(&hdir, host, hosts, script.as_deref(), &opts.env, &out)?;
+        let mut initrd = img.initramfs.clone();
+        if let Some(bin) = &opts.bare {
+            // The command alone (the host's paths mean nothing in there).
+            let run = hdir.join("bare-run.sh");
+            std::fs::write(&run, format!("{}\n", script.as_deref().unwrap_or("true")))
+                .map_err(|e| e.to_string())?;
+            initrd = hdir.join("initrd.cpio");
+            image::with_extra_files(
+                &img.initramfs,
+                &[
+                    ("/bin/rverbs", bin.as_path(), 0o755),
+                    ("/run.sh", run.as_path(), 0o755),
+                ],
+                &initrd,
+            )?;
+        }
         let mut cmd = Command::new("qemu-system-x86_64");
         cmd.args(accel.args())
             .args(["-m", "2048", "-smp", "2", "-nodefaults", "-no-reboot"])
@@ -123,7 +147,7 @@ fn run_once(opts: &Options) -> Result<Outcome> {
             .arg("-kernel")
             .arg(&img.kernel)
             .arg("-initrd")
-            .arg(&img.initramfs)
+            .arg(&initrd)
             .arg("-append")
             .arg(format!(
                 "console=ttyS0 quiet loglevel=3 panic=-1 rverbs.host={host} rverbs.rundir={} rverbs.outdir={} rverbs.netdev={} rverbs.keep={}",
@@ -132,7 +156,9 @@ fn run_once(opts: &Options) -> Result<Outcome> {
                 if opts.two_hosts { "eth0" } else { "veth0" },
                 keep_paths()?
             ))
-            .args([
+            ;
+        if opts.bare.is_none() {
+            cmd.args([
                 "-virtfs",
                 "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap",
             ])
@@ -141,6 +167,7 @@ fn run_once(opts: &Options) -> Result<Outcome> {
                 "local,path={},mount_tag=out,security_model=none,multidevs=remap",
                 out.display()
             ));
+        }
         if opts.two_hosts {
             let role = if host == 1 { "listen" } else { "connect" };
             cmd.args([
