@@ -1,1 +1,235 @@
-//! placeholder
+//! The mlx5 (NVIDIA/Mellanox ConnectX) userspace data path, in Rust.
+//!
+//! mlx5 hands the data path to userspace outright: the process allocates the
+//! queue buffers and doorbell records, the kernel only registers them
+//! (`CREATE_QP`/`CREATE_CQ`/`CREATE_SRQ` with `buf_addr`/`db_addr` in the
+//! driver udata) and maps a UAR page whose BlueFlame registers ring the
+//! device. After that, posting and polling involve no system call:
+//!
+//! - [`SendQueue`]: send WQEs built from typed segments ([`seg`]) in 64-byte
+//!   basic blocks, possibly several per WQE and wrapping at the ring's end;
+//!   [`SendQueue::ring`] publishes them (DMA barrier, SND doorbell record,
+//!   a 64-bit doorbell or BlueFlame copy to write-combining MMIO, flush).
+//! - [`RecvQueue`] / [`SharedRecvQueue`]: scatter lists, the RCV (or SRQ)
+//!   doorbell record; the SRQ keeps its free list of WQEs.
+//! - [`CompletionQueue`]: CQEs taken by the owner-bit rule, decoded into
+//!   [`Completion`]s whose wr_ids come from the owning queue's own records
+//!   (through [`WorkQueues`]), the SET_CI record, and arming.
+//!
+//! The barriers between those steps are named for their purpose
+//! ([`barrier`]), after rdma-core's `udma_barrier.h`.
+//!
+//! This crate only runs that data path over memory it is handed — it opens
+//! no files and makes no system calls. The caller allocates the buffers,
+//! issues the create commands and maps the UAR (with the offsets and sizes
+//! the kernel's responses give), then passes pointers and lengths to the
+//! `unsafe` constructors, whose `# Safety` sections state what must stay
+//! true. Posting requests that name memory by address is `unsafe` too; ring,
+//! poll and arm are safe once the queues exist.
+//!
+//! Trust: memory the device writes (CQEs) is read with volatile copies and
+//! never trusted: every index taken from it is masked to its ring, and every
+//! `wqe_counter` must name a request that is actually outstanding before it
+//! yields a wr_id. Indices this crate owns never live in shared memory.
+//!
+//! Not supported: scatter-to-CQE (create QPs without
+//! `MLX5_QP_FLAG_SCATTER_CQE`; such CQEs are reported as
+//! [`Status::ScatteredToCqe`]), WQE signatures, memory-window and UMR work
+//! requests, send-with-invalidate, XRC, DC, raw packet QPs, CQE compression,
+//! CQ resize, the SRQ wait queue rdma-core keeps for ODP page faults,
+//! inline data gathered from several buffers (inline takes one slice), and
+//! multiple threads posting to one queue (every hot-path method takes
+//! `&mut self` and no lock).
+//!
+//! **Nothing in this crate has run on real ConnectX hardware.** The
+//! segment builders, CQE accessors, layouts and whole WQEs are checked byte
+//! for byte against `mlx5dv.h`'s own static-inline helpers by a C program
+//! compiled at test time (`tests/golden.rs`), and the queues against a
+//! software model of the device (`tests/model/`), which implements the
+//! semantics as read from rdma-core and the headers, not as observed on a
+//! device. The barriers are the instructions rdma-core uses on x86_64;
+//! other architectures get a generic fence that is not proven for DMA.
+#![warn(missing_docs)]
+// Unsafe code is opted into per module (memory shared with the device);
+// the segment, CQE and completion types need none.
+#![deny(unsafe_code)]
+
+pub mod barrier;
+pub mod cq;
+pub mod cqe;
+pub mod rq;
+pub mod seg;
+pub mod sq;
+pub mod srq;
+pub mod wc;
+pub mod wqe;
+pub mod wr;
+
+pub use cq::{CompletionQueue, CqConfig, QpQueues, RecvTarget, WorkQueues};
+pub use cqe::Status;
+pub use rq::RecvQueue;
+pub use sq::{SendQueue, SqConfig};
+pub use srq::SharedRecvQueue;
+pub use wc::{BadCqe, Completion, WcFlags, WcOpcode};
+pub use wr::{Payload, Remote, SendFlags, SendOp, SendWr, Sge, UdDest};
+
+/// The transport of a QP, which decides the segments its send WQEs carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QpType {
+    /// Reliable connected: every operation.
+    Rc,
+    /// Unreliable connected: sends and writes.
+    Uc,
+    /// Unreliable datagram: sends, each with an address vector.
+    Ud,
+}
+
+/// Why a work request was not posted. Nothing was written to the ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PostError {
+    /// The ring has too few free blocks (or slots) for it.
+    QueueFull,
+    /// More SGEs than the queue takes.
+    TooManySges {
+        /// SGEs in the request.
+        given: usize,
+        /// The queue's limit.
+        max: u32,
+    },
+    /// More inline bytes than the QP takes.
+    InlineTooLong {
+        /// Bytes in the request.
+        given: usize,
+        /// The QP's limit.
+        max: u32,
+    },
+    /// Inline payloads are for SEND and RDMA WRITE only.
+    InlineNotAllowed {
+        /// The mlx5 opcode.
+        opcode: u8,
+    },
+    /// A NOP carries no payload.
+    PayloadNotAllowed,
+    /// The total length exceeds 2^31 bytes.
+    TooLong {
+        /// The total.
+        length: u64,
+    },
+    /// Atomics take exactly one 8-byte SGE and an 8-aligned remote address.
+    BadAtomic,
+    /// The QP's transport does not take this operation.
+    UnsupportedOp {
+        /// The mlx5 opcode.
+        opcode: u8,
+    },
+    /// A UD destination on a connected QP, or none on a UD QP.
+    UdMismatch {
+        /// Whether the QP is UD.
+        qp_is_ud: bool,
+    },
+    /// The WQE would exceed 63 octowords.
+    WqeTooLarge {
+        /// Its size in octowords.
+        ds: u32,
+    },
+}
+
+impl core::fmt::Display for PostError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            PostError::QueueFull => write!(f, "queue full"),
+            PostError::TooManySges { given, max } => {
+                write!(f, "{given} SGEs, the queue takes at most {max}")
+            }
+            PostError::InlineTooLong { given, max } => {
+                write!(f, "{given} inline bytes, the QP takes at most {max}")
+            }
+            PostError::InlineNotAllowed { opcode } => {
+                write!(f, "opcode {opcode:#x} cannot carry inline data")
+            }
+            PostError::PayloadNotAllowed => write!(f, "a NOP carries no payload"),
+            PostError::TooLong { length } => write!(f, "total length {length} exceeds 2^31"),
+            PostError::BadAtomic => write!(
+                f,
+                "atomics take one 8-byte SGE and an 8-byte aligned remote address"
+            ),
+            PostError::UnsupportedOp { opcode } => {
+                write!(f, "opcode {opcode:#x} is not available on this QP type")
+            }
+            PostError::UdMismatch { qp_is_ud: true } => {
+                write!(f, "a UD QP needs a destination")
+            }
+            PostError::UdMismatch { qp_is_ud: false } => {
+                write!(f, "a connected QP takes no UD destination")
+            }
+            PostError::WqeTooLarge { ds } => {
+                write!(f, "a WQE of {ds} octowords exceeds the 63 the device reads")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PostError {}
+
+/// Why memory handed to a constructor cannot be used as a queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayoutError {
+    /// A pointer is not aligned as the device and the stores need.
+    Misaligned {
+        /// Which pointer.
+        what: &'static str,
+    },
+    /// The buffer is shorter than its entries.
+    TooShort {
+        /// Bytes needed.
+        need: usize,
+        /// Bytes given.
+        len: usize,
+    },
+    /// An entry count that is not a power of two, or out of range.
+    BadCount {
+        /// The count.
+        count: u32,
+    },
+    /// An entry size out of range.
+    BadStride {
+        /// log2 of the size.
+        shift: u32,
+    },
+    /// A BlueFlame size that is not a multiple of 64 (or 0 with BlueFlame).
+    BadBlueFlameSize {
+        /// The size.
+        size: u32,
+    },
+    /// The capabilities allow requests larger than a WQE or the ring.
+    CapsTooLarge {
+        /// The size they allow (octowords, or SGEs for receive queues).
+        ds: u32,
+    },
+}
+
+impl core::fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            LayoutError::Misaligned { what } => write!(f, "{what} is misaligned"),
+            LayoutError::TooShort { need, len } => {
+                write!(f, "buffer of {len} bytes, the queue needs {need}")
+            }
+            LayoutError::BadCount { count } => {
+                write!(f, "entry count {count} is not a power of two in range")
+            }
+            LayoutError::BadStride { shift } => write!(f, "entry size 2^{shift} is out of range"),
+            LayoutError::BadBlueFlameSize { size } => {
+                write!(f, "BlueFlame size {size} is not a non-zero multiple of 64")
+            }
+            LayoutError::CapsTooLarge { ds } => {
+                write!(f, "capabilities allow {ds}, more than the queue holds")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LayoutError {}
+
+#[cfg(test)]
+mod tests;

@@ -129,13 +129,13 @@ impl SendQueue {
         let slot = self.q.slot(self.prod);
         let inline = matches!(wr.payload, Payload::Inline(_));
         let flags = (wr.flags & !send_flags::INLINE) | if inline { send_flags::INLINE } else { 0 };
-        // SAFETY: slot is elem_size() bytes inside the mapping (Queue::slot);
-        // the base is 8-aligned (Queue::new checks), data starts at 384 and
-        // elem_size is a power of two >= 256, so the slot is 8-aligned and
-        // every field offset below is naturally aligned; SendQueue::new checked that
-        // elem_size >= HEADER + the largest payload validate() accepts. The
-        // kernel does not read the slot until the release store of the
-        // producer index below publishes it, so plain stores suffice.
+        // Alignment: the base is 8-aligned (Queue::new checks), data starts
+        // at 384 and elem_size is a power of two >= 256, so the slot and
+        // every field offset below are naturally aligned. Plain stores
+        // suffice: the kernel reads the slot only after the release store
+        // of the producer index below.
+        // SAFETY: the slot is elem_size() bytes inside the mapping, which
+        // SendQueue::new checked holds HEADER + the largest valid payload.
         unsafe {
             let w = Slot(slot);
             // Zero the opcode-specific union as rdma-core does, so that no

@@ -1,0 +1,147 @@
+//! Named DMA barriers and MMIO stores, after rdma-core's
+//! `util/udma_barrier.h` and `util/mmio.h`.
+//!
+//! Each barrier has one narrow purpose and its name says which; a call site
+//! reads as documentation of the ordering it needs. Two streams are ordered:
+//! the CPU's accesses to memory, and the device's DMA reads and writes (PCIe
+//! MemRd/MemWr TLPs) of that memory or the CPU's stores to the device's
+//! registers (MMIO).
+//!
+//! | barrier | rdma-core | x86_64 | elsewhere (fallback) |
+//! | --- | --- | --- | --- |
+//! | [`to_device`] | `udma_to_device_barrier` | compiler fence | `fence(SeqCst)` |
+//! | [`from_device`] | `udma_from_device_barrier` | `lfence` | `fence(SeqCst)` |
+//! | [`wc_start`] | `mmio_wc_start` | `sfence` | `fence(SeqCst)` |
+//! | [`wc_flush`] | `mmio_flush_writes` | `sfence` | `fence(SeqCst)` |
+//!
+//! The x86_64 column is exactly what `udma_barrier.h` emits. The fallback is
+//! a full fence of the Rust memory model; it is **not** the instruction a
+//! weakly ordered CPU needs for DMA (aarch64 wants `dmb osh*`/`dsb st`, which
+//! order the outer-shareable domain the device sits in), so this crate
+//! should be ported with real instructions before it drives hardware on such
+//! a CPU.
+#![allow(unsafe_code)] // raw memory shared with the device; each block says why it is sound
+
+use core::sync::atomic::{compiler_fence, Ordering};
+
+/// Makes every store the CPU has made to DMA-able memory (WQEs, doorbell
+/// records) visible to the device before any later store that could start
+/// DMA (a doorbell record update or an MMIO doorbell).
+///
+/// x86_64: the CPU already keeps stores to write-back memory in program
+/// order (TSO) and DMA reads snoop the caches, so only the compiler must be
+/// stopped from sinking the WQE stores below the doorbell store. As
+/// `udma_barrier.h` notes, this does not order non-temporal stores or stores
+/// to other memory types; none are made here.
+#[inline(always)]
+pub fn to_device() {
+    #[cfg(target_arch = "x86_64")]
+    compiler_fence(Ordering::SeqCst);
+    #[cfg(not(target_arch = "x86_64"))]
+    core::sync::atomic::fence(Ordering::SeqCst);
+}
+
+/// Makes the reads after it see everything the device wrote before the
+/// write the CPU has just observed (a CQE's owner bit): placed between the
+/// ownership check of a CQE and the reads of its other fields.
+///
+/// x86_64: `lfence`, as `udma_barrier.h` has it. TSO alone already keeps
+/// loads from write-back memory in order; the reference uses `lfence` to be
+/// safe for any memory type, and so does this crate. It also acts as a
+/// compiler barrier (the `asm!` block may touch memory).
+#[inline(always)]
+pub fn from_device() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `lfence` only orders loads; it touches no memory and no
+    // registers, and is part of SSE2, which every x86_64 CPU has.
+    unsafe {
+        core::arch::asm!("lfence", options(nostack, preserves_flags));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    core::sync::atomic::fence(Ordering::SeqCst);
+}
+
+/// Orders earlier stores (the doorbell record, which lives in ordinary
+/// memory) before the stores to write-combining MMIO that follow (the
+/// BlueFlame register): placed just before the MMIO doorbell.
+///
+/// x86_64: `sfence` (rdma-core's `mmio_wc_start` is `mmio_flush_writes`).
+/// WC stores are weakly ordered even on x86, so a compiler fence is not
+/// enough.
+#[inline(always)]
+pub fn wc_start() {
+    sfence();
+}
+
+/// Flushes the CPU's write-combining buffers so the MMIO stores before it
+/// leave the core promptly and are not merged with later ones: placed right
+/// after the doorbell/BlueFlame stores, before the BlueFlame offset toggles
+/// (so two doorbells can never be combined or reordered).
+///
+/// x86_64: `sfence`.
+#[inline(always)]
+pub fn wc_flush() {
+    sfence();
+}
+
+#[inline(always)]
+fn sfence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `sfence` only orders stores; it touches no memory and no
+    // registers, and is part of SSE, which every x86_64 CPU has.
+    unsafe {
+        core::arch::asm!("sfence", options(nostack, preserves_flags));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    core::sync::atomic::fence(Ordering::SeqCst);
+}
+
+/// Orders the reads of CQEs just consumed before the store that hands their
+/// slots back to the device (the CQ's consumer-index record), so the device
+/// cannot overwrite a CQE the CPU is still reading.
+///
+/// x86_64: a compiler fence; TSO never lets a load pass a later store. The
+/// reference has no barrier here (it relies on the same x86 property); the
+/// fallback is a full fence.
+#[inline(always)]
+pub fn reads_before_release() {
+    #[cfg(target_arch = "x86_64")]
+    compiler_fence(Ordering::SeqCst);
+    #[cfg(not(target_arch = "x86_64"))]
+    core::sync::atomic::fence(Ordering::SeqCst);
+}
+
+/// One 64-bit store of `bytes`, in the order given, to an MMIO register.
+///
+/// This is `mmio_write64_be`: the register receives the 8 bytes exactly as
+/// they sit in `bytes`, in one aligned store (a volatile `u64` store, which
+/// is one `mov` on x86_64), never split and never elided.
+///
+/// # Safety
+/// `reg` must be 8-byte aligned and valid for an 8-byte write (a mapped
+/// UAR/BlueFlame register, or ordinary memory in tests).
+#[inline(always)]
+pub unsafe fn mmio_write64(reg: *mut u8, bytes: [u8; 8]) {
+    // SAFETY: the caller guarantees `reg` is 8-aligned and writable for 8
+    // bytes; volatile keeps the store single and present.
+    unsafe { reg.cast::<u64>().write_volatile(u64::from_ne_bytes(bytes)) }
+}
+
+/// Copies one 64-byte chunk to a BlueFlame register as eight ascending
+/// 64-bit stores (`mmio_memcpy_x64` for one block: never `memcpy`, whose
+/// string instructions do not promise the order of the stores).
+///
+/// # Safety
+/// `dst` must be 8-aligned and writable for 64 bytes; `src` must be
+/// 8-aligned and readable for 64 bytes, and not written concurrently.
+#[inline(always)]
+pub unsafe fn mmio_copy64(dst: *mut u8, src: *const u8) {
+    for i in 0..8 {
+        // SAFETY: i < 8, so both accesses stay within the 64 bytes the
+        // caller vouches for, at 8-aligned offsets of 8-aligned bases.
+        unsafe {
+            let v = src.cast::<u64>().add(i).read();
+            dst.cast::<u64>().add(i).write_volatile(v);
+        }
+    }
+}

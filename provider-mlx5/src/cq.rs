@@ -1,0 +1,323 @@
+//! The completion queue: CQEs the device writes, the `[SET_CI, ARM]`
+//! doorbell record and the CQ doorbell register.
+//!
+//! Index convention: `ci` is a free-running count of CQEs consumed. The CQE
+//! for `ci` sits in slot `ci & (ncqe - 1)`; the device flips the owner bit
+//! it writes on every pass over the ring, so the entry belongs to software
+//! when its opcode is not INVALID and its owner bit equals
+//! `(ci & ncqe) != 0`. With 128-byte CQEs the 64-byte CQE is the second
+//! half of the slot.
+//!
+//! Trust: the ring is written by the device. Each CQE is copied out with
+//! volatile reads after the ownership check and a [`barrier::from_device`];
+//! the QP number it names is resolved by the caller ([`WorkQueues`]) and its
+//! `wqe_counter` is masked and checked by the owning queue, so a corrupt
+//! CQE yields a [`BadCqe`], never an out-of-bounds access or a second
+//! completion of one request.
+#![allow(unsafe_code)] // raw memory shared with the device; each block says why it is sound
+
+use crate::barrier;
+use crate::cqe::{cqe_opcode, op_own, Cqe64, CQE64_SIZE};
+use crate::rq::RecvQueue;
+use crate::sq::SendQueue;
+use crate::srq::SharedRecvQueue;
+use crate::wc::{decode, BadCqe, Completion};
+use crate::LayoutError;
+use core::ptr::NonNull;
+use zerocopy::FromBytes;
+
+/// Index of the SET_CI word in the CQ doorbell record.
+pub const SET_CI_DBR: usize = 0;
+/// Index of the ARM word in the CQ doorbell record.
+pub const ARM_DBR: usize = 1;
+/// Offset of the CQ doorbell in the CQ's UAR page (`MLX5_CQ_DOORBELL`).
+pub const CQ_DOORBELL: usize = 0x20;
+/// Arm command: notify on the next completion (`MLX5_CQ_DB_REQ_NOT`).
+pub const ARM_NEXT: u32 = 0;
+/// Arm command: notify on the next solicited or error completion
+/// (`MLX5_CQ_DB_REQ_NOT_SOL`).
+pub const ARM_SOLICITED: u32 = 1 << 24;
+
+/// The receive side a QP's completions go to.
+#[derive(Debug)]
+pub enum RecvTarget<'a> {
+    /// The QP's own receive queue.
+    Rq(&'a mut RecvQueue),
+    /// The SRQ the QP was created with.
+    Srq(&'a mut SharedRecvQueue),
+}
+
+impl RecvTarget<'_> {
+    /// A shorter-lived copy of this borrow.
+    pub fn reborrow(&mut self) -> RecvTarget<'_> {
+        match self {
+            RecvTarget::Rq(q) => RecvTarget::Rq(q),
+            RecvTarget::Srq(q) => RecvTarget::Srq(q),
+        }
+    }
+
+    pub(crate) fn complete(&mut self, wqe_counter: u16) -> Option<u64> {
+        match self {
+            RecvTarget::Rq(q) => q.complete(wqe_counter),
+            RecvTarget::Srq(q) => q.complete(wqe_counter),
+        }
+    }
+}
+
+/// Finds the queues a CQE's QP number (and SRQ number / user index, as
+/// the CQE carries it) refer to. A CQ may serve many QPs.
+pub trait WorkQueues {
+    /// The send queue of QP `qpn`.
+    fn send_queue(&mut self, qpn: u32, srqn_uidx: u32) -> Option<&mut SendQueue>;
+    /// The receive queue or SRQ of QP `qpn`.
+    fn recv_queue(&mut self, qpn: u32, srqn_uidx: u32) -> Option<RecvTarget<'_>>;
+}
+
+/// The queues of one QP, for [`CompletionQueue::poll`]; a slice of these
+/// serves a CQ shared by several QPs.
+#[derive(Debug)]
+pub struct QpQueues<'a> {
+    /// The QP number.
+    pub qpn: u32,
+    /// Its send queue, if this CQ is its send CQ.
+    pub sq: Option<&'a mut SendQueue>,
+    /// Its receive side, if this CQ is its receive CQ.
+    pub rq: Option<RecvTarget<'a>>,
+}
+
+impl WorkQueues for QpQueues<'_> {
+    fn send_queue(&mut self, qpn: u32, _: u32) -> Option<&mut SendQueue> {
+        (qpn == self.qpn).then_some(())?;
+        self.sq.as_deref_mut()
+    }
+    fn recv_queue(&mut self, qpn: u32, _: u32) -> Option<RecvTarget<'_>> {
+        (qpn == self.qpn).then_some(())?;
+        self.rq.as_mut().map(RecvTarget::reborrow)
+    }
+}
+
+impl WorkQueues for [QpQueues<'_>] {
+    fn send_queue(&mut self, qpn: u32, u: u32) -> Option<&mut SendQueue> {
+        self.iter_mut().find(|q| q.qpn == qpn)?.send_queue(qpn, u)
+    }
+    fn recv_queue(&mut self, qpn: u32, u: u32) -> Option<RecvTarget<'_>> {
+        self.iter_mut().find(|q| q.qpn == qpn)?.recv_queue(qpn, u)
+    }
+}
+
+/// Fixed properties of a CQ, from its creation.
+#[derive(Debug, Clone, Copy)]
+pub struct CqConfig {
+    /// Entries in the ring: a power of two.
+    pub ncqe: u32,
+    /// 64 or 128.
+    pub cqe_size: usize,
+    /// The CQ number (from the create response).
+    pub cqn: u32,
+}
+
+/// The consumer side of an mlx5 CQ.
+#[derive(Debug)]
+pub struct CompletionQueue {
+    buf: NonNull<u8>,
+    dbrec: NonNull<u32>,
+    uar: NonNull<u8>,
+    cfg: CqConfig,
+    ci: u32,
+    arm_sn: u32,
+}
+
+// SAFETY: the ring and doorbell record are used by this object alone; the
+// CQ doorbell register may be shared by every CQ of the context, which is
+// why it is only ever written with single 64-bit stores carrying the CQ
+// number (as rdma-core does, without a lock), from any thread.
+unsafe impl Send for CompletionQueue {}
+
+impl CompletionQueue {
+    /// Wraps the CQ ring at `buf` (`len >= ncqe * cqe_size` bytes), its
+    /// doorbell record `dbrec` (`[SET_CI, ARM]`, big-endian) and the
+    /// context's CQ UAR page `uar` (the doorbell is at `uar + 0x20`), and
+    /// marks every entry invalid (`op_own = 0xF0`), as rdma-core does when it
+    /// allocates the buffer: call it before the CQ is created in the kernel.
+    ///
+    /// # Safety
+    /// For as long as the queue exists: `buf..buf + len` must be readable
+    /// and writable, written by nothing but the device (and this call);
+    /// `dbrec` must be valid for 8-byte writes by this queue alone; `uar`
+    /// must be valid for an 8-byte write at offset 0x20.
+    pub unsafe fn new(
+        buf: NonNull<u8>,
+        len: usize,
+        dbrec: NonNull<u32>,
+        uar: NonNull<u8>,
+        cfg: CqConfig,
+    ) -> Result<CompletionQueue, LayoutError> {
+        if !cfg.ncqe.is_power_of_two() || cfg.ncqe > 1 << 22 {
+            return Err(LayoutError::BadCount { count: cfg.ncqe });
+        }
+        if cfg.cqe_size != 64 && cfg.cqe_size != 128 {
+            return Err(LayoutError::BadStride {
+                shift: cfg.cqe_size.trailing_zeros(),
+            });
+        }
+        let need = cfg.ncqe as usize * cfg.cqe_size;
+        if len < need {
+            return Err(LayoutError::TooShort { need, len });
+        }
+        if buf.as_ptr() as usize % CQE64_SIZE != 0 {
+            return Err(LayoutError::Misaligned { what: "CQ buffer" });
+        }
+        if dbrec.as_ptr() as usize % 4 != 0 || uar.as_ptr() as usize % 8 != 0 {
+            return Err(LayoutError::Misaligned {
+                what: "CQ doorbell",
+            });
+        }
+        let cq = CompletionQueue {
+            buf,
+            dbrec,
+            uar,
+            cfg,
+            ci: 0,
+            arm_sn: 0,
+        };
+        for i in 0..cfg.ncqe {
+            // SAFETY: op_own_ptr() is inside the ring; the device writes
+            // nothing yet (contract).
+            unsafe { cq.op_own_ptr(i).write_volatile(cqe_opcode::INVALID << 4) };
+        }
+        Ok(cq)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CqConfig {
+        &self.cfg
+    }
+
+    /// CQEs consumed so far (free-running).
+    pub fn consumer_index(&self) -> u32 {
+        self.ci
+    }
+
+    /// The 64-byte CQE of entry `i` (masked).
+    fn cqe_ptr(&self, i: u32) -> *mut u8 {
+        let slot = (i & (self.cfg.ncqe - 1)) as usize * self.cfg.cqe_size;
+        // SAFETY: slot + cqe_size <= ncqe * cqe_size <= len (new()), and
+        // the 64-byte CQE is the last 64 bytes of the slot.
+        unsafe { self.buf.as_ptr().add(slot + self.cfg.cqe_size - CQE64_SIZE) }
+    }
+
+    fn op_own_ptr(&self, i: u32) -> *mut u8 {
+        // SAFETY: byte 63 of the CQE cqe_ptr() found in the ring.
+        unsafe { self.cqe_ptr(i).add(CQE64_SIZE - 1) }
+    }
+
+    /// Copies out the CQE at `ci` if the device has handed it to software.
+    #[inline]
+    fn peek(&self) -> Option<Cqe64> {
+        // SAFETY: inside the ring (op_own_ptr); volatile because the device
+        // writes it concurrently.
+        let own = unsafe { self.op_own_ptr(self.ci).read_volatile() };
+        let sw_owner = ((self.ci & self.cfg.ncqe) != 0) as u8;
+        if own >> 4 == cqe_opcode::INVALID || own & op_own::OWNER != sw_owner {
+            return None;
+        }
+        barrier::from_device();
+        let mut raw = [0u64; CQE64_SIZE / 8];
+        let p = self.cqe_ptr(self.ci).cast::<u64>();
+        for (i, w) in raw.iter_mut().enumerate() {
+            // SAFETY: i < 8 words of the 64-byte CQE inside the ring, which
+            // is 64-aligned (new() checks the base; slots are multiples of
+            // 64), so each word is aligned. Volatile: device memory.
+            *w = unsafe { p.add(i).read_volatile() };
+        }
+        Cqe64::read_from_bytes(zerocopy::IntoBytes::as_bytes(&raw)).ok()
+    }
+
+    /// Polls up to `out.len()` completions, oldest first, resolving each to
+    /// its request through `wqs`, and returns how many were written.
+    ///
+    /// A CQE that resolves to no outstanding request ends the batch: if it
+    /// is the first, it is consumed and returned as the error; otherwise
+    /// the completions before it are returned and it is left for the next
+    /// call. After the batch the SET_CI doorbell record is updated.
+    pub fn poll<Q: WorkQueues + ?Sized>(
+        &mut self,
+        wqs: &mut Q,
+        out: &mut [Completion],
+    ) -> Result<usize, BadCqe> {
+        let start = self.ci;
+        let mut n = 0;
+        let mut bad = None;
+        while n < out.len() {
+            let Some(cqe) = self.peek() else { break };
+            match decode(&cqe, wqs) {
+                Ok(c) => out[n] = c,
+                Err(e) => {
+                    if n == 0 {
+                        self.ci = self.ci.wrapping_add(1);
+                        bad = Some(e);
+                    }
+                    break;
+                }
+            }
+            n += 1;
+            self.ci = self.ci.wrapping_add(1);
+        }
+        if self.ci != start {
+            self.update_ci();
+        }
+        match bad {
+            Some(e) => Err(e),
+            None => Ok(n),
+        }
+    }
+
+    fn update_ci(&mut self) {
+        barrier::reads_before_release();
+        // SAFETY: dbrec is 4-aligned, valid for 8 bytes and ours (new()).
+        unsafe {
+            let v = (self.ci & 0xff_ffff).to_be();
+            self.dbrec.as_ptr().add(SET_CI_DBR).write_volatile(v);
+        }
+    }
+
+    /// Asks for a completion event (`ibv_req_notify_cq`): on the next
+    /// completion, or with `solicited_only` on the next solicited or error
+    /// completion. Writes the ARM doorbell record, then the 64-bit CQ
+    /// doorbell `(sn << 28 | cmd | ci) << 32 | cqn`, big-endian.
+    pub fn arm(&mut self, solicited_only: bool) {
+        let sn = self.arm_sn & 3;
+        let cmd = if solicited_only {
+            ARM_SOLICITED
+        } else {
+            ARM_NEXT
+        };
+        let word = sn << 28 | cmd | (self.ci & 0xff_ffff);
+        // SAFETY: dbrec is valid for 8 bytes, 4-aligned, ours (new()).
+        unsafe {
+            self.dbrec
+                .as_ptr()
+                .add(ARM_DBR)
+                .write_volatile(word.to_be())
+        };
+        barrier::wc_start();
+        let db = ((word as u64) << 32 | self.cfg.cqn as u64).to_be_bytes();
+        // SAFETY: uar + 0x20 is 8-aligned (uar is, checked in new()) and
+        // valid for an 8-byte write (new()'s contract).
+        unsafe { barrier::mmio_write64(self.uar.as_ptr().add(CQ_DOORBELL), db) };
+        barrier::wc_flush();
+    }
+
+    /// Records that a completion event for this CQ was read from the
+    /// completion channel (rdma-core's `mlx5_cq_event`): the next arm uses
+    /// the next sequence number.
+    pub fn ack_event(&mut self) {
+        self.arm_sn = self.arm_sn.wrapping_add(1);
+    }
+
+    /// The arm sequence number the next [`CompletionQueue::arm`] sends (2
+    /// bits).
+    pub fn arm_sn(&self) -> u32 {
+        self.arm_sn & 3
+    }
+}

@@ -1,0 +1,350 @@
+//! The send queue: WQEs in the SQ ring, the SND doorbell record and the
+//! BlueFlame register.
+//!
+//! Index convention: `cur_post` is a free-running counter of 64-byte basic
+//! blocks (rdma-core's `sq.cur_post`); a WQE's first block is at
+//! `cur_post & (wqe_cnt - 1)` and its control segment carries
+//! `cur_post & 0xffff`, the number the device reports back as a CQE's
+//! `wqe_counter`. `tail` is the first block not yet known complete. Both
+//! counters live only here, never in shared memory.
+//!
+//! Completions: only signaled WQEs (and, after an error, every WQE) produce
+//! CQEs, and a CQE for a WQE completes every earlier WQE too. So each WQE's
+//! first block records the WQE's wr_id and start; a CQE's `wqe_counter` is
+//! masked to find that record, checked to name a WQE that was posted,
+//! rung and not yet completed, and then retires everything up to the end of
+//! that WQE. A forged or repeated `wqe_counter` is refused rather than
+//! mapped to a stale wr_id.
+#![allow(unsafe_code)] // raw memory shared with the device; each block says why it is sound
+
+use crate::barrier;
+use crate::seg::{fm_ce_se, CtrlSeg, OCTOWORD, WQEBB};
+use crate::wqe::{self, Cursor, Limits, Plan};
+use crate::wr::{SendFlags, SendWr};
+use crate::{LayoutError, PostError, QpType};
+use core::ptr::NonNull;
+
+/// Fixed properties of a send queue, from the QP's creation.
+#[derive(Debug, Clone, Copy)]
+pub struct SqConfig {
+    /// The QP number (placed in every control segment).
+    pub qpn: u32,
+    /// The QP's transport.
+    pub qp_type: QpType,
+    /// Basic blocks in the ring: a power of two, at most 32768.
+    pub wqe_cnt: u32,
+    /// Most SGEs per request.
+    pub max_sge: u32,
+    /// Most inline bytes per request.
+    pub max_inline: u32,
+    /// Size of each of the two alternating halves of the BlueFlame register
+    /// (the context's `bf_reg_size / 2`), a multiple of 64; the doorbell
+    /// offset toggles by this after every ring.
+    pub bf_size: u32,
+    /// Whether BlueFlame copies may be used (false for bfreg 0, which has a
+    /// doorbell but no BlueFlame buffer).
+    pub blueflame: bool,
+    /// Use BlueFlame for any single small WQE, not only inline ones
+    /// (rdma-core's `prefer_bf`).
+    pub prefer_blueflame: bool,
+    /// Request a CQE for every WQE (`sq_sig_all`).
+    pub sig_all: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct SlotRecord {
+    wr_id: u64,
+    start: u32,
+    bbs: u32,
+    opcode: u8,
+}
+
+/// What a send completion retired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendRetired {
+    /// The completed request's id.
+    pub wr_id: u64,
+    /// Its mlx5 opcode, as posted.
+    pub opcode: u8,
+}
+
+/// The producer side of an mlx5 send queue.
+#[derive(Debug)]
+pub struct SendQueue {
+    buf: NonNull<u8>,
+    dbrec: NonNull<u32>,
+    bf_reg: NonNull<u8>,
+    cfg: SqConfig,
+    limits: Limits,
+    slots: Box<[SlotRecord]>,
+    cur_post: u32,
+    rung: u32,
+    tail: u32,
+    pending: u32,
+    last: (u32, Plan),
+    bf_offset: u32,
+}
+
+// SAFETY: the queue holds pointers to its ring, doorbell word and register,
+// which no other Rust object writes (the RQ writes the other doorbell
+// word); moving it to another thread moves that exclusive use with it.
+unsafe impl Send for SendQueue {}
+
+/// Index of the SND word in the QP doorbell record.
+pub const SND_DBR: usize = 1;
+
+impl SendQueue {
+    /// Wraps an SQ ring of `len` bytes at `buf`, the QP's doorbell record
+    /// `dbrec` (two big-endian words, `[RCV, SND]`) and its BlueFlame
+    /// register `bf_reg` (`uar + 0x800 + k * bf_reg_size`).
+    ///
+    /// # Safety
+    /// For as long as the queue exists: `buf..buf + len` must be writable
+    /// memory used by nothing else but the device's reads; `dbrec` must be
+    /// valid for writes of 8 bytes, of which the queue writes only the
+    /// second word; `bf_reg` must be valid for 8-byte writes at offsets 0
+    /// and `bf_size`, and for writes of `2 * bf_size` bytes when
+    /// `blueflame` is set, and used by no other queue.
+    pub unsafe fn new(
+        buf: NonNull<u8>,
+        len: usize,
+        dbrec: NonNull<u32>,
+        bf_reg: NonNull<u8>,
+        cfg: SqConfig,
+    ) -> Result<SendQueue, LayoutError> {
+        let limits = Limits {
+            qp_type: cfg.qp_type,
+            max_sge: cfg.max_sge,
+            max_inline: cfg.max_inline,
+        };
+        check_layout(buf, len, dbrec, bf_reg, &cfg)?;
+        let max_ds = wqe::max_ds(&limits);
+        let max_bbs = (max_ds as u64 * OCTOWORD as u64).div_ceil(WQEBB as u64);
+        if max_ds > crate::seg::MAX_DS || max_bbs > cfg.wqe_cnt as u64 {
+            return Err(LayoutError::CapsTooLarge { ds: max_ds });
+        }
+        Ok(SendQueue {
+            buf,
+            dbrec,
+            bf_reg,
+            cfg,
+            limits,
+            slots: vec![SlotRecord::default(); cfg.wqe_cnt as usize].into_boxed_slice(),
+            cur_post: 0,
+            rung: 0,
+            tail: 0,
+            pending: 0,
+            last: (
+                0,
+                Plan {
+                    ds: 0,
+                    bbs: 0,
+                    inline: false,
+                },
+            ),
+            bf_offset: 0,
+        })
+    }
+
+    /// The configuration the queue was built with.
+    pub fn config(&self) -> &SqConfig {
+        &self.cfg
+    }
+
+    /// Basic blocks posted and not yet known complete.
+    pub fn outstanding_wqebbs(&self) -> u32 {
+        self.cur_post.wrapping_sub(self.tail)
+    }
+
+    /// Basic blocks free for new WQEs.
+    pub fn free_wqebbs(&self) -> u32 {
+        self.cfg.wqe_cnt - self.outstanding_wqebbs()
+    }
+
+    /// The basic-block counter of the next WQE.
+    pub fn cur_post(&self) -> u32 {
+        self.cur_post
+    }
+
+    /// Validates `wr` against the QP and sizes its WQE, without posting.
+    pub fn plan(&self, wr: &SendWr<'_>) -> Result<Plan, PostError> {
+        wqe::plan(&self.limits, wr)
+    }
+
+    /// Builds the WQE for `wr` in the ring. Nothing reaches the device until
+    /// [`SendQueue::ring`]. On error nothing is written.
+    ///
+    /// # Safety
+    /// Every SGE must name memory registered under its lkey that stays
+    /// allocated, and is not otherwise accessed in a way that conflicts
+    /// with the device reading it (or, for READ and atomics, writing it),
+    /// until the request completes.
+    #[inline]
+    pub unsafe fn post(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
+        let plan = self.plan(wr)?;
+        if plan.bbs > self.free_wqebbs() {
+            return Err(PostError::QueueFull);
+        }
+        let start = self.cur_post;
+        let ctrl = CtrlSeg::new(
+            start as u16,
+            wr.op.opcode(),
+            0,
+            self.cfg.qpn,
+            self.fm_ce_se(wr.flags),
+            plan.ds as u8,
+            0,
+            wr.op.imm(),
+        );
+        let len = self.ring_len();
+        let off = (start as usize) * WQEBB;
+        // SAFETY: new()'s contract makes buf..buf+len ours to write, and
+        // check_layout made len a power of two; the WQE fits in the free
+        // blocks (checked above), so it overwrites no posted WQE.
+        let mut cur = unsafe { Cursor::new(self.buf.as_ptr(), len, off) };
+        wqe::write(&mut cur, &ctrl, wr);
+        let idx = (start & (self.cfg.wqe_cnt - 1)) as usize;
+        self.slots[idx] = SlotRecord {
+            wr_id: wr.wr_id,
+            start,
+            bbs: plan.bbs,
+            opcode: wr.op.opcode(),
+        };
+        self.cur_post = start.wrapping_add(plan.bbs);
+        self.pending += 1;
+        self.last = (start, plan);
+        Ok(())
+    }
+
+    fn fm_ce_se(&self, flags: SendFlags) -> u8 {
+        let mut v = 0;
+        if flags.contains(SendFlags::SIGNALED) || self.cfg.sig_all {
+            v |= fm_ce_se::CQ_UPDATE;
+        }
+        if flags.contains(SendFlags::SOLICITED) {
+            v |= fm_ce_se::SOLICITED;
+        }
+        if flags.contains(SendFlags::FENCE) {
+            v |= fm_ce_se::FENCE;
+        }
+        v
+    }
+
+    fn ring_len(&self) -> usize {
+        self.cfg.wqe_cnt as usize * WQEBB
+    }
+
+    /// Hands every WQE posted since the last ring to the device: DMA
+    /// barrier, SND doorbell record, then either one 64-bit doorbell store
+    /// of the last WQE's first 8 bytes or, for a single small WQE, a
+    /// BlueFlame copy of the whole WQE; flush; toggle the BlueFlame half.
+    #[inline]
+    pub fn ring(&mut self) {
+        if self.pending == 0 {
+            return;
+        }
+        barrier::to_device();
+        // SAFETY: dbrec is valid for 8 bytes and 4-aligned (new()'s
+        // contract, check_layout); the SND word is ours alone. Volatile: the
+        // device reads it.
+        unsafe {
+            let v = (self.cur_post & 0xffff).to_be();
+            self.dbrec.as_ptr().add(SND_DBR).write_volatile(v);
+        }
+        barrier::wc_start();
+        let (start, plan) = self.last;
+        // SAFETY: bf_offset is 0 or bf_size and the register is writable
+        // for 8 bytes at both, or 2 * bf_size bytes with blueflame (new()).
+        let reg = unsafe { self.bf_reg.as_ptr().add(self.bf_offset as usize) };
+        if self.use_blueflame(&plan) {
+            self.blueflame_copy(reg, start, plan.bbs);
+        } else {
+            let mut first = [0u8; 8];
+            let pos = (start & (self.cfg.wqe_cnt - 1)) as usize * WQEBB;
+            // SAFETY: pos is a block start inside the ring (masked), and a
+            // block has 64 >= 8 bytes; reg is 8-aligned (check_layout) and
+            // writable for 8 bytes.
+            unsafe {
+                core::ptr::copy_nonoverlapping(self.buf.as_ptr().add(pos), first.as_mut_ptr(), 8);
+                barrier::mmio_write64(reg, first);
+            }
+        }
+        barrier::wc_flush();
+        self.bf_offset ^= self.cfg.bf_size;
+        self.rung = self.cur_post;
+        self.pending = 0;
+    }
+
+    fn use_blueflame(&self, plan: &Plan) -> bool {
+        self.pending == 1
+            && self.cfg.blueflame
+            && plan.ds > 1
+            && (plan.inline || self.cfg.prefer_blueflame)
+            && plan.ds * OCTOWORD as u32 <= self.cfg.bf_size
+    }
+
+    /// Copies the WQE's blocks to the BlueFlame half at `reg`, wrapping the
+    /// source at the end of the ring.
+    fn blueflame_copy(&self, reg: *mut u8, start: u32, bbs: u32) {
+        for i in 0..bbs {
+            let pos = (start.wrapping_add(i) & (self.cfg.wqe_cnt - 1)) as usize * WQEBB;
+            // SAFETY: pos is a masked block start in the ring (64 readable,
+            // 64-aligned bytes); i * 64 < ds * 16 <= bf_size (use_blueflame),
+            // so the destination block lies in the half at reg, which is
+            // 8-aligned and writable (new()'s contract with blueflame).
+            unsafe {
+                barrier::mmio_copy64(reg.add(i as usize * WQEBB), self.buf.as_ptr().add(pos))
+            };
+        }
+    }
+
+    /// Retires the WQE a send CQE names by its `wqe_counter`, and every
+    /// WQE before it. `None` (and nothing changed) if the counter names no
+    /// WQE that has been rung and not yet completed.
+    pub fn complete(&mut self, wqe_counter: u16) -> Option<SendRetired> {
+        let idx = (wqe_counter as u32 & (self.cfg.wqe_cnt - 1)) as usize;
+        let rec = self.slots[idx];
+        let rung = self.rung.wrapping_sub(self.tail);
+        if rec.start as u16 != wqe_counter || rec.start.wrapping_sub(self.tail) >= rung {
+            return None;
+        }
+        self.tail = rec.start.wrapping_add(rec.bbs);
+        Some(SendRetired {
+            wr_id: rec.wr_id,
+            opcode: rec.opcode,
+        })
+    }
+}
+
+fn check_layout(
+    buf: NonNull<u8>,
+    len: usize,
+    dbrec: NonNull<u32>,
+    bf_reg: NonNull<u8>,
+    cfg: &SqConfig,
+) -> Result<(), LayoutError> {
+    if !cfg.wqe_cnt.is_power_of_two() || cfg.wqe_cnt > 1 << 15 {
+        return Err(LayoutError::BadCount { count: cfg.wqe_cnt });
+    }
+    let need = cfg.wqe_cnt as usize * WQEBB;
+    if len < need {
+        return Err(LayoutError::TooShort { need, len });
+    }
+    if buf.as_ptr() as usize % WQEBB != 0 {
+        return Err(LayoutError::Misaligned { what: "SQ buffer" });
+    }
+    if dbrec.as_ptr() as usize % 4 != 0 {
+        return Err(LayoutError::Misaligned {
+            what: "doorbell record",
+        });
+    }
+    if bf_reg.as_ptr() as usize % 8 != 0 {
+        return Err(LayoutError::Misaligned {
+            what: "BlueFlame register",
+        });
+    }
+    if cfg.bf_size % WQEBB as u32 != 0 || (cfg.blueflame && cfg.bf_size == 0) {
+        return Err(LayoutError::BadBlueFlameSize { size: cfg.bf_size });
+    }
+    Ok(())
+}

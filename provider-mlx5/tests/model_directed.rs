@@ -1,0 +1,316 @@
+//! Directed cases against the device model: the doorbell and BlueFlame
+//! paths, inline data across the ring's end, the SRQ free list with
+//! out-of-order completions, and UD.
+
+mod model;
+
+use model::exec::GRH;
+use model::harness::{Pair, PairCfg};
+use model::mem::access;
+use model::{Device, RecvSide};
+use provider_mlx5::seg::DatagramSeg;
+use provider_mlx5::wr::Payload;
+use provider_mlx5::{
+    Completion, PostError, QpQueues, RecvTarget, SendOp, SendWr, Sge, Status, UdDest, WcFlags,
+};
+
+fn recv(p: &mut Pair, wr_id: u64, off: usize, len: u32) {
+    let sge = [Sge {
+        addr: p.addr(p.b_mr, off),
+        length: len,
+        lkey: p.lkey(p.b_mr),
+    }];
+    // SAFETY: the SGE names the model's region b, which outlives the RQ.
+    unsafe { p.b_rq.post(wr_id, &sge) }.unwrap();
+}
+
+fn send(p: &mut Pair, wr: &SendWr<'_>) {
+    // SAFETY: every SGE in these tests names a model region.
+    unsafe { p.a_sq.post(wr) }.unwrap();
+}
+
+#[test]
+fn blueflame_for_single_small_inline_wqes_doorbell_otherwise() {
+    let mut p = Pair::new(PairCfg::default());
+    for i in 0..4 {
+        recv(&mut p, 100 + i, i as usize * 64, 64);
+    }
+    let data = [7u8; 40];
+    send(
+        &mut p,
+        &SendWr::new(1, SendOp::Send, Payload::Inline(&data)),
+    );
+    p.ring();
+    let qp = &p.dev.qps[p.a];
+    assert_eq!((qp.doorbells, qp.blueflame_copies), (1, 1));
+    // Two WQEs in one ring: a doorbell of the last one's first 8 bytes.
+    send(
+        &mut p,
+        &SendWr::new(2, SendOp::Send, Payload::Inline(&data)),
+    );
+    send(
+        &mut p,
+        &SendWr::new(3, SendOp::Send, Payload::Inline(&data)),
+    );
+    p.ring();
+    // A single gather WQE, and a NOP (one octoword): doorbells.
+    p.write(p.a_mr, 0, &data);
+    let sge = [Sge {
+        addr: p.addr(p.a_mr, 0),
+        length: 40,
+        lkey: p.lkey(p.a_mr),
+    }];
+    send(&mut p, &SendWr::new(4, SendOp::Send, Payload::Sges(&sge)));
+    p.ring();
+    send(&mut p, &SendWr::new(5, SendOp::Nop, Payload::Sges(&[])));
+    p.ring();
+    let qp = &p.dev.qps[p.a];
+    assert_eq!((qp.doorbells, qp.blueflame_copies), (4, 1));
+    let ids: Vec<u64> = p.drain().iter().map(|c| c.wr_id).collect();
+    assert_eq!(ids, [100, 1, 101, 2, 102, 3, 103, 4, 5]);
+    for i in 0..4 {
+        assert_eq!(p.read(p.b_mr, i * 64, 40), data);
+    }
+
+    let mut p = Pair::new(PairCfg {
+        blueflame: false,
+        ..PairCfg::default()
+    });
+    recv(&mut p, 1, 0, 64);
+    send(
+        &mut p,
+        &SendWr::new(1, SendOp::Send, Payload::Inline(&data)),
+    );
+    p.ring();
+    assert_eq!(p.dev.qps[p.a].blueflame_copies, 0);
+    assert_eq!(p.drain().len(), 2);
+}
+
+#[test]
+fn inline_data_wraps_to_the_ring_start() {
+    let mut p = Pair::new(PairCfg {
+        sq_cnt: 4,
+        ..PairCfg::default()
+    });
+    for i in 0..3 {
+        send(&mut p, &SendWr::new(i, SendOp::Nop, Payload::Sges(&[])));
+    }
+    p.ring();
+    assert_eq!(p.drain().len(), 3);
+    recv(&mut p, 9, 0, 128);
+    let data: Vec<u8> = (0..100).collect();
+    send(
+        &mut p,
+        &SendWr::new(10, SendOp::Send, Payload::Inline(&data)),
+    );
+    // WQE = ctrl + 4-byte header + 100 bytes + 8 pad = 128 bytes: the last
+    // block of the ring, then the first.
+    let ring = &p.dev.qps[p.a].sq;
+    assert_eq!(ring.be32(192 + 16), 100 | 0x8000_0000);
+    assert_eq!(ring.read(192 + 20, 44), data[..44]);
+    assert_eq!(ring.read(0, 56), data[44..]);
+    assert_eq!(ring.read(56, 8), [0; 8]);
+    p.ring();
+    let c = p.drain();
+    assert_eq!(c.iter().map(|c| c.wr_id).collect::<Vec<_>>(), [9, 10]);
+    assert_eq!(p.read(p.b_mr, 0, 100), data);
+}
+
+#[test]
+fn srq_free_list_survives_out_of_order_completions() {
+    let mut dev = Device::new();
+    let (c0, c1, c2) = (dev.add_cq(16, 64), dev.add_cq(16, 64), dev.add_cq(16, 64));
+    let s = dev.add_srq(8, 6);
+    let a1 = dev.add_qp(false, 16, RecvSide::None, c0, c0, 256);
+    let a2 = dev.add_qp(false, 16, RecvSide::None, c0, c0, 256);
+    let b1 = dev.add_qp(false, 16, RecvSide::Srq(s), c1, c1, 256);
+    let b2 = dev.add_qp(false, 16, RecvSide::Srq(s), c2, c2, 256);
+    dev.connect(a1, b1);
+    dev.connect(a2, b2);
+    let mr = dev.mem.reg(4096, access::ALL);
+    let (lkey, base) = (dev.mem.mrs[mr].lkey, dev.mem.mrs[mr].buf.addr());
+    let mut srq = dev.provider_srq(s, 3);
+    let mut sq1 = dev.provider_sq(a1, 1, 64, true);
+    let mut sq2 = dev.provider_sq(a2, 1, 64, true);
+    let (mut cq1, mut cq2) = (dev.provider_cq(c1), dev.provider_cq(c2));
+    let mut cq0 = dev.provider_cq(c0);
+    let qpn: Vec<u32> = dev.qps.iter().map(|q| q.qpn).collect();
+    let (n1, n2) = (qpn[b1], qpn[b2]);
+    let post_recv = |srq: &mut provider_mlx5::SharedRecvQueue, id: u64| {
+        let sge = [Sge {
+            addr: base + id * 64,
+            length: 64,
+            lkey,
+        }];
+        // SAFETY: region mr outlives the SRQ.
+        unsafe { srq.post(id, &sge) }
+    };
+    for id in 0..7 {
+        post_recv(&mut srq, id).unwrap();
+    }
+    assert_eq!(post_recv(&mut srq, 7), Err(PostError::QueueFull));
+    srq.ring();
+    let msg = |i: u64| [i as u8; 24];
+    let send = |sq: &mut provider_mlx5::SendQueue, i: u64| {
+        let m = msg(i);
+        // SAFETY: inline data only.
+        unsafe { sq.post(&SendWr::new(i, SendOp::Send, Payload::Inline(&m))) }.unwrap();
+    };
+    for i in 0..3 {
+        send(&mut sq1, i);
+        send(&mut sq2, 10 + i);
+    }
+    sq1.ring();
+    sq2.ring();
+    dev.process();
+    let poll = |cq: &mut provider_mlx5::CompletionQueue,
+                qpn: u32,
+                srq: &mut provider_mlx5::SharedRecvQueue| {
+        let mut qs = QpQueues {
+            qpn,
+            sq: None,
+            rq: Some(RecvTarget::Srq(srq)),
+        };
+        let mut out = [Completion::default(); 16];
+        let n = cq.poll(&mut qs, &mut out).unwrap();
+        out[..n].to_vec()
+    };
+    // b2's receives (SRQ WQEs 3, 4, 5) complete before b1's (0, 1, 2).
+    let got2 = poll(&mut cq2, n2, &mut srq);
+    assert_eq!(got2.iter().map(|c| c.wr_id).collect::<Vec<_>>(), [3, 4, 5]);
+    let got1 = poll(&mut cq1, n1, &mut srq);
+    assert_eq!(got1.iter().map(|c| c.wr_id).collect::<Vec<_>>(), [0, 1, 2]);
+    assert_eq!(srq.outstanding(), 1);
+    // Six more receives go into the freed WQEs; the device, following the
+    // links, uses WQE 6 (still posted) and then them, in order.
+    for id in 20..26 {
+        post_recv(&mut srq, id).unwrap();
+    }
+    assert_eq!(post_recv(&mut srq, 26), Err(PostError::QueueFull));
+    srq.ring();
+    for i in 0..7 {
+        send(&mut sq1, 30 + i);
+    }
+    sq1.ring();
+    dev.process();
+    let got = poll(&mut cq1, n1, &mut srq);
+    assert_eq!(
+        got.iter().map(|c| c.wr_id).collect::<Vec<_>>(),
+        [6, 20, 21, 22, 23, 24, 25]
+    );
+    for (c, i) in got.iter().zip(30..) {
+        assert_eq!(c.status, Status::Success);
+        assert_eq!(
+            dev.mem.mrs[mr].buf.read((c.wr_id * 64) as usize, 24),
+            msg(i)
+        );
+    }
+    assert_eq!(srq.outstanding(), 0);
+    let mut qs = [
+        QpQueues {
+            qpn: qpn[a1],
+            sq: Some(&mut sq1),
+            rq: None,
+        },
+        QpQueues {
+            qpn: qpn[a2],
+            sq: Some(&mut sq2),
+            rq: None,
+        },
+    ];
+    let mut out = [Completion::default(); 16];
+    assert_eq!(cq0.poll(&mut qs[..], &mut out), Ok(13));
+}
+
+#[test]
+fn ud_send_lands_after_the_grh_area() {
+    let mut dev = Device::new();
+    let c = dev.add_cq(16, 128);
+    let u1 = dev.add_qp(true, 8, RecvSide::Rq { cnt: 4, shift: 4 }, c, c, 256);
+    let u2 = dev.add_qp(true, 8, RecvSide::Rq { cnt: 4, shift: 4 }, c, c, 256);
+    let mr = dev.mem.reg(4096, access::ALL);
+    let (lkey, base) = (dev.mem.mrs[mr].lkey, dev.mem.mrs[mr].buf.addr());
+    let mut sq = dev.provider_sq(u1, 1, 64, true);
+    let mut rq1 = dev.provider_rq(u1, 1);
+    let mut rq2 = dev.provider_rq(u2, 1);
+    let mut cq = dev.provider_cq(c);
+    let sge = [Sge {
+        addr: base,
+        length: 128,
+        lkey,
+    }];
+    // SAFETY: region mr outlives the RQ.
+    unsafe { rq2.post(77, &sge) }.unwrap();
+    rq2.ring();
+    let av = DatagramSeg::new(
+        0,
+        0,
+        false,
+        3,
+        0,
+        0x11,
+        [1, 2, 3, 4, 5, 6],
+        0,
+        64,
+        0,
+        [9; 16],
+    );
+    let data = [0xabu8; 50];
+    let good = UdDest {
+        av,
+        remote_qpn: dev.qps[u2].qpn,
+        qkey: dev.qps[u2].qkey,
+    };
+    let wrong = UdDest {
+        qkey: good.qkey ^ 1,
+        ..good
+    };
+    for (id, dest) in [(1, &wrong), (2, &good)] {
+        let wr = SendWr {
+            ud: Some(dest),
+            ..SendWr::new(id, SendOp::SendImm { imm: 5 }, Payload::Inline(&data))
+        };
+        // SAFETY: inline data only.
+        unsafe { sq.post(&wr) }.unwrap();
+    }
+    let on_rc = SendWr::new(3, SendOp::Send, Payload::Inline(&data));
+    // SAFETY: rejected before anything is written.
+    let refused = unsafe { sq.post(&on_rc) };
+    assert_eq!(refused, Err(PostError::UdMismatch { qp_is_ud: true }));
+    sq.ring();
+    dev.process();
+    let (n1, n2) = (dev.qps[u1].qpn, dev.qps[u2].qpn);
+    let mut qs = [
+        QpQueues {
+            qpn: n1,
+            sq: Some(&mut sq),
+            rq: Some(RecvTarget::Rq(&mut rq1)),
+        },
+        QpQueues {
+            qpn: n2,
+            sq: None,
+            rq: Some(RecvTarget::Rq(&mut rq2)),
+        },
+    ];
+    let mut out = [Completion::default(); 8];
+    let n = cq.poll(&mut qs[..], &mut out).unwrap();
+    let r = out[..n]
+        .iter()
+        .find(|c| c.qpn == n2)
+        .expect("the good datagram arrived");
+    assert_eq!(
+        (r.wr_id, r.byte_len, r.src_qp, r.imm),
+        (77, (GRH + 50) as u32, n1, 5)
+    );
+    assert!(r.flags.contains(WcFlags::WITH_IMM));
+    assert_eq!(dev.mem.mrs[mr].buf.read(GRH, 50), data);
+    assert_eq!(
+        out[..n]
+            .iter()
+            .filter(|c| c.qpn == n1)
+            .map(|c| c.wr_id)
+            .collect::<Vec<_>>(),
+        [1, 2]
+    );
+    assert_eq!(n, 3, "the wrong Q_Key was dropped silently");
+}
