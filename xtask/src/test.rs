@@ -333,7 +333,14 @@ echo bare-done"#;
                     .filter(|l| l.contains("1000 iters in"))
                     .count()
                     == 2
-                && o.lines[0].iter().any(|l| l == "bare-done") =>
+                && o.lines[0].iter().any(|l| l == "bare-done")
+                && o.lines[0].iter().any(|l| {
+                    l.starts_with("link rxe0/1 state ACTIVE physical_state LINK_UP netdev veth0")
+                })
+                && o.lines[0].iter().any(|l| l == "hca_id:\trxe0")
+                && o.lines[0]
+                    .iter()
+                    .any(|l| l.starts_with("rxe0\t1\t1\t") && l.contains("10.77.0.1")) =>
         {
             tally.pass(what)
         }
