@@ -6,7 +6,6 @@ mod attr;
 mod wr;
 
 pub use attr::{AhAttr, Grh, Mtu, QpAttr, QpState};
-pub(crate) use wr::fill_sges;
 pub use wr::{RecvWr, Remote, SendOp, SendWr, Ud};
 
 use crate::abi_shim as v;
@@ -247,6 +246,36 @@ impl Pd {
     }
 }
 
+/// Posts receives in order into an RQ or SRQ ring, converting each one's
+/// SGEs through `scratch`; the first refused one ends the list, named by its
+/// index.
+pub(crate) fn post_recv_list(
+    rq: &mut RecvQueue,
+    scratch: &mut [provider_rxe::Sge; MAX_SGE],
+    wrs: &[RecvWr<'_>],
+    queue: &'static str,
+) -> Result<()> {
+    for (index, wr) in wrs.iter().enumerate() {
+        let n = wr::fill_sges(wr.sges, scratch)
+            .map_err(|what| Error::InvalidWorkRequest { index, what })?;
+        // SAFETY: every SGE came from an `mr::Slice`, checked to lie inside
+        // an Mr that unmaps its memory only after DEREG_MR (see Qp::post_send).
+        match unsafe { rq.post(wr.wr_id, &scratch[..n]) } {
+            Ok(()) => {}
+            Err(provider_rxe::PostError::QueueFull) => {
+                return Err(Error::QueueFull { queue, index })
+            }
+            Err(e) => {
+                return Err(Error::InvalidWorkRequest {
+                    index,
+                    what: e.to_string(),
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Doorbell {
     fn new(qp_handle: u32) -> Box<Doorbell> {
         let mut db = Box::new(Doorbell {
@@ -347,27 +376,7 @@ impl Qp {
             .rq
             .as_mut()
             .ok_or_else(|| Error::invalid("this QP receives through an SRQ"))?;
-        for (index, wr) in wrs.iter().enumerate() {
-            let n = wr::fill_sges(wr.sges, &mut self.sges)
-                .map_err(|what| Error::InvalidWorkRequest { index, what })?;
-            // SAFETY: as in post_send: SGEs come from checked mr::Slices.
-            match unsafe { rq.post(wr.wr_id, &self.sges[..n]) } {
-                Ok(()) => {}
-                Err(provider_rxe::PostError::QueueFull) => {
-                    return Err(Error::QueueFull {
-                        queue: "receive queue",
-                        index,
-                    })
-                }
-                Err(e) => {
-                    return Err(Error::InvalidWorkRequest {
-                        index,
-                        what: e.to_string(),
-                    })
-                }
-            }
-        }
-        Ok(())
+        post_recv_list(rq, &mut self.sges, wrs, "receive queue")
     }
 
     /// Modifies the QP (`MODIFY_QP`) with every attribute set in `attr`.

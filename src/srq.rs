@@ -6,7 +6,7 @@ use crate::context::ContextInner;
 use crate::cq::mminfo;
 use crate::error::{Error, Result};
 use crate::pd::{Pd, PdInner};
-use crate::qp::{fill_sges, RecvWr, MAX_SGE};
+use crate::qp::{RecvWr, MAX_SGE};
 use crate::sys::Mapping;
 use provider_rxe::{Queue, RecvQueue};
 use std::os::fd::AsFd;
@@ -22,6 +22,8 @@ const SRQ_LIMIT: u32 = 1 << 1;
 pub struct Srq {
     pub(crate) inner: Arc<SrqInner>,
     rq: RecvQueue,
+    // SGE conversion scratch, as in Qp: no per-post initialisation.
+    sges: [provider_rxe::Sge; MAX_SGE],
 }
 
 pub(crate) struct SrqInner {
@@ -96,6 +98,7 @@ impl Pd {
         Ok(Srq {
             inner: Arc::new(inner),
             rq,
+            sges: [provider_rxe::Sge::default(); MAX_SGE],
         })
     }
 }
@@ -118,28 +121,7 @@ impl Srq {
 
     /// Posts receives (no system call on rxe).
     pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<()> {
-        let mut sges = [provider_rxe::Sge::default(); MAX_SGE];
-        for (index, wr) in wrs.iter().enumerate() {
-            let n = fill_sges(wr.sges, &mut sges)
-                .map_err(|what| Error::InvalidWorkRequest { index, what })?;
-            // SAFETY: the SGEs come from checked mr::Slices (see Qp::post_send).
-            match unsafe { self.rq.post(wr.wr_id, &sges[..n]) } {
-                Ok(()) => {}
-                Err(provider_rxe::PostError::QueueFull) => {
-                    return Err(Error::QueueFull {
-                        queue: "SRQ",
-                        index,
-                    })
-                }
-                Err(e) => {
-                    return Err(Error::InvalidWorkRequest {
-                        index,
-                        what: e.to_string(),
-                    })
-                }
-            }
-        }
-        Ok(())
+        crate::qp::post_recv_list(&mut self.rq, &mut self.sges, wrs, "SRQ")
     }
 
     /// Arms the SRQ limit (`MODIFY_SRQ` with `IB_SRQ_LIMIT`): when fewer
