@@ -246,6 +246,7 @@ pub(crate) fn layouts() -> Vec<StructLayout> {
             sin_family => "sin_family",
             sin_port => "sin_port",
             sin_addr => "sin_addr",
+            sin_zero => "sin_zero",
         }),
         crate::c_layout!(SockaddrIn6 => "struct sockaddr_in6" {
             sin6_family => "sin6_family",
