@@ -1,11 +1,11 @@
 //! Address handles (`CREATE_AH` / `DESTROY_AH`) for UD sends.
 
-use crate::abi_shim as v;
 use crate::context::ContextInner;
 use crate::error::Result;
 use crate::pd::{Pd, PdInner};
 use crate::qp::AhAttr;
 use std::sync::Arc;
+use uverbs_abi::verbs as v;
 use zerocopy::FromZeros;
 
 /// An address handle: where a UD send goes.

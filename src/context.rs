@@ -1,7 +1,6 @@
 //! An open device: the uverbs command fd, its async-event fd, and the
 //! command execution every object uses.
 
-use crate::abi_shim as v;
 use crate::device::{Device, Driver};
 use crate::error::{Error, Result};
 use crate::sys;
@@ -9,6 +8,7 @@ use std::fs::OpenOptions;
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::sync::Arc;
+use uverbs_abi::verbs as v;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
 /// An open RDMA device (`ibv_context`). Cheap to clone; the device is

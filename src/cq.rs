@@ -1,7 +1,6 @@
 //! Completion queues and completion channels (`CREATE_CQ`, `DESTROY_CQ`,
 //! `REQ_NOTIFY_CQ`, `CREATE_COMP_CHANNEL`), with the rxe ring behind them.
 
-use crate::abi_shim as v;
 use crate::context::{Context, ContextInner};
 use crate::error::{Error, Result};
 use crate::sys::Mapping;
@@ -10,6 +9,7 @@ use provider_rxe::{CompletionQueue, Queue};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use uverbs_abi::verbs as v;
 use zerocopy::{FromBytes, FromZeros};
 
 /// A completion channel: a pollable fd that becomes readable when an armed

@@ -9,6 +9,7 @@
 use crate::error::{Error, Result};
 use std::fs;
 use std::path::{Path, PathBuf};
+use uverbs_abi::ioctl::RdmaDriverId;
 
 /// The drivers rverbs has a provider for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,10 +128,15 @@ impl Device {
             let Ok(c) = crate::netlink::chardev(d.index) else {
                 continue;
             };
-            let (driver, driver_name) = match c.driver_id {
-                Some(crate::abi_shim::RDMA_DRIVER_RXE) => (Driver::Rxe, "rxe".to_string()),
-                Some(crate::abi_shim::RDMA_DRIVER_MLX5) => (Driver::Mlx5, "mlx5".to_string()),
-                Some(id) => (Driver::Other, format!("driver id {id}")),
+            let (driver, driver_name) = match c.driver_id.map(RdmaDriverId) {
+                Some(RdmaDriverId::RXE) => (Driver::Rxe, "rxe".to_string()),
+                Some(RdmaDriverId::MLX5) => (Driver::Mlx5, "mlx5".to_string()),
+                Some(id) => (
+                    Driver::Other,
+                    id.name()
+                        .map(|n| n.trim_start_matches("RDMA_DRIVER_").to_ascii_lowercase())
+                        .unwrap_or_else(|| format!("driver id {}", id.0)),
+                ),
                 None => identify_driver(&d.name, &Path::new(SYS_IB).join(&d.name)),
             };
             out.push(Device {

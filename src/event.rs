@@ -1,10 +1,10 @@
 //! Asynchronous events (`ib_uverbs_async_event_desc` read from the
 //! context's async fd): port state changes, QP/CQ/SRQ errors, SRQ limit.
 
-use crate::abi_shim as v;
 use crate::context::Context;
 use crate::error::{Errno, Error, Result};
 use std::os::fd::AsRawFd;
+use uverbs_abi::verbs as v;
 use zerocopy::FromBytes;
 
 /// An async event type (`enum ib_event_type`); unknown values are kept.

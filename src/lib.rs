@@ -43,7 +43,6 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-mod abi_shim;
 pub mod ah;
 pub mod context;
 pub mod cq;

@@ -18,12 +18,12 @@
 //! pinned for an access in flight are no longer mapped in this process, so
 //! the device can never write into memory this process reuses.
 
-use crate::abi_shim as v;
 use crate::error::{Error, Result};
 use crate::pd::{Pd, PdInner};
 use crate::sys::Mapping;
 use bitflags::bitflags;
 use std::sync::Arc;
+use uverbs_abi::verbs as v;
 use zerocopy::FromZeros;
 
 bitflags! {

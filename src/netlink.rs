@@ -5,9 +5,9 @@
 //! Replies are parsed through checked views: every length is validated
 //! before it is used, so a malformed message is an error, never a panic.
 
-use crate::abi_shim as v;
 use crate::error::{Errno, Error, Result};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use uverbs_abi::netlink as v;
 
 /// One attribute of a message: its type and payload.
 #[derive(Debug, Clone, Copy)]

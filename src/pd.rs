@@ -1,9 +1,9 @@
 //! Protection domains (`ALLOC_PD` / `DEALLOC_PD`).
 
-use crate::abi_shim as v;
 use crate::context::{Context, ContextInner};
 use crate::error::Result;
 use std::sync::Arc;
+use uverbs_abi::verbs as v;
 use zerocopy::FromZeros;
 
 /// A protection domain. MRs, QPs, SRQs and AHs created in it keep it alive:

@@ -8,7 +8,6 @@ mod wr;
 pub use attr::{AhAttr, Grh, Mtu, QpAttr, QpState};
 pub use wr::{RecvWr, Remote, SendOp, SendWr, Ud};
 
-use crate::abi_shim as v;
 use crate::context::ContextInner;
 use crate::cq::{mminfo, Cq, CqInner};
 use crate::error::{Error, Result};
@@ -18,6 +17,7 @@ use provider_rxe::{Queue, RecvQueue, SendQueue};
 use std::cell::UnsafeCell;
 use std::os::fd::AsFd;
 use std::sync::Arc;
+use uverbs_abi::verbs as v;
 use zerocopy::{FromZeros, IntoBytes};
 
 /// The transport service of a QP.

@@ -1,9 +1,9 @@
 //! Device and port attributes (`QUERY_DEVICE`, `QUERY_PORT`) and the GID
 //! table (sysfs, which the kernel keeps in step with its own table).
 
-use crate::abi_shim as v;
 use crate::context::Context;
 use crate::error::{Error, Result};
+use uverbs_abi::verbs as v;
 use zerocopy::FromZeros;
 
 /// Device attributes (`ibv_device_attr`), as the kernel reports them.

@@ -1,7 +1,6 @@
 //! Shared receive queues (`CREATE_SRQ`, `MODIFY_SRQ`, `QUERY_SRQ`,
 //! `DESTROY_SRQ`) over rxe's shared ring.
 
-use crate::abi_shim as v;
 use crate::context::ContextInner;
 use crate::cq::mminfo;
 use crate::error::{Error, Result};
@@ -12,6 +11,7 @@ use provider_rxe::{Queue, RecvQueue};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use uverbs_abi::verbs as v;
 use zerocopy::{FromZeros, IntoBytes};
 
 /// `IB_SRQ_LIMIT` in `enum ib_srq_attr_mask`.

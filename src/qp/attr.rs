@@ -2,9 +2,9 @@
 //! sent, and the attribute mask is derived from them, so the two cannot
 //! disagree.
 
-use crate::abi_shim as v;
 use crate::error::{Error, Result};
 use crate::mr::Access;
+use uverbs_abi::verbs as v;
 use zerocopy::FromZeros;
 
 /// `enum ib_qp_attr_mask` bits (kernel `include/rdma/ib_verbs.h`; the
