@@ -8,8 +8,26 @@ use std::fs::OpenOptions;
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::sync::Arc;
+use uverbs_abi::ioctl::{self as io, AttrArray, RdmaDriverId};
 use uverbs_abi::verbs as v;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
+
+/// Which kernel interface carries a context's commands.
+///
+/// Kernels since 4.20 take every verb as an `RDMA_VERBS_IOCTL` method
+/// (attribute arrays); the older `write()` commands remain and are what the
+/// ioctl-only methods fall back to. rdma-core tries the ioctl first and
+/// falls back to `write()` where the kernel answers that it lacks the
+/// method; so does [`Context::open`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandPath {
+    /// `RDMA_VERBS_IOCTL` where a method exists (context, async event fd,
+    /// port and GID queries), `write()` for the rest.
+    Ioctl,
+    /// `write()` only (and sysfs for the GID table), as on kernels before
+    /// the ioctl ABI.
+    Write,
+}
 
 /// An open RDMA device (`ibv_context`). Cheap to clone; the device is
 /// closed when the last clone and every object created from it are gone.
@@ -23,6 +41,9 @@ pub(crate) struct ContextInner {
     pub(crate) async_fd: OwnedFd,
     pub(crate) device: Device,
     pub(crate) num_comp_vectors: u32,
+    pub(crate) path: CommandPath,
+    /// `RDMA_DRIVER_*` of the device, for the ioctl header.
+    pub(crate) driver_id: u32,
 }
 
 impl std::fmt::Debug for Context {
@@ -34,19 +55,29 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
-    /// Opens `dev`: its uverbs character device, then `GET_CONTEXT`.
+    /// Opens `dev`: its uverbs character device, then `GET_CONTEXT` — the
+    /// ioctl method (and `ASYNC_EVENT_ALLOC` for the async event fd), or the
+    /// `write()` command where the kernel lacks the method.
     ///
     /// Refuses devices whose driver has no rverbs provider, naming the driver.
     pub fn open(dev: &Device) -> Result<Context> {
-        match dev.driver() {
-            Driver::Rxe => {}
+        Context::open_via(dev, CommandPath::Ioctl)
+    }
+
+    /// Opens `dev` using `path` where there is a choice.
+    /// [`CommandPath::Ioctl`] still falls back to `write()` when the kernel
+    /// has no ioctl `GET_CONTEXT`; [`CommandPath::Write`] never issues an
+    /// ioctl (useful to test the path older kernels take).
+    pub fn open_via(dev: &Device, path: CommandPath) -> Result<Context> {
+        let driver_id = match dev.driver() {
+            Driver::Rxe => RdmaDriverId::RXE.0,
             Driver::Mlx5 | Driver::Other => {
                 return Err(Error::UnsupportedDriver {
                     device: dev.name().to_string(),
                     driver: dev.driver_name().to_string(),
                 })
             }
-        }
+        };
         if !(1..=2).contains(&dev.driver_abi()) {
             return Err(Error::UnsupportedDriver {
                 device: dev.name().to_string(),
@@ -76,27 +107,25 @@ impl Context {
             )));
         }
         let fd = OwnedFd::from(file);
-        let resp: v::IbUverbsGetContextResp = exec_write(
-            &fd,
-            "GET_CONTEXT",
-            v::IB_USER_VERBS_CMD_GET_CONTEXT,
-            |response| {
-                let mut c = v::IbUverbsGetContext::new_zeroed();
-                c.response = response;
-                c
-            },
-            &[],
-            &mut [],
-        )?;
-        // SAFETY: the kernel just created this fd for us in GET_CONTEXT and
-        // nothing else owns it.
-        let async_fd = unsafe { OwnedFd::from_raw_fd(resp.async_fd as i32) };
+        let ioctl = match path {
+            CommandPath::Ioctl => get_context_ioctl(&fd, driver_id)?,
+            CommandPath::Write => None,
+        };
+        let (path, async_fd, num_comp_vectors) = match ioctl {
+            Some((fd_async, n)) => (CommandPath::Ioctl, fd_async, n),
+            None => {
+                let (fd_async, n) = get_context_write(&fd)?;
+                (CommandPath::Write, fd_async, n)
+            }
+        };
         Ok(Context {
             inner: Arc::new(ContextInner {
                 fd,
                 async_fd,
                 device: dev.clone(),
-                num_comp_vectors: resp.num_comp_vectors,
+                num_comp_vectors,
+                path,
+                driver_id,
             }),
         })
     }
@@ -116,13 +145,122 @@ impl Context {
         self.inner.num_comp_vectors
     }
 
+    /// The interface this context's commands go through: `Ioctl` unless it
+    /// was opened with [`CommandPath::Write`] or the kernel lacks the ioctl
+    /// `GET_CONTEXT`.
+    pub fn command_path(&self) -> CommandPath {
+        self.inner.path
+    }
+
     /// The async event fd (pollable; see [`crate::event`]).
     pub fn async_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.inner.async_fd.as_fd()
     }
 }
 
+/// Whether an ioctl error means "this kernel has no such method (or no
+/// ioctl ABI at all)", the cases where rdma-core falls back to `write()`.
+pub(crate) fn ioctl_unsupported(e: &Error) -> bool {
+    matches!(
+        e.errno().map(|e| e.0),
+        Some(libc::ENOTTY | libc::EPROTONOSUPPORT | libc::EOPNOTSUPP)
+    )
+}
+
+/// `GET_CONTEXT` through the ioctl method, then the async event fd through
+/// `ASYNC_EVENT_ALLOC` (the ioctl `GET_CONTEXT`, unlike the write command,
+/// does not create one). `None` when the kernel lacks the method.
+fn get_context_ioctl(fd: &OwnedFd, driver_id: u32) -> Result<Option<(OwnedFd, u32)>> {
+    let mut num_comp_vectors = [0u8; 4];
+    let mut core_support = [0u8; 8];
+    let mut storage = [0u64; io::attr_buf_words(2)];
+    let mut attrs = AttrArray::new(
+        &mut storage,
+        io::UVERBS_OBJECT_DEVICE,
+        io::UVERBS_METHOD_GET_CONTEXT,
+        driver_id,
+    );
+    attrs
+        .ptr_out(
+            io::UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS,
+            &mut num_comp_vectors,
+        )
+        .ptr_out(io::UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT, &mut core_support);
+    match run_ioctl(fd, "GET_CONTEXT (ioctl)", &mut attrs) {
+        Ok(()) => {}
+        Err(e) if ioctl_unsupported(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    }
+
+    let mut storage = [0u64; io::attr_buf_words(1)];
+    let mut attrs = AttrArray::new(
+        &mut storage,
+        io::UVERBS_OBJECT_ASYNC_EVENT,
+        io::UVERBS_METHOD_ASYNC_EVENT_ALLOC,
+        driver_id,
+    );
+    attrs.fd_new(io::UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE);
+    run_ioctl(fd, "ASYNC_EVENT_ALLOC", &mut attrs)?;
+    let raw = attrs
+        .new_fd(io::UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE)
+        .filter(|&f| f >= 0)
+        .ok_or_else(|| Error::bad_answer("ASYNC_EVENT_ALLOC: no fd written back"))?;
+    // SAFETY: the kernel just installed this fd for us in ASYNC_EVENT_ALLOC
+    // and nothing else owns it.
+    let async_fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    Ok(Some((async_fd, u32::from_ne_bytes(num_comp_vectors))))
+}
+
+/// `GET_CONTEXT` through the `write()` command: it also creates the async
+/// event fd.
+fn get_context_write(fd: &OwnedFd) -> Result<(OwnedFd, u32)> {
+    let resp: v::IbUverbsGetContextResp = exec_write(
+        fd,
+        "GET_CONTEXT",
+        v::IB_USER_VERBS_CMD_GET_CONTEXT,
+        |response| {
+            let mut c = v::IbUverbsGetContext::new_zeroed();
+            c.response = response;
+            c
+        },
+        &[],
+        &mut [],
+    )?;
+    // SAFETY: the kernel just created this fd for us in GET_CONTEXT and
+    // nothing else owns it.
+    let async_fd = unsafe { OwnedFd::from_raw_fd(resp.async_fd as i32) };
+    Ok((async_fd, resp.num_comp_vectors))
+}
+
+/// Issues one `RDMA_VERBS_IOCTL` with `attrs`.
+fn run_ioctl(fd: &OwnedFd, op: &'static str, attrs: &mut AttrArray<'_>) -> Result<()> {
+    let buf = attrs
+        .ioctl_buf()
+        .map_err(|e| Error::invalid(format!("{op}: {e}")))?;
+    sys::verbs_ioctl(fd.as_fd(), op, u64::from(io::RDMA_VERBS_IOCTL), buf)
+}
+
 impl ContextInner {
+    /// Issues one `RDMA_VERBS_IOCTL` on this context.
+    pub(crate) fn ioctl(&self, op: &'static str, attrs: &mut AttrArray<'_>) -> Result<()> {
+        run_ioctl(&self.fd, op, attrs)
+    }
+
+    /// Executes an extended write() command (`ib_uverbs_ex_cmd_hdr`) and
+    /// returns its response. The kernel writes at most the response's size
+    /// and says in the response how much it filled.
+    pub(crate) fn cmd_ex<C: v::ExWriteCmd>(&self, op: &'static str, req: &C::Req) -> Result<C::Resp>
+    where
+        C::Resp: FromBytes + IntoBytes + FromZeros,
+    {
+        let mut resp = C::Resp::new_zeroed();
+        let bytes =
+            v::encode_ex_write_vec::<C>(req, &[], resp.as_mut_bytes().as_mut_ptr() as u64, 0)
+                .map_err(|e| Error::invalid(format!("{op}: {e}")))?;
+        sys::write_cmd(self.fd.as_fd(), op, &bytes)?;
+        Ok(resp)
+    }
+
     /// Executes a write() command with a response.
     pub(crate) fn cmd<Req, Resp>(
         &self,

@@ -59,7 +59,7 @@ mod sys;
 pub mod wc;
 
 pub use ah::Ah;
-pub use context::Context;
+pub use context::{CommandPath, Context};
 pub use cq::{CompChannel, Cq};
 pub use device::{format_guid, Device, Driver, NodeType};
 pub use error::{Errno, Error, Result};
@@ -70,6 +70,6 @@ pub use qp::{
     AhAttr, Grh, Mtu, Qp, QpAttr, QpCaps, QpInit, QpState, QpType, RecvWr, Remote, SendOp, SendWr,
     Ud,
 };
-pub use query::{DeviceAttr, GidEntry, GidType, PortAttr};
+pub use query::{DeviceAttr, DeviceAttrEx, GidEntry, GidType, PortAttr};
 pub use srq::Srq;
 pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};

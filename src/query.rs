@@ -1,10 +1,13 @@
-//! Device and port attributes (`QUERY_DEVICE`, `QUERY_PORT`) and the GID
-//! table (sysfs, which the kernel keeps in step with its own table).
+//! Device and port attributes (`QUERY_DEVICE(_EX)`, `QUERY_PORT`) and the
+//! GID table (the `QUERY_GID_TABLE`/`QUERY_GID_ENTRY` ioctl methods, or
+//! sysfs, which the kernel keeps in step with its own table, where the
+//! context uses the write path).
 
-use crate::context::Context;
+use crate::context::{CommandPath, Context};
 use crate::error::{Error, Result};
+use uverbs_abi::ioctl::{self as io, AttrArray, IbUverbsGidEntry, IbUverbsGidType};
 use uverbs_abi::verbs as v;
-use zerocopy::FromZeros;
+use zerocopy::{FromZeros, IntoBytes};
 
 /// Device attributes (`ibv_device_attr`), as the kernel reports them.
 #[derive(Debug, Clone, Default)]
@@ -77,31 +80,93 @@ pub struct PortAttr {
     pub phys_state: u8,
     pub link_layer: u8,
     pub flags: u8,
+    /// `port_cap_flags2` (the ioctl `QUERY_PORT` only; 0 on the write path).
+    pub port_cap_flags2: u16,
+    /// `active_speed_ex` (the ioctl `QUERY_PORT` only; 0 on the write path).
+    pub active_speed_ex: u32,
 }
 
-/// The kind of a GID table entry.
+/// The extended device attributes (`ibv_device_attr_ex`) beyond
+/// [`DeviceAttr`], from `QUERY_DEVICE_EX`. Members the kernel's response
+/// did not reach (an older kernel) are 0.
+#[derive(Debug, Clone, Default)]
+#[allow(missing_docs)] // each field is the ibv_device_attr_ex member of that name
+pub struct DeviceAttrEx {
+    /// The legacy attributes (`orig_attr`).
+    pub orig: DeviceAttr,
+    pub odp_general_caps: u64,
+    pub odp_rc_caps: u32,
+    pub odp_uc_caps: u32,
+    pub odp_ud_caps: u32,
+    pub odp_xrc_caps: u32,
+    pub completion_timestamp_mask: u64,
+    /// In kHz.
+    pub hca_core_clock: u64,
+    /// All 64 bits (the low 32 are `orig.device_cap_flags`).
+    pub device_cap_flags_ex: u64,
+    pub rss_supported_qpts: u32,
+    pub max_rwq_indirection_tables: u32,
+    pub max_rwq_indirection_table_size: u32,
+    pub max_wq_type_rq: u32,
+    pub raw_packet_caps: u32,
+    pub tm_max_rndv_hdr_size: u32,
+    pub tm_max_num_tags: u32,
+    pub tm_flags: u32,
+    pub tm_max_ops: u32,
+    pub tm_max_sge: u32,
+    pub max_cq_moderation_count: u16,
+    pub max_cq_moderation_period: u16,
+    pub max_dm_size: u64,
+    /// How many bytes of the response the kernel filled.
+    pub response_length: u32,
+}
+
+/// The kind of a GID table entry (`enum ib_uverbs_gid_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GidType {
-    /// InfiniBand (or RoCE v1, which sysfs names the same way).
-    IbRoceV1,
-    /// RoCE v2 (UDP encapsulated).
+    /// InfiniBand.
+    Ib,
+    /// RoCE v1 (Ethernet, no IP header).
+    RoceV1,
+    /// RoCE v2 (UDP/IP encapsulated).
     RoceV2,
-    /// Something else sysfs reported.
-    Other,
+    /// A value this crate does not know (a newer kernel's), or a sysfs
+    /// type string it does not recognise (`u32::MAX`).
+    Other(u32),
 }
 
-/// One populated GID table entry.
+impl GidType {
+    fn from_kernel(t: u32) -> GidType {
+        match IbUverbsGidType(t) {
+            IbUverbsGidType::IB => GidType::Ib,
+            IbUverbsGidType::ROCE_V1 => GidType::RoceV1,
+            IbUverbsGidType::ROCE_V2 => GidType::RoceV2,
+            _ => GidType::Other(t),
+        }
+    }
+}
+
+/// One populated GID table entry (`ibv_gid_entry`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GidEntry {
+    /// The port.
+    pub port: u32,
     /// Index in the port's table.
     pub index: u32,
     /// The GID.
     pub gid: [u8; 16],
     /// Its type.
     pub gid_type: GidType,
-    /// The netdev it belongs to (RoCE).
+    /// The ifindex of the netdev it belongs to (RoCE; 0 for none, and on
+    /// the sysfs path).
+    pub netdev_ifindex: u32,
+    /// The name of that netdev.
     pub netdev: Option<String>,
 }
+
+/// Largest GID table read in one `QUERY_GID_TABLE` call: a pointer
+/// attribute's length is a `u16`.
+const MAX_GID_ENTRIES: usize = u16::MAX as usize / std::mem::size_of::<IbUverbsGidEntry>();
 
 impl Context {
     /// Queries the device (`QUERY_DEVICE`).
@@ -117,53 +182,70 @@ impl Context {
             &[],
             &mut [],
         )?;
-        Ok(DeviceAttr {
-            fw_ver: r.fw_ver,
-            // The GUIDs are big-endian on the wire (__be64).
-            node_guid: u64::from_be(r.node_guid),
-            sys_image_guid: u64::from_be(r.sys_image_guid),
-            max_mr_size: r.max_mr_size,
-            page_size_cap: r.page_size_cap,
-            vendor_id: r.vendor_id,
-            vendor_part_id: r.vendor_part_id,
-            hw_ver: r.hw_ver,
-            max_qp: r.max_qp,
-            max_qp_wr: r.max_qp_wr,
-            device_cap_flags: r.device_cap_flags,
-            max_sge: r.max_sge,
-            max_sge_rd: r.max_sge_rd,
-            max_cq: r.max_cq,
-            max_cqe: r.max_cqe,
-            max_mr: r.max_mr,
-            max_pd: r.max_pd,
-            max_qp_rd_atom: r.max_qp_rd_atom,
-            max_ee_rd_atom: r.max_ee_rd_atom,
-            max_res_rd_atom: r.max_res_rd_atom,
-            max_qp_init_rd_atom: r.max_qp_init_rd_atom,
-            max_ee_init_rd_atom: r.max_ee_init_rd_atom,
-            atomic_cap: r.atomic_cap,
-            max_ee: r.max_ee,
-            max_rdd: r.max_rdd,
-            max_mw: r.max_mw,
-            max_raw_ipv6_qp: r.max_raw_ipv6_qp,
-            max_raw_ethy_qp: r.max_raw_ethy_qp,
-            max_mcast_grp: r.max_mcast_grp,
-            max_mcast_qp_attach: r.max_mcast_qp_attach,
-            max_total_mcast_qp_attach: r.max_total_mcast_qp_attach,
-            max_ah: r.max_ah,
-            max_fmr: r.max_fmr,
-            max_map_per_fmr: r.max_map_per_fmr,
-            max_srq: r.max_srq,
-            max_srq_wr: r.max_srq_wr,
-            max_srq_sge: r.max_srq_sge,
-            max_pkeys: r.max_pkeys,
-            local_ca_ack_delay: r.local_ca_ack_delay,
-            phys_port_cnt: r.phys_port_cnt,
+        Ok(device_attr(&r))
+    }
+
+    /// Queries the device's extended attributes (`QUERY_DEVICE_EX`, the
+    /// extended write command; `ibv_query_device_ex`).
+    pub fn query_device_ex(&self) -> Result<DeviceAttrEx> {
+        let r = self.inner.cmd_ex::<v::cmds::ExQueryDevice>(
+            "QUERY_DEVICE_EX",
+            &v::IbUverbsExQueryDevice::new_zeroed(),
+        )?;
+        Ok(DeviceAttrEx {
+            orig: device_attr(&r.base),
+            odp_general_caps: r.odp_caps.general_caps,
+            odp_rc_caps: r.odp_caps.rc_odp_caps,
+            odp_uc_caps: r.odp_caps.uc_odp_caps,
+            odp_ud_caps: r.odp_caps.ud_odp_caps,
+            odp_xrc_caps: r.xrc_odp_caps,
+            completion_timestamp_mask: r.timestamp_mask,
+            hca_core_clock: r.hca_core_clock,
+            device_cap_flags_ex: r.device_cap_flags_ex,
+            rss_supported_qpts: r.rss_caps.supported_qpts,
+            max_rwq_indirection_tables: r.rss_caps.max_rwq_indirection_tables,
+            max_rwq_indirection_table_size: r.rss_caps.max_rwq_indirection_table_size,
+            max_wq_type_rq: r.max_wq_type_rq,
+            raw_packet_caps: r.raw_packet_caps,
+            tm_max_rndv_hdr_size: r.tm_caps.max_rndv_hdr_size,
+            tm_max_num_tags: r.tm_caps.max_num_tags,
+            tm_flags: r.tm_caps.flags,
+            tm_max_ops: r.tm_caps.max_ops,
+            tm_max_sge: r.tm_caps.max_sge,
+            max_cq_moderation_count: r.cq_moderation_caps.max_cq_moderation_count,
+            max_cq_moderation_period: r.cq_moderation_caps.max_cq_moderation_period,
+            max_dm_size: r.max_dm_size,
+            response_length: r.response_length,
         })
     }
 
-    /// Queries a port (`QUERY_PORT`).
+    /// Queries a port: the ioctl `QUERY_PORT` (which adds
+    /// `port_cap_flags2` and `active_speed_ex`), or the write command where
+    /// the context uses the write path or the kernel lacks the method.
     pub fn query_port(&self, port: u8) -> Result<PortAttr> {
+        if self.inner.path == CommandPath::Ioctl {
+            let mut resp = io::IbUverbsQueryPortRespEx::new_zeroed();
+            let mut storage = [0u64; io::attr_buf_words(2)];
+            let mut attrs = AttrArray::new(
+                &mut storage,
+                io::UVERBS_OBJECT_DEVICE,
+                io::UVERBS_METHOD_QUERY_PORT,
+                self.inner.driver_id,
+            );
+            attrs
+                .const_in(io::UVERBS_ATTR_QUERY_PORT_PORT_NUM, u64::from(port))
+                .ptr_out(io::UVERBS_ATTR_QUERY_PORT_RESP, resp.as_mut_bytes());
+            match self.inner.ioctl("QUERY_PORT (ioctl)", &mut attrs) {
+                Ok(()) => {
+                    let mut p = port_attr(&resp.legacy_resp);
+                    p.port_cap_flags2 = resp.port_cap_flags2;
+                    p.active_speed_ex = resp.active_speed_ex;
+                    return Ok(p);
+                }
+                Err(e) if crate::context::ioctl_unsupported(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
         let r: v::IbUverbsQueryPortResp = self.inner.cmd(
             "QUERY_PORT",
             v::IB_USER_VERBS_CMD_QUERY_PORT,
@@ -176,33 +258,19 @@ impl Context {
             &[],
             &mut [],
         )?;
-        Ok(PortAttr {
-            state: r.state,
-            max_mtu: r.max_mtu,
-            active_mtu: r.active_mtu,
-            gid_tbl_len: r.gid_tbl_len,
-            port_cap_flags: r.port_cap_flags,
-            max_msg_sz: r.max_msg_sz,
-            bad_pkey_cntr: r.bad_pkey_cntr,
-            qkey_viol_cntr: r.qkey_viol_cntr,
-            pkey_tbl_len: r.pkey_tbl_len,
-            lid: r.lid,
-            sm_lid: r.sm_lid,
-            lmc: r.lmc,
-            max_vl_num: r.max_vl_num,
-            sm_sl: r.sm_sl,
-            subnet_timeout: r.subnet_timeout,
-            init_type_reply: r.init_type_reply,
-            active_width: r.active_width,
-            active_speed: r.active_speed,
-            phys_state: r.phys_state,
-            link_layer: r.link_layer,
-            flags: r.flags,
-        })
+        Ok(port_attr(&r))
     }
 
-    /// One GID of a port (sysfs `ports/P/gids/I`).
+    /// One GID of a port: the ioctl `QUERY_GID_ENTRY`, or sysfs
+    /// `ports/P/gids/I` on the write path.
     pub fn query_gid(&self, port: u8, index: u32) -> Result<[u8; 16]> {
+        if self.inner.path == CommandPath::Ioctl {
+            match self.query_gid_entry_ioctl(port, index) {
+                Ok(e) => return Ok(e.gid),
+                Err(e) if crate::context::ioctl_unsupported(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
         let p = format!(
             "/sys/class/infiniband/{}/ports/{port}/gids/{index}",
             self.device().name()
@@ -214,14 +282,106 @@ impl Context {
         parse_gid(&s).ok_or_else(|| Error::bad_answer(format!("{p}: {s:?}")))
     }
 
-    /// The populated entries of a port's GID table.
+    fn query_gid_entry_ioctl(&self, port: u8, index: u32) -> Result<GidEntry> {
+        let mut entry = IbUverbsGidEntry::new_zeroed();
+        let mut storage = [0u64; io::attr_buf_words(4)];
+        let mut attrs = AttrArray::new(
+            &mut storage,
+            io::UVERBS_OBJECT_DEVICE,
+            io::UVERBS_METHOD_QUERY_GID_ENTRY,
+            self.inner.driver_id,
+        );
+        attrs
+            .const_in(io::UVERBS_ATTR_QUERY_GID_ENTRY_PORT, u64::from(port))
+            .const_in(io::UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX, u64::from(index))
+            .u32_in(io::UVERBS_ATTR_QUERY_GID_ENTRY_FLAGS, 0)
+            .ptr_out(
+                io::UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY,
+                entry.as_mut_bytes(),
+            );
+        self.inner.ioctl("QUERY_GID_ENTRY", &mut attrs)?;
+        Ok(gid_entry(&entry))
+    }
+
+    /// Every populated GID of every port: one ioctl `QUERY_GID_TABLE`
+    /// (`ibv_query_gid_table`), or sysfs on the write path. Sorted by port,
+    /// then index.
+    pub fn query_gid_table(&self) -> Result<Vec<GidEntry>> {
+        let ports = self.query_device()?.phys_port_cnt;
+        let mut total = 0usize;
+        let mut lens = Vec::with_capacity(usize::from(ports));
+        for port in 1..=ports {
+            let len = self.query_port(port)?.gid_tbl_len;
+            lens.push((port, len));
+            total += len as usize;
+        }
+        if self.inner.path == CommandPath::Ioctl {
+            match self.gid_table_ioctl(total.clamp(1, MAX_GID_ENTRIES)) {
+                Ok(mut v) => {
+                    v.sort_by_key(|e| (e.port, e.index));
+                    return Ok(v);
+                }
+                Err(e) if crate::context::ioctl_unsupported(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let mut out = Vec::new();
+        for (port, len) in lens {
+            self.gid_table_sysfs(port, len, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// The populated entries of one port's GID table.
     pub fn gid_table(&self, port: u8) -> Result<Vec<GidEntry>> {
-        let len = self.query_port(port)?.gid_tbl_len;
+        let mut all = self.query_gid_table()?;
+        all.retain(|e| e.port == u32::from(port));
+        Ok(all)
+    }
+
+    fn gid_table_ioctl(&self, max: usize) -> Result<Vec<GidEntry>> {
+        let entry_size = std::mem::size_of::<IbUverbsGidEntry>();
+        let mut entries = vec![IbUverbsGidEntry::new_zeroed(); max];
+        let mut num = [0u8; 8];
+        let mut storage = [0u64; io::attr_buf_words(4)];
+        let mut attrs = AttrArray::new(
+            &mut storage,
+            io::UVERBS_OBJECT_DEVICE,
+            io::UVERBS_METHOD_QUERY_GID_TABLE,
+            self.inner.driver_id,
+        );
+        attrs
+            .const_in(
+                io::UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE,
+                entry_size as u64,
+            )
+            .u32_in(io::UVERBS_ATTR_QUERY_GID_TABLE_FLAGS, 0)
+            .ptr_out(
+                io::UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES,
+                entries.as_mut_slice().as_mut_bytes(),
+            )
+            .ptr_out(io::UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES, &mut num);
+        self.inner.ioctl("QUERY_GID_TABLE", &mut attrs)?;
+        let n = u64::from_ne_bytes(num);
+        // The count is the kernel's word: never trust it past our buffer.
+        let n = usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= entries.len())
+            .ok_or_else(|| {
+                Error::bad_answer(format!(
+                    "QUERY_GID_TABLE: {n} entries in a {max}-entry buffer"
+                ))
+            })?;
+        Ok(entries[..n].iter().map(gid_entry).collect())
+    }
+
+    fn gid_table_sysfs(&self, port: u8, len: u32, out: &mut Vec<GidEntry>) -> Result<()> {
         let base = format!(
             "/sys/class/infiniband/{}/ports/{port}",
             self.device().name()
         );
-        let mut out = Vec::new();
+        let ll = self.query_port(port)?.link_layer;
+        let ib = ll == v::IbLinkLayer::INFINIBAND.0 || ll == v::IbLinkLayer::UNSPECIFIED.0;
         for index in 0..len {
             let Ok(gid) = self.query_gid(port, index) else {
                 continue;
@@ -231,22 +391,112 @@ impl Context {
             }
             let ty = std::fs::read_to_string(format!("{base}/gid_attrs/types/{index}"))
                 .unwrap_or_default();
-            let gid_type = match ty.trim() {
-                "RoCE v2" => GidType::RoceV2,
-                "IB/RoCE v1" => GidType::IbRoceV1,
-                _ => GidType::Other,
+            let gid_type = match (ty.trim(), ib) {
+                ("RoCE v2", _) => GidType::RoceV2,
+                ("IB/RoCE v1", true) => GidType::Ib,
+                ("IB/RoCE v1", false) => GidType::RoceV1,
+                _ => GidType::Other(u32::MAX),
             };
             let netdev = std::fs::read_to_string(format!("{base}/gid_attrs/ndevs/{index}"))
                 .ok()
                 .map(|s| s.trim().to_string());
             out.push(GidEntry {
+                port: u32::from(port),
                 index,
                 gid,
                 gid_type,
+                netdev_ifindex: 0,
                 netdev,
             });
         }
-        Ok(out)
+        Ok(())
+    }
+}
+
+fn gid_entry(e: &IbUverbsGidEntry) -> GidEntry {
+    GidEntry {
+        port: e.port_num,
+        index: e.gid_index,
+        gid: e.gid_bytes(),
+        gid_type: GidType::from_kernel(e.gid_type),
+        netdev_ifindex: e.netdev_ifindex,
+        netdev: (e.netdev_ifindex != 0)
+            .then(|| crate::sys::if_name(e.netdev_ifindex))
+            .flatten(),
+    }
+}
+
+fn device_attr(r: &v::IbUverbsQueryDeviceResp) -> DeviceAttr {
+    DeviceAttr {
+        fw_ver: r.fw_ver,
+        // The GUIDs are big-endian on the wire (__be64).
+        node_guid: u64::from_be(r.node_guid),
+        sys_image_guid: u64::from_be(r.sys_image_guid),
+        max_mr_size: r.max_mr_size,
+        page_size_cap: r.page_size_cap,
+        vendor_id: r.vendor_id,
+        vendor_part_id: r.vendor_part_id,
+        hw_ver: r.hw_ver,
+        max_qp: r.max_qp,
+        max_qp_wr: r.max_qp_wr,
+        device_cap_flags: r.device_cap_flags,
+        max_sge: r.max_sge,
+        max_sge_rd: r.max_sge_rd,
+        max_cq: r.max_cq,
+        max_cqe: r.max_cqe,
+        max_mr: r.max_mr,
+        max_pd: r.max_pd,
+        max_qp_rd_atom: r.max_qp_rd_atom,
+        max_ee_rd_atom: r.max_ee_rd_atom,
+        max_res_rd_atom: r.max_res_rd_atom,
+        max_qp_init_rd_atom: r.max_qp_init_rd_atom,
+        max_ee_init_rd_atom: r.max_ee_init_rd_atom,
+        atomic_cap: r.atomic_cap,
+        max_ee: r.max_ee,
+        max_rdd: r.max_rdd,
+        max_mw: r.max_mw,
+        max_raw_ipv6_qp: r.max_raw_ipv6_qp,
+        max_raw_ethy_qp: r.max_raw_ethy_qp,
+        max_mcast_grp: r.max_mcast_grp,
+        max_mcast_qp_attach: r.max_mcast_qp_attach,
+        max_total_mcast_qp_attach: r.max_total_mcast_qp_attach,
+        max_ah: r.max_ah,
+        max_fmr: r.max_fmr,
+        max_map_per_fmr: r.max_map_per_fmr,
+        max_srq: r.max_srq,
+        max_srq_wr: r.max_srq_wr,
+        max_srq_sge: r.max_srq_sge,
+        max_pkeys: r.max_pkeys,
+        local_ca_ack_delay: r.local_ca_ack_delay,
+        phys_port_cnt: r.phys_port_cnt,
+    }
+}
+
+fn port_attr(r: &v::IbUverbsQueryPortResp) -> PortAttr {
+    PortAttr {
+        state: r.state,
+        max_mtu: r.max_mtu,
+        active_mtu: r.active_mtu,
+        gid_tbl_len: r.gid_tbl_len,
+        port_cap_flags: r.port_cap_flags,
+        max_msg_sz: r.max_msg_sz,
+        bad_pkey_cntr: r.bad_pkey_cntr,
+        qkey_viol_cntr: r.qkey_viol_cntr,
+        pkey_tbl_len: r.pkey_tbl_len,
+        lid: r.lid,
+        sm_lid: r.sm_lid,
+        lmc: r.lmc,
+        max_vl_num: r.max_vl_num,
+        sm_sl: r.sm_sl,
+        subnet_timeout: r.subnet_timeout,
+        init_type_reply: r.init_type_reply,
+        active_width: r.active_width,
+        active_speed: r.active_speed,
+        phys_state: r.phys_state,
+        link_layer: r.link_layer,
+        flags: r.flags,
+        port_cap_flags2: 0,
+        active_speed_ex: 0,
     }
 }
 

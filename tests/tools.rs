@@ -22,29 +22,15 @@ fn devinfo_prints_what_ibv_devinfo_prints() {
 }
 
 #[test]
-fn verbose_devinfo_agrees_on_every_field_both_print() {
+fn verbose_devinfo_prints_what_ibv_devinfo_v_prints() {
+    // Every line: the extended attributes (QUERY_DEVICE_EX), flag names,
+    // port_cap_flags2 (ioctl QUERY_PORT) and the GID table (ioctl
+    // QUERY_GID_TABLE).
     let e = common::env();
     let ours = stdout(Command::new(RVERBS).args(["devinfo", "-v", "-d", &e.dev]));
     let theirs = stdout(Command::new("ibv_devinfo").args(["-v", "-d", &e.dev]));
-    let fields = |s: &str| -> Vec<(String, String)> {
-        s.lines()
-            .filter_map(|l| l.split_once(':'))
-            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-            .filter(|(k, v)| !k.is_empty() && !v.is_empty())
-            .collect()
-    };
-    let theirs = fields(&theirs);
-    let ours = fields(&ours);
-    assert!(
-        ours.len() >= 50,
-        "rverbs printed only {} fields",
-        ours.len()
-    );
-    for (k, v) in &ours {
-        let t = theirs.iter().find(|(tk, _)| tk == k);
-        let (_, tv) = t.unwrap_or_else(|| panic!("ibv_devinfo -v has no field {k:?}"));
-        assert_eq!(v, tv, "field {k}");
-    }
+    assert!(ours.lines().count() > 80, "too short: {ours}");
+    assert_eq!(ours, theirs);
 }
 
 #[test]

@@ -14,9 +14,9 @@ pub fn gids(dev: Option<&str>) -> Result<ExitCode> {
     let mut n = 0;
     for d in devs {
         let ctx = Context::open(&d)?;
-        let ports = ctx.query_device()?.phys_port_cnt;
-        for port in 1..=ports {
-            for g in ctx.gid_table(port)? {
+        {
+            for g in ctx.query_gid_table()? {
+                let port = g.port;
                 let hex: Vec<String> = g
                     .gid
                     .chunks(2)
@@ -29,8 +29,9 @@ pub fn gids(dev: Option<&str>) -> Result<ExitCode> {
                 };
                 let ver = match g.gid_type {
                     GidType::RoceV2 => "v2",
-                    GidType::IbRoceV1 => "v1",
-                    GidType::Other => "?",
+                    // show_gids prints sysfs's "IB/RoCE v1" as v1.
+                    GidType::Ib | GidType::RoceV1 => "v1",
+                    GidType::Other(_) => "?",
                 };
                 println!(
                     "{}\t{port}\t{}\t{}\t{:<16}\t{ver}\t{}",

@@ -37,7 +37,6 @@ pub fn write_cmd(fd: BorrowedFd<'_>, op: &'static str, cmd: &[u8]) -> Result<()>
 
 /// Issues `RDMA_VERBS_IOCTL` with an attribute array (header and attrs, as
 /// built by `uverbs_abi::ioctl`).
-#[allow(dead_code)] // the ioctl paths land with uverbs-abi's builder
 pub fn verbs_ioctl(
     fd: BorrowedFd<'_>,
     op: &'static str,
@@ -58,4 +57,18 @@ pub fn verbs_ioctl(
         }
         return Ok(());
     }
+}
+
+/// The name of the network interface `ifindex`, or `None` if there is none
+/// (it went away, or the index is stale).
+pub fn if_name(ifindex: u32) -> Option<String> {
+    let mut buf = [0u8; libc::IF_NAMESIZE];
+    // SAFETY: buf is IF_NAMESIZE bytes, the size if_indextoname writes at
+    // most (name and NUL); it returns NULL or a pointer into buf.
+    let r = unsafe { libc::if_indextoname(ifindex, buf.as_mut_ptr().cast()) };
+    if r.is_null() {
+        return None;
+    }
+    let len = buf.iter().position(|&b| b == 0)?;
+    std::str::from_utf8(&buf[..len]).ok().map(str::to_string)
 }
