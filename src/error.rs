@@ -114,6 +114,20 @@ pub enum Error {
         /// Why.
         what: String,
     },
+    /// An rdma_cm command failed (which command, on which id, errno).
+    Cm(rverbs_cm::Error),
+    /// An rdma_cm id got another event than the one it waited for (an
+    /// error event such as `ADDR_ERROR`, `REJECTED`, `UNREACHABLE`).
+    CmEvent {
+        /// What was awaited.
+        expected: &'static str,
+        /// What came (`RDMA_CM_EVENT_REJECTED`).
+        got: String,
+        /// Its status: a negative errno or a reject reason.
+        status: i32,
+        /// Private data that came with it (a reject's).
+        private_data: Vec<u8>,
+    },
     /// An I/O error outside the verbs ABI (sysfs, netlink socket).
     Io {
         /// What was being read or written.
@@ -141,6 +155,7 @@ impl Error {
         match self {
             Error::Kernel { errno, .. } => Some(*errno),
             Error::Io { source, .. } => source.raw_os_error().map(Errno),
+            Error::Cm(e) => e.errno().map(Errno),
             _ => None,
         }
     }
@@ -171,6 +186,13 @@ impl fmt::Display for Error {
             Error::InvalidWorkRequest { index, what } => {
                 write!(f, "work request {index} rejected: {what}")
             }
+            Error::Cm(e) => write!(f, "{e}"),
+            Error::CmEvent {
+                expected,
+                got,
+                status,
+                ..
+            } => write!(f, "waiting for {expected}: got {got} (status {status})"),
             Error::Io { what, source } => write!(f, "{what}: {source}"),
         }
     }
@@ -180,6 +202,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Io { source, .. } => Some(source),
+            Error::Cm(e) => Some(e),
             _ => None,
         }
     }
@@ -187,3 +210,9 @@ impl std::error::Error for Error {
 
 /// `Result<T, rverbs::Error>`.
 pub type Result<T> = std::result::Result<T, Error>;
+
+impl From<rverbs_cm::Error> for Error {
+    fn from(e: rverbs_cm::Error) -> Error {
+        Error::Cm(e)
+    }
+}

@@ -44,6 +44,7 @@
 #![warn(missing_docs)]
 
 pub mod ah;
+pub mod cm;
 pub mod context;
 pub mod cq;
 pub mod device;

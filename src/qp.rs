@@ -117,6 +117,31 @@ pub(crate) struct QpInner {
     maps: Vec<Mapping>,
 }
 
+impl QpInner {
+    /// MODIFY_QP with attributes and mask the kernel produced (rdma_cm's
+    /// `INIT_QP_ATTR`), optionally overriding the read depths.
+    pub(crate) fn modify_kernel_attr(&self, attr: &v::IbUverbsQpAttr) -> Result<()> {
+        let cmd = attr::encode_kernel_attr(attr, self.handle);
+        self.ctx
+            .cmd_no_resp("MODIFY_QP", v::IB_USER_VERBS_CMD_MODIFY_QP, &cmd)
+    }
+
+    /// MODIFY_QP to ERR: outstanding work flushes.
+    pub(crate) fn to_error(&self) -> Result<()> {
+        let cmd = QpAttr::err().encode(self.handle)?;
+        self.ctx
+            .cmd_no_resp("MODIFY_QP", v::IB_USER_VERBS_CMD_MODIFY_QP, &cmd)
+    }
+
+    pub(crate) fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    pub(crate) fn uses_srq(&self) -> bool {
+        self._srq.is_some()
+    }
+}
+
 impl Drop for QpInner {
     fn drop(&mut self) {
         let r: Result<v::IbUverbsDestroyQpResp> = self.ctx.cmd(
@@ -385,6 +410,12 @@ impl Qp {
         self.inner
             .ctx
             .cmd_no_resp("MODIFY_QP", v::IB_USER_VERBS_CMD_MODIFY_QP, &cmd)
+    }
+
+    /// The QP's control half (handle and context), for the rdma_cm glue
+    /// that moves the QP through its states while the user posts.
+    pub(crate) fn control(&self) -> Arc<QpInner> {
+        self.inner.clone()
     }
 
     /// Queries the QP's state (`QUERY_QP`).

@@ -343,3 +343,55 @@ impl QpAttr {
         Ok(c)
     }
 }
+
+/// The `ib_uverbs_qp_dest` of an `ib_uverbs_ah_attr` (the same address
+/// vector in the layout MODIFY_QP wants).
+fn dest_of(a: &v::IbUverbsAhAttr) -> v::IbUverbsQpDest {
+    let mut d = v::IbUverbsQpDest::new_zeroed();
+    d.dgid = a.grh.dgid;
+    d.flow_label = a.grh.flow_label;
+    d.sgid_index = a.grh.sgid_index;
+    d.hop_limit = a.grh.hop_limit;
+    d.traffic_class = a.grh.traffic_class;
+    d.dlid = a.dlid;
+    d.sl = a.sl;
+    d.src_path_bits = a.src_path_bits;
+    d.static_rate = a.static_rate;
+    d.is_global = a.is_global;
+    d.port_num = a.port_num;
+    d
+}
+
+/// A MODIFY_QP command from attributes the kernel itself produced (the
+/// rdma_cm's `INIT_QP_ATTR` answer) with its own mask: the values were
+/// negotiated by the connection, so they pass through unchanged.
+pub(crate) fn encode_kernel_attr(a: &v::IbUverbsQpAttr, qp_handle: u32) -> v::IbUverbsModifyQp {
+    let mut c = v::IbUverbsModifyQp::new_zeroed();
+    c.qp_handle = qp_handle;
+    c.attr_mask = a.qp_attr_mask;
+    c.dest = dest_of(&a.ah_attr);
+    c.alt_dest = dest_of(&a.alt_ah_attr);
+    c.qkey = a.qkey;
+    c.rq_psn = a.rq_psn;
+    c.sq_psn = a.sq_psn;
+    c.dest_qp_num = a.dest_qp_num;
+    c.qp_access_flags = a.qp_access_flags;
+    c.pkey_index = a.pkey_index;
+    c.alt_pkey_index = a.alt_pkey_index;
+    // States, MTU and migration state are small enums carried in u32s.
+    c.qp_state = a.qp_state as u8;
+    c.cur_qp_state = a.cur_qp_state as u8;
+    c.path_mtu = a.path_mtu as u8;
+    c.path_mig_state = a.path_mig_state as u8;
+    c.en_sqd_async_notify = a.en_sqd_async_notify;
+    c.max_rd_atomic = a.max_rd_atomic;
+    c.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    c.min_rnr_timer = a.min_rnr_timer;
+    c.port_num = a.port_num;
+    c.timeout = a.timeout;
+    c.retry_cnt = a.retry_cnt;
+    c.rnr_retry = a.rnr_retry;
+    c.alt_port_num = a.alt_port_num;
+    c.alt_timeout = a.alt_timeout;
+    c
+}

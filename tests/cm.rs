@@ -1,0 +1,330 @@
+//! rdma_cm on rxe0: ids, events, connection setup that drives the QP, and
+//! the error events.
+
+mod common;
+
+use rverbs::cm::{CmChannel, CmEvent, CmId, ConnParam, EventType, PortSpace};
+use rverbs::{
+    Access, CompChannel, Cq, Error, Mr, Pd, Qp, QpCaps, QpInit, QpType, RecvWr, SendOp, SendWr, Wc,
+    WcOpcode, WcStatus,
+};
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn addr(port: u16) -> SocketAddr {
+    format!("{}:{port}", common::env().addr).parse().unwrap()
+}
+
+/// What one side of a connection needs.
+struct Conn {
+    _pd: Pd,
+    cq: Cq,
+    qp: Qp,
+    mr: Mr,
+}
+
+fn setup(id: &CmId) -> Conn {
+    let ctx = id.context().expect("the id's device context");
+    assert_eq!(ctx.device().name(), common::env().dev);
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16, None::<&CompChannel>, 0).unwrap();
+    let qp = id
+        .create_qp(
+            &pd,
+            &QpInit {
+                qp_type: QpType::Rc,
+                send_cq: &cq,
+                recv_cq: &cq,
+                caps: QpCaps {
+                    max_send_wr: 8,
+                    max_recv_wr: 8,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+                sq_sig_all: true,
+                srq: None,
+            },
+        )
+        .expect("create the id's QP");
+    let mr = pd
+        .alloc_mr(
+            4096,
+            Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE,
+        )
+        .unwrap();
+    Conn {
+        _pd: pd,
+        cq,
+        qp,
+        mr,
+    }
+}
+
+fn wait(cq: &mut Cq, n: usize) -> Vec<Wc> {
+    let mut out = Vec::new();
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut buf = [Wc::default(); 8];
+    while out.len() < n {
+        let k = cq.poll(&mut buf);
+        out.extend_from_slice(&buf[..k]);
+        assert!(Instant::now() < until, "timed out: {out:?}");
+    }
+    out
+}
+
+fn next(chan: &std::sync::Arc<CmChannel>) -> CmEvent {
+    assert!(chan.poll(10_000).unwrap(), "no rdma_cm event within 10 s");
+    chan.get_event().unwrap()
+}
+
+/// A listener on the test address, port chosen by the kernel.
+fn listener() -> (std::sync::Arc<CmChannel>, CmId, u16) {
+    let chan = CmChannel::new().expect("open rdma_cm");
+    let l = chan.create_id(PortSpace::TCP).unwrap();
+    l.bind(&addr(0)).unwrap();
+    l.listen(8).unwrap();
+    let port = l.local_addr().unwrap().port();
+    assert_ne!(port, 0);
+    (chan, l, port)
+}
+
+#[test]
+fn connect_accept_exchange_and_disconnect() {
+    let (chan, l, port) = listener();
+    let info = l.query_addr().unwrap();
+    assert_eq!(info.src, Some(addr(port)));
+    assert_ne!(info.node_guid, 0, "bound to rxe0's address: a device");
+
+    let (tx, rx) = mpsc::channel();
+    let server = std::thread::spawn(move || {
+        let ev = next(&chan);
+        assert_eq!(ev.kind, EventType::CONNECT_REQUEST, "{ev:?}");
+        assert_eq!(ev.uid, l.uid());
+        assert_eq!(ev.conn.private_data[..5], *b"hello");
+        let id = ev.request.expect("a new id");
+        let mut c = setup(&id);
+        c.qp.post_recv(&[RecvWr {
+            wr_id: 1,
+            sges: &[c.mr.slice(0, 64).unwrap()],
+        }])
+        .unwrap();
+        // A second receive stays outstanding: it must flush once at
+        // disconnect.
+        c.qp.post_recv(&[RecvWr {
+            wr_id: 2,
+            sges: &[c.mr.slice(64, 64).unwrap()],
+        }])
+        .unwrap();
+        id.accept(&ConnParam {
+            private_data: b"welcome".to_vec(),
+            ..ConnParam::default()
+        })
+        .unwrap();
+        let ev = next(&chan);
+        assert_eq!(ev.kind, EventType::ESTABLISHED, "{ev:?}");
+        assert_eq!(ev.uid, id.uid());
+        let peer = id.peer_addr().unwrap();
+        // The client's RDMA READ of this needs REMOTE_READ, which the
+        // connection (responder resources 1) set on our QP.
+        c.mr.write(200, b"server data").unwrap();
+        tx.send((peer, c.mr.addr() + 200, c.mr.rkey())).unwrap();
+        let r = wait(&mut c.cq, 1);
+        assert_eq!((r[0].wr_id, r[0].status), (1, WcStatus::SUCCESS));
+        let mut got = [0u8; 11];
+        c.mr.read(0, &mut got).unwrap();
+        assert_eq!(&got, b"from client");
+        let ev = next(&chan);
+        assert_eq!(ev.kind, EventType::DISCONNECTED, "{ev:?}");
+        let f = wait(&mut c.cq, 1);
+        assert_eq!(
+            (f[0].wr_id, f[0].status),
+            (2, WcStatus::WR_FLUSH_ERR),
+            "the outstanding receive flushes once"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(c.cq.poll(&mut [Wc::default(); 4]), 0, "and only once");
+    });
+
+    let chan = CmChannel::new().unwrap();
+    let id = chan.create_id(PortSpace::TCP).unwrap();
+    id.resolve(None, &addr(port), 2000).expect("resolve");
+    assert_eq!(id.num_paths().unwrap(), 1);
+    assert_eq!(id.peer_addr().unwrap(), addr(port));
+    let mut c = setup(&id);
+    let peer = id
+        .connect_sync(&ConnParam {
+            private_data: b"hello".to_vec(),
+            responder_resources: 1,
+            initiator_depth: 1,
+            ..ConnParam::default()
+        })
+        .expect("connect");
+    assert_eq!(peer.private_data[..7], *b"welcome");
+    let (seen_by_server, raddr, rkey) = rx.recv().unwrap();
+    assert_eq!(seen_by_server, id.local_addr().unwrap());
+    c.qp.post_send(&[SendWr::new(
+        9,
+        SendOp::Read(rverbs::Remote { addr: raddr, rkey }),
+        &[c.mr.slice(1000, 11).unwrap()],
+    )])
+    .unwrap();
+    let r = wait(&mut c.cq, 1);
+    assert_eq!((r[0].wr_id, r[0].status), (9, WcStatus::SUCCESS), "{r:?}");
+    let mut got = [0u8; 11];
+    c.mr.read(1000, &mut got).unwrap();
+    assert_eq!(&got, b"server data");
+    c.mr.write(0, b"from client").unwrap();
+    c.qp.post_send(&[SendWr::new(10, SendOp::Send, &[c.mr.slice(0, 11).unwrap()])])
+        .unwrap();
+    let s = wait(&mut c.cq, 1);
+    assert_eq!(
+        (s[0].wr_id, s[0].status, s[0].opcode),
+        (10, WcStatus::SUCCESS, WcOpcode::SEND)
+    );
+    id.disconnect().unwrap();
+    let ev = id.wait_event(EventType::DISCONNECTED).unwrap();
+    assert_eq!(ev.uid, id.uid());
+    server.join().unwrap();
+}
+
+#[test]
+fn a_rejected_request_carries_the_private_data() {
+    let (chan, l, port) = listener();
+    let server = std::thread::spawn(move || {
+        let ev = next(&chan);
+        assert_eq!(ev.kind, EventType::CONNECT_REQUEST);
+        let id = ev.request.unwrap();
+        id.reject(b"go away").unwrap();
+        drop(l);
+    });
+    let chan = CmChannel::new().unwrap();
+    let id = chan.create_id(PortSpace::TCP).unwrap();
+    id.resolve(None, &addr(port), 2000).unwrap();
+    let _c = setup(&id);
+    match id.connect_sync(&ConnParam::default()) {
+        Err(Error::CmEvent {
+            got,
+            status,
+            private_data,
+            ..
+        }) => {
+            assert_eq!(got, "RDMA_CM_EVENT_REJECTED");
+            assert_eq!(status, 28, "IB_CM_REJ_CONSUMER_DEFINED");
+            assert_eq!(private_data[..7], *b"go away");
+        }
+        other => panic!("expected REJECTED, got {other:?}"),
+    }
+    server.join().unwrap();
+}
+
+#[test]
+fn connecting_to_a_port_nobody_listens_on_is_rejected() {
+    let chan = CmChannel::new().unwrap();
+    let id = chan.create_id(PortSpace::TCP).unwrap();
+    id.resolve(None, &addr(1), 2000).unwrap();
+    let _c = setup(&id);
+    id.connect(&ConnParam::default()).unwrap();
+    let ev = next(&chan);
+    assert!(
+        ev.kind == EventType::REJECTED || ev.kind == EventType::UNREACHABLE,
+        "{ev:?}"
+    );
+    if ev.kind == EventType::REJECTED {
+        assert_eq!(ev.status, 8, "IB_CM_REJ_INVALID_SERVICE_ID");
+    }
+}
+
+#[test]
+fn resolving_an_address_nobody_answers_is_an_addr_error() {
+    let chan = CmChannel::new().unwrap();
+    let id = chan.create_id(PortSpace::TCP).unwrap();
+    // On rxe0's subnet, but no host: neighbour resolution times out.
+    let dst: SocketAddr = "10.77.0.99:7000".parse().unwrap();
+    id.resolve_addr(None, &dst, 500).unwrap();
+    let ev = next(&chan);
+    assert_eq!(ev.kind, EventType::ADDR_ERROR, "{ev:?}");
+    assert!(ev.status < 0, "a negative errno: {}", ev.status);
+    // Off every subnet, with no default route: refused at once, naming
+    // the command.
+    let id = chan.create_id(PortSpace::TCP).unwrap();
+    let far: SocketAddr = "192.0.2.1:7000".parse().unwrap();
+    match id.resolve_addr(None, &far, 500) {
+        Err(e) => {
+            assert!(e.to_string().contains("RESOLVE_ADDR"), "{e}");
+            assert!(e.errno().is_some());
+        }
+        Ok(()) => {
+            let ev = next(&chan);
+            assert_eq!(ev.kind, EventType::ADDR_ERROR, "{ev:?}");
+        }
+    }
+}
+
+#[test]
+fn destroying_an_id_with_events_pending_drops_them() {
+    let chan = CmChannel::new().unwrap();
+    let id = chan.create_id(PortSpace::TCP).unwrap();
+    id.resolve_addr(None, &addr(7000), 2000).unwrap();
+    // Let ADDR_RESOLVED be queued, then destroy the id unread.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(chan.poll(0).unwrap(), "an event is queued");
+    drop(id);
+    assert!(
+        !chan.poll(200).unwrap(),
+        "the destroyed id's event went with it"
+    );
+    // The channel still works for other ids.
+    let id = chan.create_id(PortSpace::TCP).unwrap();
+    id.resolve_addr(None, &addr(7000), 2000).unwrap();
+    let ev = id.wait_event(EventType::ADDR_RESOLVED).unwrap();
+    assert_eq!(ev.uid, id.uid());
+    chan.set_nonblocking(true).unwrap();
+    let e = chan.get_event().unwrap_err();
+    assert_eq!(e.errno().map(|e| e.0), Some(libc_eagain()));
+}
+
+fn libc_eagain() -> i32 {
+    11
+}
+
+#[test]
+fn an_id_migrates_to_another_channel() {
+    let a = CmChannel::new().unwrap();
+    let b = CmChannel::new().unwrap();
+    let mut id = a.create_id(PortSpace::TCP).unwrap();
+    id.migrate(&b).unwrap();
+    id.resolve_addr(None, &addr(7000), 2000).unwrap();
+    let ev = next(&b);
+    assert_eq!((ev.kind, ev.uid), (EventType::ADDR_RESOLVED, id.uid()));
+    assert!(!a.poll(100).unwrap(), "nothing on the old channel");
+}
+
+#[test]
+fn a_pd_of_another_context_is_refused() {
+    let (_chan, l, _port) = listener();
+    let other = rverbs::Context::open_by_name(Some(&common::env().dev)).unwrap();
+    let pd = other.alloc_pd().unwrap();
+    let cq = other.create_cq(4, None, 0).unwrap();
+    let err = l
+        .create_qp(
+            &pd,
+            &QpInit {
+                qp_type: QpType::Rc,
+                send_cq: &cq,
+                recv_cq: &cq,
+                caps: QpCaps {
+                    max_send_wr: 1,
+                    max_recv_wr: 1,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+                sq_sig_all: false,
+                srq: None,
+            },
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("context"), "{err}");
+}
