@@ -5,6 +5,11 @@ mod gids;
 mod link;
 mod perf;
 mod pingpong;
+mod rping;
+
+/// The classic rdma_cm client/server, shared with `examples/cm_basic.rs`.
+#[path = "../../examples/cm_basic.rs"]
+mod cm_basic;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -43,6 +48,21 @@ enum Cmd {
     Perf(perf::PerfArgs),
     /// RC ping-pong, wire-compatible with ibv_rc_pingpong.
     Pingpong(pingpong::PingpongArgs),
+    /// RDMA ping over rdma_cm, wire-compatible with rdma-core's rping.
+    Rping(rping::RpingArgs),
+    /// The classic rdma_cm server: listens on a kernel-chosen port.
+    CmServer {
+        /// Listen on this port instead (0: let the kernel choose).
+        #[arg(short = 'p', long, default_value_t = 0)]
+        port: u16,
+    },
+    /// The classic rdma_cm client: one message each way, then disconnect.
+    CmClient {
+        /// The server's address.
+        addr: String,
+        /// The server's port.
+        port: u16,
+    },
 }
 
 pub fn main() -> ExitCode {
@@ -55,6 +75,9 @@ pub fn main() -> ExitCode {
         Cmd::Perf(a) => perf::perf(&a),
         Cmd::Link { cmd } => link::link(cmd.as_ref()),
         Cmd::Netdevs => link::netdevs(),
+        Cmd::Rping(a) => rping::rping(&a),
+        Cmd::CmServer { port } => cm_basic::server(port).map(|()| ExitCode::SUCCESS),
+        Cmd::CmClient { addr, port } => cm_basic::client(&addr, port).map(|()| ExitCode::SUCCESS),
     };
     match res {
         Ok(code) => code,
