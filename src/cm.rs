@@ -417,13 +417,13 @@ impl CmId {
         if init.qp_type == QpType::Ud {
             // UD needs no peer: straight to RTS, as librdmacm does.
             let rtr = IbUverbsQpAttr {
-                qp_attr_mask: 1, // IB_QP_STATE
+                qp_attr_mask: crate::qp::attr::mask::STATE,
                 qp_state: QPS_RTR,
                 ..IbUverbsQpAttr::default()
             };
             control.modify_kernel_attr(&rtr)?;
             let rts = IbUverbsQpAttr {
-                qp_attr_mask: 1 | (1 << 11), // IB_QP_STATE | IB_QP_SQ_PSN
+                qp_attr_mask: crate::qp::attr::mask::STATE | crate::qp::attr::mask::SQ_PSN,
                 qp_state: QPS_RTS,
                 ..IbUverbsQpAttr::default()
             };
@@ -587,5 +587,27 @@ impl CmId {
     pub fn connect_sync(&self, p: &ConnParam) -> Result<ConnParam> {
         self.connect(p)?;
         Ok(self.wait_event(EventType::ESTABLISHED)?.conn)
+    }
+}
+
+/// The address vector of a UD event's peer ([`CmEvent::ud`]), for
+/// [`Pd::create_ah`](crate::Pd::create_ah).
+pub fn ud_ah_attr(ud: &UdParam) -> crate::AhAttr {
+    use zerocopy::FromBytes;
+    // 32 bytes of `struct ib_uverbs_ah_attr`, exactly its size.
+    let a = uverbs_abi::verbs::IbUverbsAhAttr::read_from_bytes(&ud.ah_attr).unwrap_or_default();
+    crate::AhAttr {
+        dlid: a.dlid,
+        sl: a.sl,
+        src_path_bits: a.src_path_bits,
+        static_rate: a.static_rate,
+        port_num: a.port_num,
+        grh: (a.is_global != 0).then_some(crate::Grh {
+            dgid: a.grh.dgid,
+            flow_label: a.grh.flow_label,
+            sgid_index: a.grh.sgid_index,
+            hop_limit: a.grh.hop_limit,
+            traffic_class: a.grh.traffic_class,
+        }),
     }
 }

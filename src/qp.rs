@@ -2,7 +2,7 @@
 //! data path: post send (rxe: ring write + the `POST_SEND` doorbell), post
 //! receive (ring write only).
 
-mod attr;
+pub(crate) mod attr;
 mod wr;
 
 pub use attr::{AhAttr, Grh, Mtu, QpAttr, QpState};

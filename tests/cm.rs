@@ -328,3 +328,81 @@ fn a_pd_of_another_context_is_refused() {
         .unwrap_err();
     assert!(err.to_string().contains("context"), "{err}");
 }
+
+fn ud_init(cq: &Cq) -> QpInit<'_> {
+    QpInit {
+        qp_type: QpType::Ud,
+        send_cq: cq,
+        recv_cq: cq,
+        caps: QpCaps {
+            max_send_wr: 4,
+            max_recv_wr: 4,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        },
+        sq_sig_all: true,
+        srq: None,
+    }
+}
+
+#[test]
+fn ud_ids_resolve_the_peer_qp_and_a_datagram_arrives() {
+    use rverbs::cm::ud_ah_attr;
+    let chan = CmChannel::new().unwrap();
+    let l = chan.create_id(PortSpace::UDP).unwrap();
+    l.bind(&addr(0)).unwrap();
+    l.listen(4).unwrap();
+    let port = l.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let ev = next(&chan);
+        assert_eq!(ev.kind, EventType::CONNECT_REQUEST, "{ev:?}");
+        let id = ev.request.unwrap();
+        let ctx = id.context().unwrap();
+        let pd = ctx.alloc_pd().unwrap();
+        let mut cq = ctx.create_cq(8, None, 0).unwrap();
+        let mut qp = id.create_qp(&pd, &ud_init(&cq)).unwrap();
+        let buf = pd.alloc_mr(40 + 64, Access::LOCAL_WRITE).unwrap();
+        qp.post_recv(&[RecvWr {
+            wr_id: 5,
+            sges: &[buf.all().unwrap()],
+        }])
+        .unwrap();
+        id.accept(&ConnParam::default()).unwrap();
+        let r = wait(&mut cq, 1);
+        assert_eq!((r[0].wr_id, r[0].status), (5, WcStatus::SUCCESS), "{r:?}");
+        let mut got = [0u8; 9];
+        buf.read(40, &mut got).unwrap();
+        assert_eq!(&got, b"datagram!");
+        drop(l);
+        qp.qpn()
+    });
+    let chan = CmChannel::new().unwrap();
+    let id = chan.create_id(PortSpace::UDP).unwrap();
+    id.resolve(None, &addr(port), 2000).unwrap();
+    let ctx = id.context().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq = ctx.create_cq(8, None, 0).unwrap();
+    let mut qp = id.create_qp(&pd, &ud_init(&cq)).unwrap();
+    // A UD "connect" is a service-ID resolution: the answer names the
+    // peer's QP, its Q_Key and the address vector to reach it.
+    let ev = {
+        id.connect(&ConnParam::default()).unwrap();
+        id.wait_event(EventType::ESTABLISHED).unwrap()
+    };
+    assert_ne!(ev.ud.qp_num, 0);
+    let ah = pd.create_ah(&ud_ah_attr(&ev.ud)).unwrap();
+    let mr = pd.alloc_mr(64, Access::LOCAL_WRITE).unwrap();
+    mr.write(0, b"datagram!").unwrap();
+    qp.post_send(
+        &[SendWr::new(1, SendOp::Send, &[mr.slice(0, 9).unwrap()]).to(
+            &ah,
+            ev.ud.qp_num,
+            ev.ud.qkey,
+        )],
+    )
+    .unwrap();
+    let s = wait(&mut cq, 1);
+    assert_eq!(s[0].status, WcStatus::SUCCESS, "{s:?}");
+    assert_eq!(server.join().unwrap(), ev.ud.qp_num);
+}

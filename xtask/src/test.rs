@@ -281,7 +281,10 @@ fn testbed_checks(tally: &mut Tally) {
         Err(e) => tally.fail(what, &e),
     }
     match build_rverbs() {
-        Ok(bin) => two_host_pingpong(tally, &base, &bin),
+        Ok(bin) => {
+            two_host_pingpong(tally, &base, &bin);
+            two_host_cm(tally, &base, &bin);
+        }
         Err(e) => tally.fail("two hosts: rverbs pingpong", &e),
     }
     static_binary(tally, &base);
@@ -403,6 +406,81 @@ fn two_host_pingpong(tally: &mut Tally, base: &vm::Options, bin: &str) {
             Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
             Err(e) => tally.fail(what, &e),
         }
+    }
+}
+
+/// Two hosts over rdma_cm: rping in both roles against rdma-core's, and the
+/// classic cm-server / cm-client pair.
+fn two_host_cm(tally: &mut Tally, base: &vm::Options, bin: &str) {
+    let retry = |client: &str| {
+        format!("for i in $(seq 50); do {client} && exit 0; sleep 0.3; done; exit 1")
+    };
+    let ours = format!("{bin} rping");
+    for (what, server, client) in [
+        (
+            "two hosts: rverbs rping client -> rdma-core rping server",
+            "rping",
+            ours.as_str(),
+        ),
+        (
+            "two hosts: rdma-core rping client -> rverbs rping server",
+            ours.as_str(),
+            "rping",
+        ),
+    ] {
+        let client = format!("{client} -c -a $RVERBS_PEER_ADDR -p 7500 -C 20 -V -v");
+        match vm::run(&vm::Options {
+            two_hosts: true,
+            capture: true,
+            cmd: vec!["sh".into(), "-c".into(), retry(&client)],
+            peer_cmd: Some(format!("{server} -s -p 7500 -v")),
+            ..base.clone()
+        }) {
+            Ok(o) if o.success() => {
+                let pings = o.lines[0]
+                    .iter()
+                    .filter(|l| l.contains("ping data: rdma-ping-"))
+                    .count();
+                let served = o.lines[1]
+                    .iter()
+                    .filter(|l| l.contains("server ping data: rdma-ping-"))
+                    .count();
+                if pings == 20 && served == 20 {
+                    tally.pass(what)
+                } else {
+                    tally.fail(what, &format!("{pings} pings, {served} served"))
+                }
+            }
+            Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
+            Err(e) => tally.fail(what, &e),
+        }
+    }
+    // The server prints its kernel-chosen port on its own console; give it
+    // a known one so the client on the other host can find it.
+    let what = "two hosts: rverbs cm-client -> rverbs cm-server";
+    let server = format!(
+        "{bin} cm-server -p 7501 > /tmp/s.out 2>&1 & P=$!; \
+         for i in $(seq 300); do grep -q 'peer disconnected.' /tmp/s.out && break; sleep 0.2; done; \
+         kill $P; cat /tmp/s.out; grep -q 'received message: message from active/client side' /tmp/s.out"
+    );
+    let client = retry(&format!("{bin} cm-client $RVERBS_PEER_ADDR 7501"));
+    match vm::run(&vm::Options {
+        two_hosts: true,
+        capture: true,
+        cmd: vec!["sh".into(), "-c".into(), client],
+        peer_cmd: Some(server),
+        ..base.clone()
+    }) {
+        Ok(o)
+            if o.success()
+                && o.lines[0]
+                    .iter()
+                    .any(|l| l.contains("received message: message from passive/server side")) =>
+        {
+            tally.pass(what)
+        }
+        Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
+        Err(e) => tally.fail(what, &e),
     }
 }
 
