@@ -54,3 +54,23 @@ fn gids_show_the_ipv4_mapped_roce_v2_gid() {
     assert_eq!(cols[5], "v2");
     assert!(out.contains("n_gids_found="));
 }
+
+#[test]
+fn selftest_passes_every_check_on_rxe() {
+    let e = common::env();
+    let out = stdout(Command::new(RVERBS).args(["selftest", "-d", &e.dev]));
+    let pass = out.lines().filter(|l| l.starts_with("PASS  ")).count();
+    assert_eq!(pass, 5, "{out}");
+    assert!(out.contains("5 of 5 checks passed"), "{out}");
+    assert!(out.contains("driver rxe"), "{out}");
+    let bad = Command::new(RVERBS)
+        .args(["selftest", "-d", "nosuchdev"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("no RDMA device named nosuchdev"),
+        "{}",
+        show(&bad)
+    );
+}

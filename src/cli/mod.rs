@@ -6,6 +6,7 @@ mod link;
 mod perf;
 mod pingpong;
 mod rping;
+mod selftest;
 
 /// The classic rdma_cm client/server, shared with `examples/cm_basic.rs`.
 #[path = "../../examples/cm_basic.rs"]
@@ -48,6 +49,8 @@ enum Cmd {
     Perf(perf::PerfArgs),
     /// RC ping-pong, wire-compatible with ibv_rc_pingpong.
     Pingpong(pingpong::PingpongArgs),
+    /// Loopback checks on one device: send, write, read, atomics, inline.
+    Selftest(selftest::SelftestArgs),
     /// RDMA ping over rdma_cm, wire-compatible with rdma-core's rping.
     Rping(rping::RpingArgs),
     /// The classic rdma_cm server: listens on a kernel-chosen port.
@@ -76,6 +79,7 @@ pub fn main() -> ExitCode {
         Cmd::Link { cmd } => link::link(cmd.as_ref()),
         Cmd::Netdevs => link::netdevs(),
         Cmd::Rping(a) => rping::rping(&a),
+        Cmd::Selftest(a) => selftest::selftest(&a),
         Cmd::CmServer { port } => cm_basic::server(port).map(|()| ExitCode::SUCCESS),
         Cmd::CmClient { addr, port } => cm_basic::client(&addr, port).map(|()| ExitCode::SUCCESS),
     };
