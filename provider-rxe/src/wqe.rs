@@ -2,85 +2,93 @@
 //! `struct rxe_recv_wqe`, `struct rxe_sge` in `rdma_user_rxe.h`) and of the
 //! CQ entry (`struct ib_uverbs_wc` in `ib_user_verbs.h`).
 //!
-//! The provider writes entries as plain bytes at these offsets; the test at
-//! the bottom proves every offset equal to `offset_of!` on the `uverbs-abi`
-//! types, which are themselves checked against the C headers.
+//! The provider writes entries as plain bytes at these offsets. Every one is
+//! `offset_of!` on the `uverbs-abi` types, which that crate's tests compare
+//! with the C headers member by member: nothing here is typed in by hand.
+
+use core::mem::{offset_of, size_of};
+use uverbs_abi::rxe::offsets::{recv_wqe, send_wqe};
+use uverbs_abi::rxe::{RxeDmaInfo, RxeSendWqe, RxeSendWr, RxeSge, RXE_SEND_WR_UNION_LEN};
+use uverbs_abi::verbs::IbUverbsWc;
 
 /// Offsets inside `struct rxe_send_wqe`.
 #[allow(missing_docs)] // each constant is the C member of the same name
 pub mod send {
-    pub const WR_ID: usize = 0;
-    pub const WR_RESERVED: usize = 8;
-    pub const OPCODE: usize = 12;
-    pub const SEND_FLAGS: usize = 16;
-    pub const EX_IMM: usize = 20;
+    use super::*;
+    pub const WR_ID: usize = send_wqe::WR_ID;
+    pub const WR_RESERVED: usize = offset_of!(RxeSendWqe, wr) + offset_of!(RxeSendWr, reserved);
+    pub const OPCODE: usize = send_wqe::OPCODE;
+    pub const SEND_FLAGS: usize = send_wqe::SEND_FLAGS;
+    pub const EX_IMM: usize = send_wqe::EX;
     /// Start and length of the opcode-specific `wr` union.
-    pub const WR_UNION: usize = 24;
-    pub const WR_UNION_LEN: usize = 120;
-    pub const RDMA_REMOTE_ADDR: usize = 24;
-    pub const RDMA_RKEY: usize = 32;
-    pub const ATOMIC_REMOTE_ADDR: usize = 24;
-    pub const ATOMIC_COMPARE_ADD: usize = 32;
-    pub const ATOMIC_SWAP: usize = 40;
-    pub const ATOMIC_RKEY: usize = 48;
-    pub const UD_REMOTE_QPN: usize = 24;
-    pub const UD_REMOTE_QKEY: usize = 28;
-    pub const UD_AH_NUM: usize = 36;
-    pub const STATUS: usize = 144;
-    pub const STATE: usize = 148;
-    pub const IOVA: usize = 152;
-    pub const MASK: usize = 160;
-    pub const FIRST_PSN: usize = 164;
-    pub const LAST_PSN: usize = 168;
-    pub const ACK_LENGTH: usize = 172;
-    pub const SSN: usize = 176;
-    pub const HAS_RD_ATOMIC: usize = 180;
-    pub const DMA_LENGTH: usize = 184;
-    pub const DMA_RESID: usize = 188;
-    pub const DMA_CUR_SGE: usize = 192;
-    pub const DMA_NUM_SGE: usize = 196;
-    pub const DMA_SGE_OFFSET: usize = 200;
-    pub const DMA_RESERVED: usize = 204;
+    pub const WR_UNION: usize = send_wqe::WR_UNION;
+    pub const WR_UNION_LEN: usize = RXE_SEND_WR_UNION_LEN;
+    pub const RDMA_REMOTE_ADDR: usize = send_wqe::RDMA_REMOTE_ADDR;
+    pub const RDMA_RKEY: usize = send_wqe::RDMA_RKEY;
+    pub const ATOMIC_REMOTE_ADDR: usize = send_wqe::ATOMIC_REMOTE_ADDR;
+    pub const ATOMIC_COMPARE_ADD: usize = send_wqe::ATOMIC_COMPARE_ADD;
+    pub const ATOMIC_SWAP: usize = send_wqe::ATOMIC_SWAP;
+    pub const ATOMIC_RKEY: usize = send_wqe::ATOMIC_RKEY;
+    pub const UD_REMOTE_QPN: usize = send_wqe::UD_REMOTE_QPN;
+    pub const UD_REMOTE_QKEY: usize = send_wqe::UD_REMOTE_QKEY;
+    pub const UD_AH_NUM: usize = send_wqe::UD_AH_NUM;
+    pub const STATUS: usize = send_wqe::STATUS;
+    pub const STATE: usize = send_wqe::STATE;
+    pub const IOVA: usize = send_wqe::IOVA;
+    pub const MASK: usize = send_wqe::MASK;
+    pub const FIRST_PSN: usize = offset_of!(RxeSendWqe, first_psn);
+    pub const LAST_PSN: usize = offset_of!(RxeSendWqe, last_psn);
+    pub const ACK_LENGTH: usize = offset_of!(RxeSendWqe, ack_length);
+    pub const SSN: usize = send_wqe::SSN;
+    pub const HAS_RD_ATOMIC: usize = offset_of!(RxeSendWqe, has_rd_atomic);
+    pub const DMA_LENGTH: usize = send_wqe::DMA_LENGTH;
+    pub const DMA_RESID: usize = send_wqe::DMA_RESID;
+    pub const DMA_CUR_SGE: usize = send_wqe::DMA_CUR_SGE;
+    pub const DMA_NUM_SGE: usize = send_wqe::DMA_NUM_SGE;
+    pub const DMA_SGE_OFFSET: usize = send_wqe::DMA_SGE_OFFSET;
+    pub const DMA_RESERVED: usize = send_wqe::DMA + offset_of!(RxeDmaInfo, reserved);
     /// `dma.sge[]` / `dma.inline_data[]`: the SGEs or inline bytes.
-    pub const PAYLOAD: usize = 208;
+    pub const PAYLOAD: usize = send_wqe::PAYLOAD;
 }
 
 /// Offsets inside `struct rxe_recv_wqe`.
 #[allow(missing_docs)] // each constant is the C member of the same name
 pub mod recv {
-    pub const WR_ID: usize = 0;
-    pub const DMA_LENGTH: usize = 16;
-    pub const DMA_RESID: usize = 20;
-    pub const DMA_CUR_SGE: usize = 24;
-    pub const DMA_NUM_SGE: usize = 28;
-    pub const DMA_SGE_OFFSET: usize = 32;
+    use super::*;
+    pub const WR_ID: usize = recv_wqe::WR_ID;
+    pub const DMA_LENGTH: usize = recv_wqe::DMA_LENGTH;
+    pub const DMA_RESID: usize = recv_wqe::DMA_RESID;
+    pub const DMA_CUR_SGE: usize = recv_wqe::DMA_CUR_SGE;
+    pub const DMA_NUM_SGE: usize = recv_wqe::DMA_NUM_SGE;
+    pub const DMA_SGE_OFFSET: usize = recv_wqe::DMA_SGE_OFFSET;
     /// `dma.sge[]`.
-    pub const SGES: usize = 40;
+    pub const SGES: usize = recv_wqe::PAYLOAD;
 }
 
 /// `sizeof(struct rxe_sge)`: addr u64, length u32, lkey u32.
-pub const SGE_SIZE: usize = 16;
+pub const SGE_SIZE: usize = size_of::<RxeSge>();
 
 /// `sizeof(struct ib_uverbs_wc)`, the start of every rxe CQ slot.
-pub const WC_SIZE: usize = 48;
+pub const WC_SIZE: usize = size_of::<IbUverbsWc>();
 
 /// Offsets inside `struct ib_uverbs_wc`.
 #[allow(missing_docs)] // each constant is the C member of the same name
 pub mod wc {
-    pub const WR_ID: usize = 0;
-    pub const STATUS: usize = 8;
-    pub const OPCODE: usize = 12;
-    pub const VENDOR_ERR: usize = 16;
-    pub const BYTE_LEN: usize = 20;
-    pub const EX: usize = 24;
-    pub const QP_NUM: usize = 28;
-    pub const SRC_QP: usize = 32;
-    pub const WC_FLAGS: usize = 36;
-    pub const PKEY_INDEX: usize = 40;
-    pub const SLID: usize = 42;
-    pub const SL: usize = 44;
-    pub const DLID_PATH_BITS: usize = 45;
-    pub const PORT_NUM: usize = 46;
+    use super::*;
+    pub const WR_ID: usize = offset_of!(IbUverbsWc, wr_id);
+    pub const STATUS: usize = offset_of!(IbUverbsWc, status);
+    pub const OPCODE: usize = offset_of!(IbUverbsWc, opcode);
+    pub const VENDOR_ERR: usize = offset_of!(IbUverbsWc, vendor_err);
+    pub const BYTE_LEN: usize = offset_of!(IbUverbsWc, byte_len);
+    pub const EX: usize = offset_of!(IbUverbsWc, ex);
+    pub const QP_NUM: usize = offset_of!(IbUverbsWc, qp_num);
+    pub const SRC_QP: usize = offset_of!(IbUverbsWc, src_qp);
+    pub const WC_FLAGS: usize = offset_of!(IbUverbsWc, wc_flags);
+    pub const PKEY_INDEX: usize = offset_of!(IbUverbsWc, pkey_index);
+    pub const SLID: usize = offset_of!(IbUverbsWc, slid);
+    pub const SL: usize = offset_of!(IbUverbsWc, sl);
+    pub const DLID_PATH_BITS: usize = offset_of!(IbUverbsWc, dlid_path_bits);
+    pub const PORT_NUM: usize = offset_of!(IbUverbsWc, port_num);
 }
 
 /// A WQE slot in a ring, written field by field.
