@@ -512,6 +512,19 @@ done
 wait
 sed 's/^/[ibv_rc_pingpong] /' /tmp/server.out
 sed 's/^/[rverbs pingpong] /' /tmp/client.out
+echo
+echo "== rdma_cm: rdma-core's rping server <-> rverbs rping client, 5 pings, validated"
+rping -s -a "$RVERBS_TEST_ADDR" -p 7174 -v > /tmp/rping.out 2>&1 &
+for i in $(seq 50); do
+    "$RVERBS_BIN" rping -c -a "$RVERBS_TEST_ADDR" -p 7174 -C 5 -V -v > /tmp/client.out 2>&1 && break
+    sleep 0.2
+done
+wait
+sed 's/^/[rping] /' /tmp/rping.out
+sed 's/^/[rverbs rping] /' /tmp/client.out
+echo
+echo "== rverbs selftest -d $RVERBS_TEST_DEV"
+"$RVERBS_BIN" selftest -d "$RVERBS_TEST_DEV"
 "#;
     let bin = build_rverbs()?;
     let out = vm::run(&vm::Options {
