@@ -125,3 +125,67 @@ impl Event {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zerocopy::{FromZeros, IntoBytes};
+
+    fn resp_with(kind: EventType, status: i32) -> c::RdmaUcmEventResp {
+        let mut r = c::RdmaUcmEventResp::new_zeroed();
+        r.uid = 0xfeed;
+        r.id = 7;
+        r.event = kind.0;
+        r.status = status as u32;
+        r
+    }
+
+    #[test]
+    fn a_connect_request_decodes_its_parameters_and_private_data() {
+        let mut r = resp_with(EventType::CONNECT_REQUEST, 0);
+        let mut p = c::RdmaUcmConnParam::zeroed();
+        p.set_private_data(b"hello").unwrap();
+        p.responder_resources = 3;
+        p.initiator_depth = 2;
+        p.retry_count = 7;
+        p.qp_num = 0x1234;
+        r.param.as_mut_bytes()[..size_of::<c::RdmaUcmConnParam>()].copy_from_slice(p.as_bytes());
+        let e = Event::from_kernel(&r);
+        assert_eq!(
+            (e.kind, e.uid, e.id, e.status),
+            (EventType::CONNECT_REQUEST, 0xfeed, 7, 0)
+        );
+        assert_eq!(e.conn.private_data, b"hello");
+        assert_eq!(
+            (
+                e.conn.responder_resources,
+                e.conn.initiator_depth,
+                e.conn.retry_count
+            ),
+            (3, 2, 7)
+        );
+        assert_eq!(e.conn.qp_num, 0x1234);
+        assert_eq!(e.name(), "RDMA_CM_EVENT_CONNECT_REQUEST");
+    }
+
+    #[test]
+    fn negative_statuses_and_unknown_events_survive() {
+        let e = Event::from_kernel(&resp_with(EventType::ADDR_ERROR, -110));
+        assert_eq!(e.status, -110);
+        let e = Event::from_kernel(&resp_with(EventType(99), 0));
+        assert_eq!(e.name(), "UNKNOWN EVENT 99");
+    }
+
+    #[test]
+    fn arbitrary_kernel_bytes_never_panic() {
+        // Every byte pattern of the response decodes: lengths are u8 and
+        // the arrays hold 256 bytes.
+        for fill in [0u8, 0x7f, 0xff] {
+            let mut r = c::RdmaUcmEventResp::new_zeroed();
+            r.as_mut_bytes().fill(fill);
+            let e = Event::from_kernel(&r);
+            assert!(e.conn.private_data.len() <= 255);
+            assert!(e.ud.private_data.len() <= 255);
+        }
+    }
+}

@@ -29,3 +29,11 @@ pub use uverbs_abi::cm::{RdmaCmEventType as EventType, RdmaUcmPortSpace as PortS
 /// `RDMA_MAX_INIT_DEPTH` / `RDMA_MAX_RESP_RES` of librdmacm: "as many as
 /// the device allows" in a [`ConnParam`].
 pub const MAX_DEPTH: u8 = 0xff;
+
+// Ids and channels move between threads (a server hands connections to
+// workers); keep it that way.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<EventChannel>();
+    send_sync::<Id>();
+};
