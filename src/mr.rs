@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::pd::{Pd, PdInner};
 use crate::sys::Mapping;
 use bitflags::bitflags;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use uverbs_abi::verbs as v;
 use zerocopy::FromZeros;
@@ -74,18 +75,49 @@ impl std::fmt::Debug for Mr {
 /// A checked piece of an MR for a work request: offset and length are
 /// inside the MR. Borrows the MR so that it is not dropped while the work
 /// request is being built.
+///
+/// Laid out exactly as the provider's SGE (`addr`, `length`, `lkey`; the
+/// borrow is zero-sized), so that a list of slices *is* the SGE list the
+/// provider copies into the ring: no conversion on the data path.
 #[derive(Debug, Clone, Copy)]
+#[repr(C)]
 pub struct Slice<'a> {
-    pub(crate) mr: &'a Mr,
-    pub(crate) offset: usize,
-    pub(crate) len: u32,
+    addr: u64,
+    len: u32,
+    lkey: u32,
+    _mr: PhantomData<&'a Mr>,
+}
+
+const _: () = {
+    assert!(size_of::<Slice<'static>>() == size_of::<provider_rxe::Sge>());
+    assert!(align_of::<Slice<'static>>() == align_of::<provider_rxe::Sge>());
+    assert!(
+        std::mem::offset_of!(Slice<'static>, addr) == std::mem::offset_of!(provider_rxe::Sge, addr)
+    );
+    assert!(
+        std::mem::offset_of!(Slice<'static>, len)
+            == std::mem::offset_of!(provider_rxe::Sge, length)
+    );
+    assert!(
+        std::mem::offset_of!(Slice<'static>, lkey) == std::mem::offset_of!(provider_rxe::Sge, lkey)
+    );
+};
+
+/// The provider's view of a list of slices, without copying.
+#[inline(always)]
+pub(crate) fn as_sges<'s>(slices: &'s [Slice<'_>]) -> &'s [provider_rxe::Sge] {
+    // SAFETY: Slice is repr(C) with the same field types, offsets, size and
+    // alignment as the repr(C) Sge (asserted above; the PhantomData is
+    // zero-sized), every field is initialised, and the returned slice
+    // borrows the same memory for no longer than the input.
+    unsafe { std::slice::from_raw_parts(slices.as_ptr().cast(), slices.len()) }
 }
 
 impl Slice<'_> {
     /// The address the device uses (`addr` of the SGE).
     #[inline]
     pub fn addr(&self) -> u64 {
-        self.mr.addr() + self.offset as u64
+        self.addr
     }
 
     /// The length in bytes.
@@ -101,7 +133,7 @@ impl Slice<'_> {
     /// The MR's lkey.
     #[inline]
     pub fn lkey(&self) -> u32 {
-        self.mr.inner.lkey
+        self.lkey
     }
 }
 
@@ -190,9 +222,10 @@ impl Mr {
     pub fn slice(&self, offset: usize, len: u32) -> Result<Slice<'_>> {
         self.check(offset, len as usize)?;
         Ok(Slice {
-            mr: self,
-            offset,
+            addr: self.addr() + offset as u64,
             len,
+            lkey: self.inner.lkey,
+            _mr: PhantomData,
         })
     }
 
@@ -201,9 +234,10 @@ impl Mr {
         let len = u32::try_from(self.inner.len)
             .map_err(|_| Error::invalid("MR longer than 4 GiB: use slice()"))?;
         Ok(Slice {
-            mr: self,
-            offset: 0,
+            addr: self.addr(),
             len,
+            lkey: self.inner.lkey,
+            _mr: PhantomData,
         })
     }
 

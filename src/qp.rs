@@ -74,8 +74,9 @@ pub struct QpInit<'a> {
 }
 
 /// The most SGEs one work request may carry through the safe API (rxe's
-/// own limit is 32); the conversion uses a stack array of this size so the
-/// data path does not allocate.
+/// own limit is 32). A work request's slices are passed to the provider as
+/// they are (`mr::Slice` is laid out as an SGE): nothing is converted or
+/// copied on the way.
 pub const MAX_SGE: usize = 32;
 
 /// The `POST_SEND` doorbell command, built once per QP. The kernel writes
@@ -93,9 +94,6 @@ pub struct Qp {
     sq: SendQueue,
     rq: Option<RecvQueue>,
     doorbell: Box<Doorbell>,
-    // Scratch for converting a work request's SGEs, kept here so that a
-    // post neither allocates nor initialises a fresh array each time.
-    sges: [provider_rxe::Sge; MAX_SGE],
 }
 
 // SAFETY: the Doorbell's UnsafeCell is written only by the kernel during the
@@ -266,7 +264,6 @@ impl Pd {
             sq,
             rq,
             doorbell,
-            sges: [provider_rxe::Sge::default(); MAX_SGE],
         })
     }
 }
@@ -276,16 +273,15 @@ impl Pd {
 /// index.
 pub(crate) fn post_recv_list(
     rq: &mut RecvQueue,
-    scratch: &mut [provider_rxe::Sge; MAX_SGE],
     wrs: &[RecvWr<'_>],
     queue: &'static str,
 ) -> Result<()> {
     for (index, wr) in wrs.iter().enumerate() {
-        let n = wr::fill_sges(wr.sges, scratch)
-            .map_err(|what| Error::InvalidWorkRequest { index, what })?;
+        let sges =
+            wr::sges_of(wr.sges).map_err(|what| Error::InvalidWorkRequest { index, what })?;
         // SAFETY: every SGE came from an `mr::Slice`, checked to lie inside
         // an Mr that unmaps its memory only after DEREG_MR (see Qp::post_send).
-        match unsafe { rq.post(wr.wr_id, &scratch[..n]) } {
+        match unsafe { rq.post(wr.wr_id, sges) } {
             Ok(()) => {}
             Err(provider_rxe::PostError::QueueFull) => {
                 return Err(Error::QueueFull { queue, index })
@@ -350,7 +346,7 @@ impl Qp {
         let mut first_err = None;
         let mut posted = 0;
         for (index, wr) in wrs.iter().enumerate() {
-            let raw = match wr.as_rxe(&mut self.sges) {
+            let raw = match wr.as_rxe() {
                 Ok(r) => r,
                 Err(what) => {
                     first_err = Some(Error::InvalidWorkRequest { index, what });
@@ -401,7 +397,7 @@ impl Qp {
             .rq
             .as_mut()
             .ok_or_else(|| Error::invalid("this QP receives through an SRQ"))?;
-        post_recv_list(rq, &mut self.sges, wrs, "receive queue")
+        post_recv_list(rq, wrs, "receive queue")
     }
 
     /// Modifies the QP (`MODIFY_QP`) with every attribute set in `attr`.

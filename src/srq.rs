@@ -22,8 +22,6 @@ const SRQ_LIMIT: u32 = 1 << 1;
 pub struct Srq {
     pub(crate) inner: Arc<SrqInner>,
     rq: RecvQueue,
-    // SGE conversion scratch, as in Qp: no per-post initialisation.
-    sges: [provider_rxe::Sge; MAX_SGE],
 }
 
 pub(crate) struct SrqInner {
@@ -98,7 +96,6 @@ impl Pd {
         Ok(Srq {
             inner: Arc::new(inner),
             rq,
-            sges: [provider_rxe::Sge::default(); MAX_SGE],
         })
     }
 }
@@ -121,7 +118,7 @@ impl Srq {
 
     /// Posts receives (no system call on rxe).
     pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<()> {
-        crate::qp::post_recv_list(&mut self.rq, &mut self.sges, wrs, "SRQ")
+        crate::qp::post_recv_list(&mut self.rq, wrs, "SRQ")
     }
 
     /// Arms the SRQ limit (`MODIFY_SRQ` with `IB_SRQ_LIMIT`): when fewer

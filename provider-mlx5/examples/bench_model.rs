@@ -12,7 +12,6 @@
 //! Not a test: it asserts only that every write landed and completed, so
 //! that a broken build cannot report a cheap-looking number.
 
-#[allow(dead_code)] // the model's test-only helpers this program does not use
 #[path = "../tests/model/mod.rs"]
 mod model;
 

@@ -1,7 +1,9 @@
 //! Work requests as the rxe provider takes them: raw addresses and keys.
 //! The safe API above builds these from registered memory it has checked.
 
-/// One scatter/gather element (`struct rxe_sge` / `ibv_sge`).
+/// One scatter/gather element (`struct rxe_sge` / `ibv_sge`). `repr(C)`:
+/// callers may lay their own types out identically and pass them as these.
+#[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Sge {
     /// Virtual address inside a registered MR.

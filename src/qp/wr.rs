@@ -130,13 +130,7 @@ impl<'a> SendWr<'a> {
     /// The provider's view, with SGEs written into `sges`. Inlined into
     /// post_send so the intermediate struct never reaches memory.
     #[inline(always)]
-    pub(crate) fn as_rxe<'s>(
-        &self,
-        sges: &'s mut [Sge; super::MAX_SGE],
-    ) -> Result<provider_rxe::SendWr<'s>, String>
-    where
-        'a: 's,
-    {
+    pub(crate) fn as_rxe(&self) -> Result<provider_rxe::SendWr<'a>, String> {
         let payload = match self.inline {
             Some(data) => {
                 if !self.sges.is_empty() {
@@ -144,10 +138,7 @@ impl<'a> SendWr<'a> {
                 }
                 Payload::Inline(data)
             }
-            None => {
-                let n = fill_sges(self.sges, sges)?;
-                Payload::Sges(&sges[..n])
-            }
+            None => Payload::Sges(sges_of(self.sges)?),
         };
         let (op, remote, imm, compare_add, swap) = match self.op {
             SendOp::Send => (opcode::SEND, None, 0, 0, 0),
@@ -201,24 +192,16 @@ pub struct RecvWr<'a> {
     pub sges: &'a [Slice<'a>],
 }
 
+/// The SGE list of a work request's slices (checked against the safe
+/// API's limit), without copying.
 #[inline(always)]
-pub(crate) fn fill_sges(
-    from: &[Slice<'_>],
-    to: &mut [Sge; super::MAX_SGE],
-) -> Result<usize, String> {
-    if from.len() > to.len() {
+pub(crate) fn sges_of<'s>(from: &'s [Slice<'_>]) -> Result<&'s [Sge], String> {
+    if from.len() > super::MAX_SGE {
         return Err(format!(
             "{} SGEs, at most {} per work request",
             from.len(),
-            to.len()
+            super::MAX_SGE
         ));
     }
-    for (d, s) in to.iter_mut().zip(from) {
-        *d = Sge {
-            addr: s.addr(),
-            length: s.len(),
-            lkey: s.lkey(),
-        };
-    }
-    Ok(from.len())
+    Ok(crate::mr::as_sges(from))
 }
