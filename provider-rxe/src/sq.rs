@@ -62,10 +62,23 @@ impl SendQueue {
         self.prod.wrapping_sub(self.q.load_consumer()) & self.q.mask()
     }
 
-    /// Validates `wr` against the queue's limits without posting it.
+    /// Validates `wr` against the queue's limits without posting it, and
+    /// returns its total length.
     #[inline]
     pub fn validate(&self, wr: &SendWr<'_>) -> Result<u32, PostError> {
+        self.check(wr)?;
         let length: u64 = match wr.payload {
+            Payload::Sges(sges) => sges.iter().map(|s| s.length as u64).sum(),
+            Payload::Inline(data) => data.len() as u64,
+        };
+        check_length(wr, length)
+    }
+
+    /// Every check that does not need the total length: SGE count, inline
+    /// size and opcode, the opcode itself, UD-ness.
+    #[inline(always)]
+    fn check(&self, wr: &SendWr<'_>) -> Result<(), PostError> {
+        match wr.payload {
             Payload::Sges(sges) => {
                 if sges.len() > self.max_sge as usize {
                     return Err(PostError::TooManySges {
@@ -73,7 +86,6 @@ impl SendQueue {
                         max: self.max_sge,
                     });
                 }
-                sges.iter().map(|s| s.length as u64).sum()
             }
             Payload::Inline(data) => {
                 if data.len() > self.max_inline as usize {
@@ -88,17 +100,12 @@ impl SendQueue {
                 ) {
                     return Err(PostError::InlineNotAllowed { opcode: wr.opcode });
                 }
-                data.len() as u64
             }
-        };
-        let length = u32::try_from(length).map_err(|_| PostError::TooLong { length })?;
+        }
         match wr.opcode {
-            opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD => {
-                if length < 8 || wr.remote_addr & 7 != 0 {
-                    return Err(PostError::BadAtomic);
-                }
-            }
-            opcode::RDMA_WRITE
+            opcode::ATOMIC_CMP_AND_SWP
+            | opcode::ATOMIC_FETCH_AND_ADD
+            | opcode::RDMA_WRITE
             | opcode::RDMA_WRITE_WITH_IMM
             | opcode::SEND
             | opcode::SEND_WITH_IMM
@@ -108,7 +115,7 @@ impl SendQueue {
         if self.ud != wr.ud.is_some() {
             return Err(PostError::UdMismatch { qp_is_ud: self.ud });
         }
-        Ok(length)
+        Ok(())
     }
 
     /// Posts one work request: validates it, writes the WQE into the
@@ -121,7 +128,7 @@ impl SendQueue {
     /// device uses it).
     #[inline]
     pub unsafe fn post(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
-        let length = self.validate(wr)?;
+        self.check(wr)?;
         let next = self.q.next(self.prod);
         if next == self.q.load_consumer() {
             return Err(PostError::QueueFull);
@@ -177,20 +184,23 @@ impl SendQueue {
             w.u32(send::ACK_LENGTH, 0);
             w.u32(send::SSN, self.ssn);
             w.u32(send::HAS_RD_ATOMIC, 0);
-            w.u32(send::DMA_LENGTH, length);
-            w.u32(send::DMA_RESID, length);
             w.u32(send::DMA_CUR_SGE, 0);
             w.u32(send::DMA_SGE_OFFSET, 0);
             w.u32(send::DMA_RESERVED, 0);
-            match wr.payload {
+            // The SGEs are copied and summed in one pass; the length
+            // checks come after, and a failure leaves the slot unpublished.
+            let total: u64 = match wr.payload {
                 Payload::Sges(sges) => {
                     w.u32(send::DMA_NUM_SGE, sges.len() as u32);
+                    let mut total = 0u64;
                     for (i, s) in sges.iter().enumerate() {
                         let off = HEADER + i * SGE_SIZE;
                         w.u64(off, s.addr);
                         w.u32(off + 8, s.length);
                         w.u32(off + 12, s.lkey);
+                        total += s.length as u64;
                     }
+                    total
                 }
                 Payload::Inline(data) => {
                     // rdma-core reports the caller's SGE count here; the
@@ -198,12 +208,30 @@ impl SendQueue {
                     // piece is the honest count.
                     w.u32(send::DMA_NUM_SGE, 1);
                     core::ptr::copy_nonoverlapping(data.as_ptr(), slot.add(HEADER), data.len());
+                    data.len() as u64
                 }
-            }
+            };
+            let length = check_length(wr, total)?;
+            w.u32(send::DMA_LENGTH, length);
+            w.u32(send::DMA_RESID, length);
         }
         self.ssn = self.ssn.wrapping_add(1);
         self.prod = next;
         self.q.store_producer(next);
         Ok(())
     }
+}
+
+/// The checks that need the work request's total length.
+#[inline(always)]
+fn check_length(wr: &SendWr<'_>, length: u64) -> Result<u32, PostError> {
+    let length = u32::try_from(length).map_err(|_| PostError::TooLong { length })?;
+    if matches!(
+        wr.opcode,
+        opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD
+    ) && (length < 8 || wr.remote_addr & 7 != 0)
+    {
+        return Err(PostError::BadAtomic);
+    }
+    Ok(length)
 }
