@@ -27,7 +27,10 @@ commands:
   test         run every test: host, VM, interop; prints 'N passed, N failed'
   demo         boot the VM and show the rxe device through rdma-core and rverbs
   dist         build target/dist/rverbs: one static, stripped executable
-  bench        rverbs beside perftest in one VM boot; writes target/bench/report.md";
+  bench [--mlx5-only]
+               rverbs beside perftest in one VM boot, then the mlx5 data path
+               on the device model under callgrind (host); writes
+               target/bench/report.md; --mlx5-only: just the mlx5 figures";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
