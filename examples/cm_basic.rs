@@ -158,7 +158,9 @@ pub fn server(port: u16) -> Result<()> {
         match ev.kind {
             EventType::CONNECT_REQUEST => {
                 println!("received connection request.");
-                let id = ev.request.ok_or_else(unexpected_request)?;
+                let id = ev
+                    .request
+                    .ok_or_else(|| own_error("CONNECT_REQUEST without a new id".into()))?;
                 // The server's thread sees its receive and its send.
                 let conn = build_connection(id, 2)?;
                 conn.id.accept(&ConnParam::default())?;
@@ -182,21 +184,9 @@ pub fn server(port: u16) -> Result<()> {
     }
 }
 
-fn unexpected_request() -> Error {
-    std::io::Error::other("CONNECT_REQUEST without a new id").into_rverbs()
-}
-
-trait IntoRverbs {
-    fn into_rverbs(self) -> Error;
-}
-
-impl IntoRverbs for std::io::Error {
-    fn into_rverbs(self) -> Error {
-        Error::Io {
-            what: "cm_basic".into(),
-            source: self,
-        }
-    }
+/// An error of this program's own (a bad address, a malformed event).
+fn own_error(what: String) -> Error {
+    Error::InvalidArgument { what }
 }
 
 /// `rverbs cm-client ADDR PORT`: connect, exchange one message each way,
@@ -204,9 +194,9 @@ impl IntoRverbs for std::io::Error {
 pub fn client(host: &str, port: u16) -> Result<()> {
     let dst = (host, port)
         .to_socket_addrs()
-        .map_err(IntoRverbs::into_rverbs)?
+        .map_err(|e| own_error(format!("{host}: {e}")))?
         .next()
-        .ok_or_else(|| std::io::Error::other(format!("{host}: no address")).into_rverbs())?;
+        .ok_or_else(|| own_error(format!("{host}: no address")))?;
     let chan = CmChannel::new()?;
     let id = chan.create_id(PortSpace::TCP)?;
     id.resolve_addr(None, &dst, TIMEOUT_MS)?;
