@@ -70,12 +70,12 @@ fn main() {
             let mut qs = [
                 QpQueues {
                     qpn: qa,
-                    sq: Some(&mut p.a_sq),
+                    sq: Some(p.a_sq.records()),
                     rq: None,
                 },
                 QpQueues {
                     qpn: qb,
-                    sq: Some(&mut p.b_sq),
+                    sq: Some(p.b_sq.records()),
                     rq: None,
                 },
             ];

@@ -18,9 +18,7 @@
 
 use crate::barrier;
 use crate::cqe::{cqe_opcode, op_own, Cqe64, CQE64_SIZE};
-use crate::rq::RecvQueue;
-use crate::sq::SendQueue;
-use crate::srq::SharedRecvQueue;
+use crate::records::{RecvRecords, SendRecords, SrqRecords};
 use crate::wc::{decode, BadCqe, Completion};
 use crate::LayoutError;
 use core::ptr::NonNull;
@@ -39,24 +37,16 @@ pub const ARM_NEXT: u32 = 0;
 pub const ARM_SOLICITED: u32 = 1 << 24;
 
 /// The receive side a QP's completions go to.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub enum RecvTarget<'a> {
     /// The QP's own receive queue.
-    Rq(&'a mut RecvQueue),
+    Rq(&'a RecvRecords),
     /// The SRQ the QP was created with.
-    Srq(&'a mut SharedRecvQueue),
+    Srq(&'a SrqRecords),
 }
 
 impl RecvTarget<'_> {
-    /// A shorter-lived copy of this borrow.
-    pub fn reborrow(&mut self) -> RecvTarget<'_> {
-        match self {
-            RecvTarget::Rq(q) => RecvTarget::Rq(q),
-            RecvTarget::Srq(q) => RecvTarget::Srq(q),
-        }
-    }
-
-    pub(crate) fn complete(&mut self, wqe_counter: u16) -> Option<u64> {
+    pub(crate) fn complete(&self, wqe_counter: u16) -> Option<u64> {
         match self {
             RecvTarget::Rq(q) => q.complete(wqe_counter),
             RecvTarget::Srq(q) => q.complete(wqe_counter),
@@ -64,40 +54,42 @@ impl RecvTarget<'_> {
     }
 }
 
-/// Finds the queues a CQE's QP number (and SRQ number / user index, as
-/// the CQE carries it) refer to. A CQ may serve many QPs.
+/// Finds the records of the queues a CQE's QP number (and SRQ number /
+/// user index, as the CQE carries it) refer to. A CQ may serve many QPs.
+/// The records are shared with the posting side ([`crate::records`]), so
+/// the poller needs no access to the queues themselves.
 pub trait WorkQueues {
     /// The send queue of QP `qpn`.
-    fn send_queue(&mut self, qpn: u32, srqn_uidx: u32) -> Option<&mut SendQueue>;
+    fn send_queue(&mut self, qpn: u32, srqn_uidx: u32) -> Option<&SendRecords>;
     /// The receive queue or SRQ of QP `qpn`.
     fn recv_queue(&mut self, qpn: u32, srqn_uidx: u32) -> Option<RecvTarget<'_>>;
 }
 
 /// The queues of one QP, for [`CompletionQueue::poll`]; a slice of these
 /// serves a CQ shared by several QPs.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct QpQueues<'a> {
     /// The QP number.
     pub qpn: u32,
-    /// Its send queue, if this CQ is its send CQ.
-    pub sq: Option<&'a mut SendQueue>,
+    /// Its send queue's records, if this CQ is its send CQ.
+    pub sq: Option<&'a SendRecords>,
     /// Its receive side, if this CQ is its receive CQ.
     pub rq: Option<RecvTarget<'a>>,
 }
 
 impl WorkQueues for QpQueues<'_> {
-    fn send_queue(&mut self, qpn: u32, _: u32) -> Option<&mut SendQueue> {
+    fn send_queue(&mut self, qpn: u32, _: u32) -> Option<&SendRecords> {
         (qpn == self.qpn).then_some(())?;
-        self.sq.as_deref_mut()
+        self.sq
     }
     fn recv_queue(&mut self, qpn: u32, _: u32) -> Option<RecvTarget<'_>> {
         (qpn == self.qpn).then_some(())?;
-        self.rq.as_mut().map(RecvTarget::reborrow)
+        self.rq
     }
 }
 
 impl WorkQueues for [QpQueues<'_>] {
-    fn send_queue(&mut self, qpn: u32, u: u32) -> Option<&mut SendQueue> {
+    fn send_queue(&mut self, qpn: u32, u: u32) -> Option<&SendRecords> {
         self.iter_mut().find(|q| q.qpn == qpn)?.send_queue(qpn, u)
     }
     fn recv_queue(&mut self, qpn: u32, u: u32) -> Option<RecvTarget<'_>> {

@@ -13,8 +13,10 @@
 //! - [`RecvQueue`] / [`SharedRecvQueue`]: scatter lists, the RCV (or SRQ)
 //!   doorbell record; the SRQ keeps its free list of WQEs.
 //! - [`CompletionQueue`]: CQEs taken by the owner-bit rule, decoded into
-//!   [`Completion`]s whose wr_ids come from the owning queue's own records
-//!   (through [`WorkQueues`]), the SET_CI record, and arming.
+//!   [`Completion`]s whose wr_ids come from the owning queue's records
+//!   (through [`WorkQueues`]), the SET_CI record, and arming. The records
+//!   ([`records`]) are shared between the posting queue and the poller on
+//!   atomics, so a QP and its CQ can be driven from different threads.
 //!
 //! The barriers between those steps are named for their purpose
 //! ([`barrier`]), after rdma-core's `udma_barrier.h`.
@@ -38,8 +40,8 @@
 //! requests, send-with-invalidate, XRC, DC, raw packet QPs, CQE compression,
 //! CQ resize, the SRQ wait queue rdma-core keeps for ODP page faults,
 //! inline data gathered from several buffers (inline takes one slice), and
-//! multiple threads posting to one queue (every hot-path method takes
-//! `&mut self` and no lock).
+//! multiple threads posting to one queue or polling one CQ (every hot-path
+//! method takes `&mut self` and no lock).
 //!
 //! **Nothing in this crate has run on real ConnectX hardware.** The
 //! segment builders, CQE accessors, layouts and whole WQEs are checked byte
@@ -57,6 +59,7 @@
 pub mod barrier;
 pub mod cq;
 pub mod cqe;
+pub mod records;
 pub mod rq;
 pub mod seg;
 pub mod sq;
@@ -67,6 +70,7 @@ pub mod wr;
 
 pub use cq::{CompletionQueue, CqConfig, QpQueues, RecvTarget, WorkQueues};
 pub use cqe::Status;
+pub use records::{RecvRecords, SendRecords, SendRetired, SrqRecords};
 pub use rq::RecvQueue;
 pub use sq::{SendQueue, SqConfig};
 pub use srq::SharedRecvQueue;

@@ -1,18 +1,21 @@
 //! The receive queue of a QP: scatter lists in the RQ ring and the RCV
 //! doorbell record.
 //!
-//! Index convention: `head` counts receives posted, `tail` receives
-//! completed; both run free and slot `i` is `i & (wqe_cnt - 1)`. The RQ
+//! Index convention: `head` counts receives posted, `tail` (in the
+//! [`RecvRecords`] shared with the CQ poller) receives completed; both run
+//! free and slot `i` is `i & (wqe_cnt - 1)`. The RQ
 //! consumes in order, so a receive completion belongs to `tail`; the CQE's
 //! `wqe_counter` is only cross-checked against it (masked), never used to
 //! pick a wr_id.
 #![allow(unsafe_code)] // raw memory shared with the device; each block says why it is sound
 
 use crate::barrier;
+use crate::records::RecvRecords;
 use crate::seg::{DataSeg, OCTOWORD};
 use crate::wr::Sge;
 use crate::{LayoutError, PostError};
 use core::ptr::NonNull;
+use std::sync::Arc;
 use zerocopy::IntoBytes;
 
 /// Index of the RCV word in the QP doorbell record.
@@ -26,10 +29,9 @@ pub struct RecvQueue {
     wqe_cnt: u32,
     wqe_shift: u32,
     max_sge: u32,
-    wr_ids: Box<[u64]>,
+    records: Arc<RecvRecords>,
     head: u32,
     rung: u32,
-    tail: u32,
 }
 
 // SAFETY: as for SendQueue: the ring and the RCV doorbell word are used by
@@ -70,16 +72,25 @@ impl RecvQueue {
             wqe_cnt,
             wqe_shift,
             max_sge,
-            wr_ids: vec![0; wqe_cnt as usize].into_boxed_slice(),
+            records: Arc::new(RecvRecords::new(wqe_cnt)),
             head: 0,
             rung: 0,
-            tail: 0,
         })
     }
 
     /// Receives posted and not yet completed.
     pub fn outstanding(&self) -> u32 {
-        self.head.wrapping_sub(self.tail)
+        self.head.wrapping_sub(self.records.tail())
+    }
+
+    /// The records a CQ poller completes this queue's receives through.
+    pub fn records(&self) -> &RecvRecords {
+        &self.records
+    }
+
+    /// A shared handle on [`RecvQueue::records`].
+    pub fn shared_records(&self) -> Arc<RecvRecords> {
+        self.records.clone()
     }
 
     /// WQE slots in the ring.
@@ -106,7 +117,7 @@ impl RecvQueue {
         // len, so the slot's stride bytes are in the ring (ours to write,
         // new()'s contract); write_scatter writes at most stride bytes.
         unsafe { write_scatter(self.buf.as_ptr().add(idx as usize * stride), stride, sges) };
-        self.wr_ids[idx as usize] = wr_id;
+        self.records.record(self.head, wr_id);
         self.head = self.head.wrapping_add(1);
         Ok(())
     }
@@ -117,6 +128,7 @@ impl RecvQueue {
         if self.rung == self.head {
             return;
         }
+        self.records.publish(self.head);
         barrier::to_device();
         // SAFETY: dbrec is 4-aligned and its first word is ours (new()).
         unsafe {
@@ -126,17 +138,9 @@ impl RecvQueue {
         self.rung = self.head;
     }
 
-    /// Completes the oldest receive, whose index the CQE's `wqe_counter`
-    /// must match (masked). `None`, with nothing changed, if no published
-    /// receive is outstanding or the counter disagrees.
-    pub fn complete(&mut self, wqe_counter: u16) -> Option<u64> {
-        let mask = self.wqe_cnt - 1;
-        if self.rung == self.tail || (wqe_counter as u32 & mask) != (self.tail & mask) {
-            return None;
-        }
-        let wr_id = self.wr_ids[(self.tail & mask) as usize];
-        self.tail = self.tail.wrapping_add(1);
-        Some(wr_id)
+    /// Completes the oldest receive (see [`RecvRecords::complete`]).
+    pub fn complete(&self, wqe_counter: u16) -> Option<u64> {
+        self.records.complete(wqe_counter)
     }
 }
 

@@ -5,8 +5,9 @@
 //! blocks (rdma-core's `sq.cur_post`); a WQE's first block is at
 //! `cur_post & (wqe_cnt - 1)` and its control segment carries
 //! `cur_post & 0xffff`, the number the device reports back as a CQE's
-//! `wqe_counter`. `tail` is the first block not yet known complete. Both
-//! counters live only here, never in shared memory.
+//! `wqe_counter`. `tail` is the first block not yet known complete; it and
+//! the per-WQE records live in [`SendRecords`], shared with the CQ poller
+//! (see [`crate::records`]), never in memory the device writes.
 //!
 //! Completions: only signaled WQEs (and, after an error, every WQE) produce
 //! CQEs, and a CQE for a WQE completes every earlier WQE too. So each WQE's
@@ -18,11 +19,13 @@
 #![allow(unsafe_code)] // raw memory shared with the device; each block says why it is sound
 
 use crate::barrier;
+use crate::records::{SendRecords, SendRetired};
 use crate::seg::{fm_ce_se, CtrlSeg, OCTOWORD, WQEBB};
 use crate::wqe::{self, Cursor, Limits, Plan};
 use crate::wr::{SendFlags, SendWr};
 use crate::{LayoutError, PostError, QpType};
 use core::ptr::NonNull;
+use std::sync::Arc;
 
 /// Fixed properties of a send queue, from the QP's creation.
 #[derive(Debug, Clone, Copy)]
@@ -51,23 +54,6 @@ pub struct SqConfig {
     pub sig_all: bool,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-struct SlotRecord {
-    wr_id: u64,
-    start: u32,
-    bbs: u32,
-    opcode: u8,
-}
-
-/// What a send completion retired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SendRetired {
-    /// The completed request's id.
-    pub wr_id: u64,
-    /// Its mlx5 opcode, as posted.
-    pub opcode: u8,
-}
-
 /// The producer side of an mlx5 send queue.
 #[derive(Debug)]
 pub struct SendQueue {
@@ -76,10 +62,8 @@ pub struct SendQueue {
     bf_reg: NonNull<u8>,
     cfg: SqConfig,
     limits: Limits,
-    slots: Box<[SlotRecord]>,
+    records: Arc<SendRecords>,
     cur_post: u32,
-    rung: u32,
-    tail: u32,
     pending: u32,
     last: (u32, Plan),
     bf_offset: u32,
@@ -129,10 +113,8 @@ impl SendQueue {
             bf_reg,
             cfg,
             limits,
-            slots: vec![SlotRecord::default(); cfg.wqe_cnt as usize].into_boxed_slice(),
+            records: Arc::new(SendRecords::new(cfg.wqe_cnt)),
             cur_post: 0,
-            rung: 0,
-            tail: 0,
             pending: 0,
             last: (
                 0,
@@ -153,7 +135,18 @@ impl SendQueue {
 
     /// Basic blocks posted and not yet known complete.
     pub fn outstanding_wqebbs(&self) -> u32 {
-        self.cur_post.wrapping_sub(self.tail)
+        self.cur_post.wrapping_sub(self.records.tail())
+    }
+
+    /// The records a CQ poller retires this queue's requests through.
+    pub fn records(&self) -> &SendRecords {
+        &self.records
+    }
+
+    /// A shared handle on [`SendQueue::records`], for a poller on another
+    /// thread.
+    pub fn shared_records(&self) -> Arc<SendRecords> {
+        self.records.clone()
     }
 
     /// Basic blocks free for new WQEs.
@@ -203,13 +196,8 @@ impl SendQueue {
         // blocks (checked above), so it overwrites no posted WQE.
         let mut cur = unsafe { Cursor::new(self.buf.as_ptr(), len, off) };
         wqe::write(&mut cur, &ctrl, wr);
-        let idx = (start & (self.cfg.wqe_cnt - 1)) as usize;
-        self.slots[idx] = SlotRecord {
-            wr_id: wr.wr_id,
-            start,
-            bbs: plan.bbs,
-            opcode: wr.op.opcode(),
-        };
+        self.records
+            .record(start, plan.bbs, wr.wr_id, wr.op.opcode());
         self.cur_post = start.wrapping_add(plan.bbs);
         self.pending += 1;
         self.last = (start, plan);
@@ -243,6 +231,9 @@ impl SendQueue {
         if self.pending == 0 {
             return;
         }
+        // Published before the device can see them, so that a poller on
+        // another thread never meets a CQE for a WQE it cannot yet accept.
+        self.records.publish(self.cur_post);
         barrier::to_device();
         // SAFETY: dbrec is valid for 8 bytes and 4-aligned (new()'s
         // contract, check_layout); the SND word is ours alone. Volatile: the
@@ -271,7 +262,6 @@ impl SendQueue {
         }
         barrier::wc_flush();
         self.bf_offset ^= self.cfg.bf_size;
-        self.rung = self.cur_post;
         self.pending = 0;
     }
 
@@ -299,20 +289,9 @@ impl SendQueue {
     }
 
     /// Retires the WQE a send CQE names by its `wqe_counter`, and every
-    /// WQE before it. `None` (and nothing changed) if the counter names no
-    /// WQE that has been rung and not yet completed.
-    pub fn complete(&mut self, wqe_counter: u16) -> Option<SendRetired> {
-        let idx = (wqe_counter as u32 & (self.cfg.wqe_cnt - 1)) as usize;
-        let rec = self.slots[idx];
-        let rung = self.rung.wrapping_sub(self.tail);
-        if rec.start as u16 != wqe_counter || rec.start.wrapping_sub(self.tail) >= rung {
-            return None;
-        }
-        self.tail = rec.start.wrapping_add(rec.bbs);
-        Some(SendRetired {
-            wr_id: rec.wr_id,
-            opcode: rec.opcode,
-        })
+    /// WQE before it (see [`SendRecords::complete`]).
+    pub fn complete(&self, wqe_counter: u16) -> Option<SendRetired> {
+        self.records.complete(wqe_counter)
     }
 }
 

@@ -5,7 +5,9 @@
 //! following `next_wqe_index`; completions may come back in any order
 //! (QPs share the SRQ), each naming its WQE by `wqe_counter`. Software keeps
 //! the list: `head` is the next free WQE to post into, `tail` the last free
-//! one, and a completed WQE is appended after `tail`. One WQE always stays
+//! one, and a completed WQE is appended after `tail` — by the posting side,
+//! which takes completed WQEs back from the [`SrqRecords`] it shares with
+//! the CQ poller, so the list and the buffer have one writer. One WQE always stays
 //! in the list (`head == tail` means full), as in rdma-core. The links are
 //! shadowed in a private array and only ever written to the shared buffer,
 //! never read back from it; a `wqe_counter` is masked and must name a WQE
@@ -16,11 +18,13 @@
 #![allow(unsafe_code)] // raw memory shared with the device; each block says why it is sound
 
 use crate::barrier;
+use crate::records::SrqRecords;
 use crate::rq::{check_ring, check_sges, write_scatter};
 use crate::seg::{SrqNextSeg, OCTOWORD};
 use crate::wr::Sge;
 use crate::{LayoutError, PostError};
 use core::ptr::NonNull;
+use std::sync::Arc;
 use zerocopy::IntoBytes;
 
 /// The producer side of an mlx5 SRQ.
@@ -31,15 +35,16 @@ pub struct SharedRecvQueue {
     wqe_cnt: u32,
     wqe_shift: u32,
     max_sge: u32,
-    wr_ids: Box<[u64]>,
+    records: Arc<SrqRecords>,
     next: Box<[u16]>,
-    posted: Box<[bool]>,
-    seq: Box<[u16]>,
     head: u16,
     tail: u16,
-    counter: u16,
-    rung: u16,
-    outstanding: u32,
+    /// Receives posted, free-running; the doorbell record takes its low
+    /// 16 bits.
+    posted: u32,
+    rung: u32,
+    /// Completions taken back from the records so far.
+    freed: u32,
 }
 
 // SAFETY: the ring and doorbell word are used by this object alone.
@@ -87,15 +92,13 @@ impl SharedRecvQueue {
             wqe_cnt,
             wqe_shift,
             max_sge,
-            wr_ids: vec![0; n].into_boxed_slice(),
+            records: Arc::new(SrqRecords::new(wqe_cnt)),
             next: vec![0; n].into_boxed_slice(),
-            posted: vec![false; n].into_boxed_slice(),
-            seq: vec![0; n].into_boxed_slice(),
             head: 0,
             tail: (wqe_cnt - 1) as u16,
-            counter: 0,
+            posted: 0,
             rung: 0,
-            outstanding: 0,
+            freed: 0,
         };
         for i in 0..wqe_cnt - 1 {
             srq.link(i as u16, (i + 1) as u16);
@@ -110,7 +113,30 @@ impl SharedRecvQueue {
 
     /// Receives posted and not yet completed.
     pub fn outstanding(&self) -> u32 {
-        self.outstanding
+        self.posted.wrapping_sub(self.records.freed_head())
+    }
+
+    /// The records a CQ poller completes this SRQ's receives through.
+    pub fn records(&self) -> &SrqRecords {
+        &self.records
+    }
+
+    /// A shared handle on [`SharedRecvQueue::records`].
+    pub fn shared_records(&self) -> Arc<SrqRecords> {
+        self.records.clone()
+    }
+
+    /// Appends the WQEs the poller completed since the last call to the
+    /// free list, in completion order (rdma-core links each one as it
+    /// completes; here the list belongs to the posting side alone).
+    fn take_back(&mut self) {
+        let done = self.records.freed_head();
+        while self.freed != done {
+            let i = self.records.freed(self.freed);
+            self.link(self.tail, i);
+            self.tail = i;
+            self.freed = self.freed.wrapping_add(1);
+        }
     }
 
     fn wqe(&self, idx: u16) -> *mut u8 {
@@ -139,6 +165,9 @@ impl SharedRecvQueue {
     pub unsafe fn post(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), PostError> {
         check_sges(sges, self.max_sge)?;
         if self.head == self.tail {
+            self.take_back();
+        }
+        if self.head == self.tail {
             return Err(PostError::QueueFull);
         }
         let idx = self.head;
@@ -148,46 +177,33 @@ impl SharedRecvQueue {
         // check_sges bounded the list by max_sge <= room / 16.
         unsafe { write_scatter(self.wqe(idx).add(OCTOWORD), room, sges) };
         let i = (idx as u32 & (self.wqe_cnt - 1)) as usize;
-        self.wr_ids[i] = wr_id;
-        self.posted[i] = true;
-        self.seq[i] = self.counter;
+        self.records.record(idx, self.posted, wr_id);
         self.head = self.next[i];
-        self.counter = self.counter.wrapping_add(1);
-        self.outstanding += 1;
+        self.posted = self.posted.wrapping_add(1);
         Ok(())
     }
 
     /// Publishes the receives posted since the last ring: DMA barrier, then
     /// the doorbell record (the 16-bit post counter).
     pub fn ring(&mut self) {
-        if self.rung == self.counter {
+        if self.rung == self.posted {
             return;
         }
+        self.records.publish(self.posted);
         barrier::to_device();
         // SAFETY: dbrec is 4-aligned and ours (new()).
         unsafe {
             self.dbrec
                 .as_ptr()
-                .write_volatile((self.counter as u32).to_be())
+                .write_volatile((self.posted & 0xffff).to_be())
         };
-        self.rung = self.counter;
+        self.rung = self.posted;
     }
 
-    /// Completes the receive in WQE `wqe_counter` (masked) and returns that
-    /// WQE to the free list. `None`, with nothing changed, if that WQE is
-    /// not posted, or posted after the last ring.
-    pub fn complete(&mut self, wqe_counter: u16) -> Option<u64> {
-        let i = (wqe_counter as u32 & (self.wqe_cnt - 1)) as usize;
-        // Posts since the last ring have seq in rung..counter; a published
-        // one is at most wqe_cnt - 1 posts before rung.
-        let age = self.rung.wrapping_sub(self.seq[i]) as u32;
-        if !self.posted[i] || age == 0 || age >= self.wqe_cnt {
-            return None;
-        }
-        self.posted[i] = false;
-        self.outstanding -= 1;
-        self.link(self.tail, i as u16);
-        self.tail = i as u16;
-        Some(self.wr_ids[i])
+    /// Completes the receive in WQE `wqe_counter` (see
+    /// [`SrqRecords::complete`]); the WQE rejoins the free list at the next
+    /// post that needs it.
+    pub fn complete(&self, wqe_counter: u16) -> Option<u64> {
+        self.records.complete(wqe_counter)
     }
 }

@@ -183,7 +183,7 @@ pub(crate) fn decode<Q: WorkQueues + ?Sized>(
         | cqe_opcode::RESP_SEND_IMM
         | cqe_opcode::RESP_SEND_INV
         | cqe_opcode::RESP_ERR => {
-            let mut rq = wqs
+            let rq = wqs
                 .recv_queue(qpn, uidx)
                 .ok_or(BadCqe::UnknownQueue { qpn, send: false })?;
             c.wr_id = rq.complete(ctr).ok_or(not_outstanding)?;

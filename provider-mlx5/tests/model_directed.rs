@@ -169,7 +169,7 @@ fn srq_free_list_survives_out_of_order_completions() {
         let mut qs = QpQueues {
             qpn,
             sq: None,
-            rq: Some(RecvTarget::Srq(srq)),
+            rq: Some(RecvTarget::Srq(srq.records())),
         };
         let mut out = [Completion::default(); 16];
         let n = cq.poll(&mut qs, &mut out).unwrap();
@@ -209,12 +209,12 @@ fn srq_free_list_survives_out_of_order_completions() {
     let mut qs = [
         QpQueues {
             qpn: qpn[a1],
-            sq: Some(&mut sq1),
+            sq: Some(sq1.records()),
             rq: None,
         },
         QpQueues {
             qpn: qpn[a2],
-            sq: Some(&mut sq2),
+            sq: Some(sq2.records()),
             rq: None,
         },
     ];
@@ -231,7 +231,7 @@ fn ud_send_lands_after_the_grh_area() {
     let mr = dev.mem.reg(4096, access::ALL);
     let (lkey, base) = (dev.mem.mrs[mr].lkey, dev.mem.mrs[mr].buf.addr());
     let mut sq = dev.provider_sq(u1, 1, 64, true);
-    let mut rq1 = dev.provider_rq(u1, 1);
+    let rq1 = dev.provider_rq(u1, 1);
     let mut rq2 = dev.provider_rq(u2, 1);
     let mut cq = dev.provider_cq(c);
     let sge = [Sge {
@@ -283,13 +283,13 @@ fn ud_send_lands_after_the_grh_area() {
     let mut qs = [
         QpQueues {
             qpn: n1,
-            sq: Some(&mut sq),
-            rq: Some(RecvTarget::Rq(&mut rq1)),
+            sq: Some(sq.records()),
+            rq: Some(RecvTarget::Rq(rq1.records())),
         },
         QpQueues {
             qpn: n2,
             sq: None,
-            rq: Some(RecvTarget::Rq(&mut rq2)),
+            rq: Some(RecvTarget::Rq(rq2.records())),
         },
     ];
     let mut out = [Completion::default(); 8];
@@ -313,4 +313,110 @@ fn ud_send_lands_after_the_grh_area() {
         [1, 2]
     );
     assert_eq!(n, 3, "the wrong Q_Key was dropped silently");
+}
+
+/// One SRQ receive stays completed-but-unpolled (its QP's CQ is not
+/// polled) while the other QP cycles three times the SRQ's capacity through
+/// the rest: the late poll still yields its wr_id, once. (An earlier
+/// version judged "published" by the receive's age and refused it.)
+#[test]
+fn srq_receive_polled_late_after_many_reposts() {
+    let mut dev = Device::new();
+    let (c0, c1, c2) = (dev.add_cq(16, 64), dev.add_cq(16, 64), dev.add_cq(16, 64));
+    let s = dev.add_srq(8, 6);
+    let a1 = dev.add_qp(false, 16, RecvSide::None, c0, c0, 256);
+    let a2 = dev.add_qp(false, 16, RecvSide::None, c0, c0, 256);
+    let b1 = dev.add_qp(false, 16, RecvSide::Srq(s), c1, c1, 256);
+    let b2 = dev.add_qp(false, 16, RecvSide::Srq(s), c2, c2, 256);
+    dev.connect(a1, b1);
+    dev.connect(a2, b2);
+    let mr = dev.mem.reg(4096, access::ALL);
+    let (lkey, base) = (dev.mem.mrs[mr].lkey, dev.mem.mrs[mr].buf.addr());
+    let mut srq = dev.provider_srq(s, 3);
+    let mut sq1 = dev.provider_sq(a1, 1, 64, true);
+    let mut sq2 = dev.provider_sq(a2, 1, 64, true);
+    let (mut cq0, mut cq1, mut cq2) = (
+        dev.provider_cq(c0),
+        dev.provider_cq(c1),
+        dev.provider_cq(c2),
+    );
+    let qpn: Vec<u32> = dev.qps.iter().map(|q| q.qpn).collect();
+    let post_recv = |srq: &mut provider_mlx5::SharedRecvQueue, id: u64| {
+        let sge = [Sge {
+            addr: base + (id % 32) * 64,
+            length: 64,
+            lkey,
+        }];
+        // SAFETY: region mr outlives the SRQ.
+        unsafe { srq.post(id, &sge) }
+    };
+    let send = |sq: &mut provider_mlx5::SendQueue, i: u64| {
+        let m = [i as u8; 16];
+        // SAFETY: inline data only.
+        unsafe { sq.post(&SendWr::new(i, SendOp::Send, Payload::Inline(&m))) }.unwrap();
+    };
+    let mut next_id = 0;
+    for _ in 0..7 {
+        post_recv(&mut srq, next_id).unwrap();
+        next_id += 1;
+    }
+    srq.ring();
+    send(&mut sq1, 100);
+    sq1.ring();
+    dev.process();
+    let mut senders = [
+        QpQueues {
+            qpn: qpn[a1],
+            sq: Some(sq1.records()),
+            rq: None,
+        },
+        QpQueues {
+            qpn: qpn[a2],
+            sq: Some(sq2.records()),
+            rq: None,
+        },
+    ];
+    let mut out = [Completion::default(); 16];
+    assert_eq!(cq0.poll(&mut senders[..], &mut out), Ok(1));
+    // Receive 0 has completed on c1, unpolled. Three rounds of six.
+    let mut expect = 1..7u64;
+    for round in 0..3 {
+        for i in 0..6 {
+            send(&mut sq2, 200 + round * 6 + i);
+        }
+        sq2.ring();
+        dev.process();
+        let mut qs = QpQueues {
+            qpn: qpn[b2],
+            sq: None,
+            rq: Some(RecvTarget::Srq(srq.records())),
+        };
+        let n = cq2.poll(&mut qs, &mut out).unwrap();
+        let ids: Vec<u64> = out[..n].iter().map(|c| c.wr_id).collect();
+        assert_eq!(ids, expect.clone().collect::<Vec<_>>(), "round {round}");
+        let mut senders = [QpQueues {
+            qpn: qpn[a2],
+            sq: Some(sq2.records()),
+            rq: None,
+        }];
+        assert_eq!(cq0.poll(&mut senders[..], &mut out), Ok(6));
+        assert_eq!(srq.outstanding(), 1);
+        let first = next_id;
+        for _ in 0..6 {
+            post_recv(&mut srq, next_id).unwrap();
+            next_id += 1;
+        }
+        assert_eq!(post_recv(&mut srq, 999), Err(PostError::QueueFull));
+        srq.ring();
+        expect = first..next_id;
+    }
+    let mut qs = QpQueues {
+        qpn: qpn[b1],
+        sq: None,
+        rq: Some(RecvTarget::Srq(srq.records())),
+    };
+    let n = cq1.poll(&mut qs, &mut out).unwrap();
+    assert_eq!((n, out[0].wr_id, out[0].status), (1, 0, Status::Success));
+    assert_eq!(cq1.poll(&mut qs, &mut out), Ok(0));
+    assert_eq!(srq.outstanding(), 6);
 }

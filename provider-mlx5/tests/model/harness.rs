@@ -112,13 +112,13 @@ impl Pair {
         let mut qs = [
             QpQueues {
                 qpn: qa,
-                sq: Some(&mut self.a_sq),
-                rq: Some(RecvTarget::Rq(&mut self.a_rq)),
+                sq: Some(self.a_sq.records()),
+                rq: Some(RecvTarget::Rq(self.a_rq.records())),
             },
             QpQueues {
                 qpn: qb,
-                sq: Some(&mut self.b_sq),
-                rq: Some(RecvTarget::Rq(&mut self.b_rq)),
+                sq: Some(self.b_sq.records()),
+                rq: Some(RecvTarget::Rq(self.b_rq.records())),
             },
         ];
         let mut out = vec![Completion::default(); max];
