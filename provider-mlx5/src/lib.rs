@@ -56,6 +56,7 @@
 // the segment, CQE and completion types need none.
 #![deny(unsafe_code)]
 
+pub mod av;
 pub mod barrier;
 pub mod cq;
 pub mod cqe;

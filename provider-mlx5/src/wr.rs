@@ -4,6 +4,7 @@
 use crate::seg::{opcode, DatagramSeg};
 
 /// One gather/scatter element (`struct ibv_sge`).
+#[repr(C)] // the root crate lays its MR slices out as this
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Sge {
     /// Virtual address inside a registered memory region.
