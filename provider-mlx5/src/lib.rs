@@ -60,6 +60,7 @@ pub mod av;
 pub mod barrier;
 pub mod cq;
 pub mod cqe;
+pub mod layout;
 pub mod records;
 pub mod rq;
 pub mod seg;
