@@ -180,6 +180,12 @@ impl CompletionQueue {
         Ok(cq)
     }
 
+    /// Sets the CQ number, which the kernel assigns only after the ring
+    /// was initialised (see [`CompletionQueue::new`]); arming sends it.
+    pub fn set_cqn(&mut self, cqn: u32) {
+        self.cfg.cqn = cqn;
+    }
+
     /// The configuration.
     pub fn config(&self) -> &CqConfig {
         &self.cfg

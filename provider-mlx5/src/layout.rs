@@ -352,6 +352,12 @@ pub struct UarLayout {
     /// `bf_reg_size`: both halves of a BlueFlame register; 0 when the
     /// kernel found no write-combining.
     pub bf_reg_size: u32,
+    /// The first bfreg index (four per UAR) of the low-latency class,
+    /// which the kernel gives each to one QP alone (`alloc_high_class_bfreg`);
+    /// the medium class below it is shared between QPs
+    /// (`alloc_med_class_bfreg`). rdma-core's `need_uuar_lock` draws the
+    /// same line: `(total - low_latency) * 2`.
+    pub first_dedicated: u32,
 }
 
 /// Where a QP's doorbell/BlueFlame register is.
@@ -361,9 +367,12 @@ pub struct BfregLocation {
     pub page: usize,
     /// Byte offset of the register in that page.
     pub offset: usize,
-    /// Whether BlueFlame copies may be used: not for bfreg 0 (which the
-    /// kernel shares between QPs when it runs out, and which rdma-core gives
-    /// no BlueFlame buffer), nor without write-combining (`bf_reg_size` 0).
+    /// Whether BlueFlame copies may be used: only on a register the QP has
+    /// to itself (the low-latency class), and with write-combining
+    /// (`bf_reg_size` != 0). rdma-core also copies to shared medium-class
+    /// registers, under a spinlock; rverbs takes no lock on the data path,
+    /// so there it rings with the single 8-byte doorbell store only, which
+    /// any number of QPs may share. Never bfreg 0 (no BlueFlame buffer).
     pub blueflame: bool,
     /// Size of each alternating half (`bf_reg_size / 2`; 0 for bfreg 0,
     /// whose doorbell offset then never toggles, as in rdma-core).
@@ -444,6 +453,10 @@ pub fn uar_layout(
         uar_size,
         tot_bfregs: resp.tot_bfregs,
         bf_reg_size: resp.bf_reg_size,
+        first_dedicated: req
+            .total_num_bfregs
+            .saturating_sub(req.num_low_latency_bfregs)
+            .saturating_mul(2),
     })
 }
 
@@ -483,7 +496,7 @@ impl UarLayout {
         Ok(BfregLocation {
             page,
             offset,
-            blueflame: bf_size != 0,
+            blueflame: bf_size != 0 && bfreg_index >= self.first_dedicated,
             bf_size,
         })
     }
@@ -1433,21 +1446,29 @@ mod tests {
                 bf_size: 0
             }
         );
+        // bfreg 1: medium class (shared between QPs): the 8-byte doorbell
+        // only, still alternating halves.
         assert_eq!(
             at(1),
             BfregLocation {
                 page: 0,
                 offset: 0xa00,
-                blueflame: true,
+                blueflame: false,
                 bf_size: 256
             }
         );
-        // 4 = UAR 1 register 0, 29 = UAR 7 register 1.
+        // 4 = UAR 1 register 0, 29 = UAR 7 register 1. Low latency (one
+        // QP each) from (16 - 4) * 2 = 24 on: BlueFlame.
+        assert_eq!(u.first_dedicated, 24);
         assert_eq!(
             (at(4).page, at(4).offset, at(4).blueflame),
-            (1, 0x800, true)
+            (1, 0x800, false)
         );
-        assert_eq!((at(29).page, at(29).offset), (7, 0xa00));
+        assert_eq!((at(21).blueflame, at(24).blueflame), (false, true));
+        assert_eq!(
+            (at(29).page, at(29).offset, at(29).blueflame),
+            (7, 0xa00, true)
+        );
         assert!(matches!(u.bfreg(2), Err(SizeError::BadBfreg { .. })));
         assert!(matches!(u.bfreg(32), Err(SizeError::BadBfreg { .. })));
         assert!(matches!(u.bfreg(u32::MAX), Err(SizeError::BadBfreg { .. })));

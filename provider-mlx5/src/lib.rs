@@ -58,6 +58,7 @@
 
 pub mod av;
 pub mod barrier;
+
 pub mod cq;
 pub mod cqe;
 pub mod layout;
@@ -69,6 +70,21 @@ pub mod srq;
 pub mod wc;
 pub mod wqe;
 pub mod wr;
+
+// The device model (tests/model) is written as an outside user of this
+// crate (`provider_mlx5::...` paths); with the `model` feature it is also
+// compiled in, so that the root crate's tests can drive its mlx5 glue over
+// the model.
+#[cfg(feature = "model")]
+extern crate self as provider_mlx5;
+
+/// A software model of the device, test support only (see
+/// `tests/model/mod.rs`); present with the `model` feature.
+#[cfg(feature = "model")]
+#[doc(hidden)]
+#[allow(unsafe_code, missing_docs, clippy::len_without_is_empty)]
+#[path = "../tests/model/mod.rs"]
+pub mod model;
 
 pub use cq::{CompletionQueue, CqConfig, QpQueues, RecvTarget, WorkQueues};
 pub use cqe::Status;
