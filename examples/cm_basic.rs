@@ -85,7 +85,7 @@ fn build_connection(id: CmId, want: usize) -> Result<Connection> {
     let ctx = id.context()?;
     let pd = ctx.alloc_pd()?;
     let chan = ctx.create_comp_channel()?;
-    let cq = ctx.create_cq(10, Some(&chan), 0)?;
+    let mut cq = ctx.create_cq(10, Some(&chan), 0)?;
     cq.req_notify(false)?;
     let caps = QpCaps {
         max_send_wr: 10,

@@ -44,6 +44,8 @@ pub(crate) struct ContextInner {
     pub(crate) path: CommandPath,
     /// `RDMA_DRIVER_*` of the device, for the ioctl header.
     pub(crate) driver_id: u32,
+    /// mlx5 devices: the driver's context answer and the mapped UARs.
+    pub(crate) mlx5: Option<crate::mlx5::Mlx5Ctx>,
 }
 
 impl std::fmt::Debug for Context {
@@ -59,7 +61,9 @@ impl Context {
     /// ioctl method (and `ASYNC_EVENT_ALLOC` for the async event fd), or the
     /// `write()` command where the kernel lacks the method.
     ///
-    /// Refuses devices whose driver has no rverbs provider, naming the driver.
+    /// Refuses devices whose driver has no rverbs provider, naming the
+    /// driver. rxe and mlx5 have one; mlx5 has not yet run on hardware
+    /// (see the README).
     pub fn open(dev: &Device) -> Result<Context> {
         Context::open_via(dev, CommandPath::Ioctl)
     }
@@ -69,19 +73,23 @@ impl Context {
     /// has no ioctl `GET_CONTEXT`; [`CommandPath::Write`] never issues an
     /// ioctl (useful to test the path older kernels take).
     pub fn open_via(dev: &Device, path: CommandPath) -> Result<Context> {
-        let driver_id = match dev.driver() {
-            Driver::Rxe => RdmaDriverId::RXE.0,
-            Driver::Mlx5 | Driver::Other => {
+        let (driver_id, abis) = match dev.driver() {
+            Driver::Rxe => (RdmaDriverId::RXE.0, 1..=2),
+            Driver::Mlx5 => {
+                let v = uverbs_abi::mlx5::MLX5_IB_UVERBS_ABI_VERSION;
+                (RdmaDriverId::MLX5.0, v..=v)
+            }
+            Driver::Other => {
                 return Err(Error::UnsupportedDriver {
                     device: dev.name().to_string(),
                     driver: dev.driver_name().to_string(),
                 })
             }
         };
-        if !(1..=2).contains(&dev.driver_abi()) {
+        if !abis.contains(&dev.driver_abi()) {
             return Err(Error::UnsupportedDriver {
                 device: dev.name().to_string(),
-                driver: format!("rxe with driver ABI {}", dev.driver_abi()),
+                driver: format!("{} with driver ABI {}", dev.driver_name(), dev.driver_abi()),
             });
         }
         let file = OpenOptions::new()
@@ -107,6 +115,22 @@ impl Context {
             )));
         }
         let fd = OwnedFd::from(file);
+        if dev.driver() == Driver::Mlx5 {
+            // mlx5's GET_CONTEXT carries driver udata both ways; the write
+            // command takes it on every kernel.
+            let (async_fd, num_comp_vectors, mx) = crate::mlx5::get_context(&fd)?;
+            return Ok(Context {
+                inner: Arc::new(ContextInner {
+                    fd,
+                    async_fd,
+                    device: dev.clone(),
+                    num_comp_vectors,
+                    path: CommandPath::Write,
+                    driver_id,
+                    mlx5: Some(mx),
+                }),
+            });
+        }
         let ioctl = match path {
             CommandPath::Ioctl => get_context_ioctl(&fd, driver_id)?,
             CommandPath::Write => None,
@@ -126,6 +150,7 @@ impl Context {
                 num_comp_vectors,
                 path,
                 driver_id,
+                mlx5: None,
             }),
         })
     }
@@ -214,6 +239,15 @@ fn get_context_ioctl(fd: &OwnedFd, driver_id: u32) -> Result<Option<(OwnedFd, u3
 /// `GET_CONTEXT` through the `write()` command: it also creates the async
 /// event fd.
 fn get_context_write(fd: &OwnedFd) -> Result<(OwnedFd, u32)> {
+    get_context_write_udata(fd, &[], &mut [])
+}
+
+/// `GET_CONTEXT` through `write()` with driver udata in and out.
+pub(crate) fn get_context_write_udata(
+    fd: &OwnedFd,
+    udata_in: &[u8],
+    udata_out: &mut [u8],
+) -> Result<(OwnedFd, u32)> {
     let resp: v::IbUverbsGetContextResp = exec_write(
         fd,
         "GET_CONTEXT",
@@ -223,8 +257,8 @@ fn get_context_write(fd: &OwnedFd) -> Result<(OwnedFd, u32)> {
             c.response = response;
             c
         },
-        &[],
-        &mut [],
+        udata_in,
+        udata_out,
     )?;
     // SAFETY: the kernel just created this fd for us in GET_CONTEXT and
     // nothing else owns it.

@@ -3,7 +3,8 @@
 //! No rdma-core, no libibverbs: this crate opens `/dev/infiniband/uverbsN`,
 //! issues the kernel's commands itself (`uverbs-abi`), maps the queues the
 //! kernel shares, and runs the provider's data path in Rust
-//! (`provider-rxe`; `provider-mlx5` is not wired in yet).
+//! (`provider-rxe` for soft-RoCE, `provider-mlx5` for ConnectX — the
+//! latter verified against a device model, not yet on hardware).
 //!
 //! # Object lifetimes
 //! Every object holds a reference to what it was created from (an MR its
@@ -50,6 +51,7 @@ pub mod cq;
 pub mod device;
 pub mod error;
 pub mod event;
+mod mlx5;
 pub mod mr;
 pub mod netlink;
 pub mod pd;

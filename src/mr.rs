@@ -113,6 +113,47 @@ pub(crate) fn as_sges<'s>(slices: &'s [Slice<'_>]) -> &'s [provider_rxe::Sge] {
     unsafe { std::slice::from_raw_parts(slices.as_ptr().cast(), slices.len()) }
 }
 
+const _: () = {
+    assert!(size_of::<Slice<'static>>() == size_of::<provider_mlx5::Sge>());
+    assert!(align_of::<Slice<'static>>() == align_of::<provider_mlx5::Sge>());
+    assert!(
+        std::mem::offset_of!(Slice<'static>, addr)
+            == std::mem::offset_of!(provider_mlx5::Sge, addr)
+    );
+    assert!(
+        std::mem::offset_of!(Slice<'static>, len)
+            == std::mem::offset_of!(provider_mlx5::Sge, length)
+    );
+    assert!(
+        std::mem::offset_of!(Slice<'static>, lkey)
+            == std::mem::offset_of!(provider_mlx5::Sge, lkey)
+    );
+};
+
+/// The mlx5 provider's view of a list of slices, without copying.
+#[inline(always)]
+pub(crate) fn as_mlx5_sges<'s>(slices: &'s [Slice<'_>]) -> &'s [provider_mlx5::Sge] {
+    // SAFETY: Slice is repr(C) with the same field types, offsets, size and
+    // alignment as the repr(C) mlx5 Sge (asserted above; the PhantomData is
+    // zero-sized), every field is initialised, and the returned slice
+    // borrows the same memory for no longer than the input.
+    unsafe { std::slice::from_raw_parts(slices.as_ptr().cast(), slices.len()) }
+}
+
+impl Slice<'static> {
+    /// A slice over memory that is not an `Mr`'s: for tests that run the
+    /// data path over a device model's memory, never for the device.
+    #[cfg(test)]
+    pub(crate) fn raw_for_model(addr: u64, len: u32, lkey: u32) -> Slice<'static> {
+        Slice {
+            addr,
+            len,
+            lkey,
+            _mr: PhantomData,
+        }
+    }
+}
+
 impl Slice<'_> {
     /// The address the device uses (`addr` of the SGE).
     #[inline]

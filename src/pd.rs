@@ -30,6 +30,14 @@ impl std::fmt::Debug for Pd {
 impl Context {
     /// Allocates a protection domain (`ALLOC_PD`).
     pub fn alloc_pd(&self) -> Result<Pd> {
+        // mlx5 answers with `struct mlx5_ib_alloc_pd_resp { pdn; }` and
+        // copies it whatever room we gave: room must be there.
+        let mut mlx5_resp = [0u8; std::mem::size_of::<uverbs_abi::mlx5::Mlx5IbAllocPdResp>()];
+        let udata_out: &mut [u8] = if self.inner.mlx5.is_some() {
+            &mut mlx5_resp
+        } else {
+            &mut []
+        };
         let resp: v::IbUverbsAllocPdResp = self.inner.cmd(
             "ALLOC_PD",
             v::IB_USER_VERBS_CMD_ALLOC_PD,
@@ -39,7 +47,7 @@ impl Context {
                 c
             },
             &[],
-            &mut [],
+            udata_out,
         )?;
         Ok(Pd {
             inner: Arc::new(PdInner {

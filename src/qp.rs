@@ -32,7 +32,7 @@ pub enum QpType {
 }
 
 impl QpType {
-    fn raw(self) -> u8 {
+    pub(crate) fn raw(self) -> u8 {
         match self {
             QpType::Rc => 2, // IB_UVERBS_QPT_RC
             QpType::Uc => 3,
@@ -82,7 +82,7 @@ pub const MAX_SGE: usize = 32;
 /// The `POST_SEND` doorbell command, built once per QP. The kernel writes
 /// `bad_wr` into `resp`, so it lives in an `UnsafeCell` at a stable (boxed)
 /// address.
-struct Doorbell {
+pub(crate) struct Doorbell {
     cmd: [u8; 32],
     resp: UnsafeCell<u32>,
 }
@@ -91,28 +91,40 @@ struct Doorbell {
 /// a time, so the data path needs no lock.
 pub struct Qp {
     inner: Arc<QpInner>,
-    sq: SendQueue,
-    rq: Option<RecvQueue>,
-    doorbell: Box<Doorbell>,
+    queues: Queues,
+}
+
+/// The provider's producer side of the QP's queues.
+pub(crate) enum Queues {
+    Rxe {
+        sq: SendQueue,
+        rq: Option<RecvQueue>,
+        doorbell: Box<Doorbell>,
+    },
+    Mlx5 {
+        sq: provider_mlx5::SendQueue,
+        rq: Option<provider_mlx5::RecvQueue>,
+    },
 }
 
 // SAFETY: the Doorbell's UnsafeCell is written only by the kernel during the
 // write() that Qp::ring_doorbell makes through &mut self, so moving a Qp to
-// another thread cannot race with it.
+// another thread cannot race with it; the mlx5 queues are Send.
 unsafe impl Send for Qp {}
 
 pub(crate) struct QpInner {
-    ctx: Arc<ContextInner>,
-    _pd: Arc<PdInner>,
-    _send_cq: Arc<CqInner>,
-    _recv_cq: Arc<CqInner>,
-    _srq: Option<Arc<crate::srq::SrqInner>>,
-    handle: u32,
-    qpn: u32,
-    qp_type: QpType,
-    caps: QpCaps,
-    // Unmapped only after the kernel destroyed the QP.
-    maps: Vec<Mapping>,
+    pub(crate) ctx: Arc<ContextInner>,
+    pub(crate) _pd: Arc<PdInner>,
+    pub(crate) _send_cq: Arc<CqInner>,
+    pub(crate) _recv_cq: Arc<CqInner>,
+    pub(crate) _srq: Option<Arc<crate::srq::SrqInner>>,
+    pub(crate) handle: u32,
+    pub(crate) qpn: u32,
+    pub(crate) qp_type: QpType,
+    pub(crate) caps: QpCaps,
+    // Unmapped only after the kernel destroyed the QP (rxe: the kernel's
+    // rings; mlx5: our buffer and doorbell record, which the device uses).
+    pub(crate) maps: Vec<Mapping>,
 }
 
 impl QpInner {
@@ -157,6 +169,12 @@ impl Drop for QpInner {
         if r.is_err() {
             // The kernel may still use the rings: keep them mapped.
             std::mem::forget(std::mem::take(&mut self.maps));
+            return;
+        }
+        for cq in [&self._send_cq, &self._recv_cq] {
+            if let Some(m) = &cq.mlx5 {
+                m.registry.remove(self.qpn);
+            }
         }
     }
 }
@@ -180,6 +198,9 @@ impl Pd {
             return Err(Error::invalid(format!(
                 "more than {MAX_SGE} SGEs per work request"
             )));
+        }
+        if pd.ctx.mlx5.is_some() {
+            return crate::mlx5::create_qp(self, init);
         }
         let mut udata = [0u8; 32]; // struct rxe_create_qp_resp { rq_mi, sq_mi }
         let resp: v::IbUverbsCreateQpResp = pd.ctx.cmd(
@@ -261,9 +282,7 @@ impl Pd {
         let doorbell = Doorbell::new(inner.handle);
         Ok(Qp {
             inner: Arc::new(inner),
-            sq,
-            rq,
-            doorbell,
+            queues: Queues::Rxe { sq, rq, doorbell },
         })
     }
 }
@@ -343,6 +362,10 @@ impl Qp {
     /// its index — rdma-core's `bad_wr`, as a value.
     #[inline(never)] // measurable per call; see Cq::poll
     pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> Result<()> {
+        let (sq, doorbell) = match &mut self.queues {
+            Queues::Rxe { sq, doorbell, .. } => (sq, doorbell),
+            Queues::Mlx5 { sq, .. } => return crate::mlx5::post_send(sq, wrs),
+        };
         let mut first_err = None;
         let mut posted = 0;
         for (index, wr) in wrs.iter().enumerate() {
@@ -357,7 +380,7 @@ impl Qp {
             // inside an Mr that owns its mapping and unmaps it only after
             // DEREG_MR (see the mr module), so the device never reaches
             // memory this process reuses.
-            match unsafe { self.sq.post(&raw) } {
+            match unsafe { sq.post(&raw) } {
                 Ok(()) => posted += 1,
                 Err(provider_rxe::PostError::QueueFull) => {
                     first_err = Some(Error::QueueFull {
@@ -376,28 +399,32 @@ impl Qp {
             }
         }
         if posted > 0 {
-            self.ring_doorbell()?;
+            // rxe's doorbell: a `POST_SEND` with no work requests makes the
+            // kernel run this QP's requester over the ring.
+            sys::write_cmd(
+                self.inner.ctx.fd.as_fd(),
+                "POST_SEND (doorbell)",
+                &doorbell.cmd,
+            )?;
         }
         first_err.map_or(Ok(()), Err)
     }
 
-    /// rxe's doorbell: a `POST_SEND` with no work requests makes the kernel
-    /// run this QP's requester over the ring.
-    fn ring_doorbell(&mut self) -> Result<()> {
-        sys::write_cmd(
-            self.inner.ctx.fd.as_fd(),
-            "POST_SEND (doorbell)",
-            &self.doorbell.cmd,
-        )
-    }
-
     /// Posts receive work requests in order (no system call on rxe).
     pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<()> {
-        let rq = self
-            .rq
-            .as_mut()
-            .ok_or_else(|| Error::invalid("this QP receives through an SRQ"))?;
-        post_recv_list(rq, wrs, "receive queue")
+        let through_srq = || Error::invalid("this QP receives through an SRQ");
+        match &mut self.queues {
+            Queues::Rxe { rq, .. } => {
+                post_recv_list(rq.as_mut().ok_or_else(through_srq)?, wrs, "receive queue")
+            }
+            Queues::Mlx5 { rq, .. } => {
+                crate::mlx5::post_recv(rq.as_mut().ok_or_else(through_srq)?, wrs)
+            }
+        }
+    }
+
+    pub(crate) fn from_parts(inner: Arc<QpInner>, queues: Queues) -> Qp {
+        Qp { inner, queues }
     }
 
     /// Modifies the QP (`MODIFY_QP`) with every attribute set in `attr`.

@@ -21,18 +21,27 @@ const SRQ_LIMIT: u32 = 1 << 1;
 /// and keep it alive.
 pub struct Srq {
     pub(crate) inner: Arc<SrqInner>,
-    rq: RecvQueue,
+    rq: SrqQueue,
+}
+
+/// The provider's producer side of the SRQ.
+pub(crate) enum SrqQueue {
+    Rxe(RecvQueue),
+    Mlx5(provider_mlx5::SharedRecvQueue),
 }
 
 pub(crate) struct SrqInner {
-    ctx: Arc<ContextInner>,
-    _pd: Arc<PdInner>,
+    pub(crate) ctx: Arc<ContextInner>,
+    pub(crate) _pd: Arc<PdInner>,
     pub(crate) handle: u32,
-    srqn: u32,
-    max_wr: u32,
-    max_sge: u32,
-    user_handle: u64,
-    ring: Option<Mapping>,
+    pub(crate) srqn: u32,
+    pub(crate) max_wr: u32,
+    pub(crate) max_sge: u32,
+    pub(crate) user_handle: u64,
+    pub(crate) ring: Option<Mapping>,
+    /// mlx5: the buffer and doorbell record (unmapped after DESTROY_SRQ)
+    /// and the records QPs on this SRQ register with their receive CQs.
+    pub(crate) mlx5: Option<(Vec<Mapping>, Arc<provider_mlx5::SrqRecords>)>,
 }
 
 pub(crate) static NEXT_USER_HANDLE: AtomicU64 = AtomicU64::new(1 << 32);
@@ -57,6 +66,9 @@ impl Pd {
         }
         let pd = &self.inner;
         let user_handle = NEXT_USER_HANDLE.fetch_add(1, Ordering::Relaxed);
+        if pd.ctx.mlx5.is_some() {
+            return crate::mlx5::create_srq(self, max_wr, max_sge, srq_limit, user_handle);
+        }
         let mut udata = [0u8; 24]; // struct rxe_create_srq_resp { mi; srq_num; reserved; }
         let resp: v::IbUverbsCreateSrqResp = pd.ctx.cmd(
             "CREATE_SRQ",
@@ -83,6 +95,7 @@ impl Pd {
             max_sge: resp.max_sge,
             user_handle,
             ring: None,
+            mlx5: None,
         };
         let (off, size) = mminfo(&udata[..16])?;
         let map = Mapping::shared(pd.ctx.fd.as_fd(), "mmap of the SRQ ring", size, off)?;
@@ -95,7 +108,7 @@ impl Pd {
             .map_err(|e| Error::bad_answer(format!("CREATE_SRQ ring: {e}")))?;
         Ok(Srq {
             inner: Arc::new(inner),
-            rq,
+            rq: SrqQueue::Rxe(rq),
         })
     }
 }
@@ -118,7 +131,14 @@ impl Srq {
 
     /// Posts receives (no system call on rxe).
     pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<()> {
-        crate::qp::post_recv_list(&mut self.rq, wrs, "SRQ")
+        match &mut self.rq {
+            SrqQueue::Rxe(rq) => crate::qp::post_recv_list(rq, wrs, "SRQ"),
+            SrqQueue::Mlx5(srq) => crate::mlx5::post_srq_recv(srq, wrs),
+        }
+    }
+
+    pub(crate) fn from_parts(inner: Arc<SrqInner>, rq: SrqQueue) -> Srq {
+        Srq { inner, rq }
     }
 
     /// Arms the SRQ limit (`MODIFY_SRQ` with `IB_SRQ_LIMIT`): when fewer
@@ -129,6 +149,13 @@ impl Srq {
         c.srq_handle = self.inner.handle;
         c.attr_mask = SRQ_LIMIT;
         c.srq_limit = limit;
+        if self.inner.mlx5.is_some() {
+            // mlx5 takes no udata here.
+            return self
+                .inner
+                .ctx
+                .cmd_no_resp("MODIFY_SRQ", v::IB_USER_VERBS_CMD_MODIFY_SRQ, &c);
+        }
         // rxe reads `struct rxe_modify_srq_cmd { u64 mmap_info_addr; }` as
         // udata on every modify; it writes there only when resizing.
         let mut mi = [0u64; 2];
@@ -173,6 +200,7 @@ impl Drop for SrqInner {
         );
         if r.is_err() {
             std::mem::forget(self.ring.take());
+            std::mem::forget(self.mlx5.take());
         }
     }
 }

@@ -146,4 +146,65 @@ impl Wc {
             sl: r.sl,
         }
     }
+
+    /// A completion the mlx5 provider decoded from a CQE.
+    pub(crate) fn from_mlx5(c: &provider_mlx5::Completion) -> Wc {
+        use provider_mlx5::{Status as S, WcFlags as F, WcOpcode as O};
+        let status = match c.status {
+            S::Success => WcStatus::SUCCESS,
+            S::LocalLength => WcStatus::LOC_LEN_ERR,
+            S::LocalQpOp => WcStatus::LOC_QP_OP_ERR,
+            S::LocalProt => WcStatus::LOC_PROT_ERR,
+            S::WrFlush => WcStatus::WR_FLUSH_ERR,
+            S::MwBind => WcStatus::MW_BIND_ERR,
+            S::BadResp => WcStatus::BAD_RESP_ERR,
+            S::LocalAccess => WcStatus::LOC_ACCESS_ERR,
+            S::RemoteInvalReq => WcStatus::REM_INV_REQ_ERR,
+            S::RemoteAccess => WcStatus::REM_ACCESS_ERR,
+            S::RemoteOp => WcStatus::REM_OP_ERR,
+            S::RetryExceeded => WcStatus::RETRY_EXC_ERR,
+            S::RnrRetryExceeded => WcStatus::RNR_RETRY_EXC_ERR,
+            S::RemoteAborted => WcStatus::REM_ABORT_ERR,
+            // rdma-core reports unnamed syndromes as a general error; the
+            // syndrome itself stays in vendor_err. Scatter-to-CQE is never
+            // enabled by rverbs (no MLX5_QP_FLAG_SCATTER_CQE at CREATE_QP).
+            S::Other(_) | S::ScatteredToCqe => WcStatus::GENERAL_ERR,
+        };
+        let opcode = match c.opcode {
+            O::Send => WcOpcode::SEND,
+            O::RdmaWrite => WcOpcode::RDMA_WRITE,
+            O::RdmaRead => WcOpcode::RDMA_READ,
+            O::CompSwap => WcOpcode::COMP_SWAP,
+            O::FetchAdd => WcOpcode::FETCH_ADD,
+            O::Recv => WcOpcode::RECV,
+            O::RecvRdmaWithImm => WcOpcode::RECV_RDMA_WITH_IMM,
+            // Not posted through the safe API; kept distinguishable.
+            O::Nop => WcOpcode(0x100), // MLX5_OPCODE_NOP is 0
+            O::Other(op) => WcOpcode(0x100 | op as u32),
+        };
+        let mut flags = WcFlags::empty();
+        if c.flags.contains(F::GRH) {
+            flags |= WcFlags::GRH;
+        }
+        if c.flags.contains(F::WITH_IMM) {
+            flags |= WcFlags::WITH_IMM;
+        }
+        if c.flags.contains(F::WITH_INV) {
+            flags |= WcFlags::WITH_INVALIDATE;
+        }
+        Wc {
+            wr_id: c.wr_id,
+            status,
+            opcode,
+            vendor_err: c.vendor_err as u32,
+            byte_len: c.byte_len,
+            imm_data: c.flags.contains(F::WITH_IMM).then_some(c.imm),
+            qp_num: c.qpn,
+            src_qp: c.src_qp,
+            flags,
+            pkey_index: c.pkey_index,
+            slid: c.slid,
+            sl: c.sl,
+        }
+    }
 }

@@ -108,7 +108,7 @@ impl Session {
         let ctx = id.context()?;
         let pd = ctx.alloc_pd()?;
         let cc = ctx.create_comp_channel()?;
-        let cq = ctx.create_cq(SQ_DEPTH * 2, Some(&cc), 0)?;
+        let mut cq = ctx.create_cq(SQ_DEPTH * 2, Some(&cc), 0)?;
         cq.req_notify(false)?;
         let qp = id.create_qp(
             &pd,

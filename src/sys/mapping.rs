@@ -53,6 +53,35 @@ impl Mapping {
         Self::from_mmap(p, len, op)
     }
 
+    /// Maps `len` bytes of `fd` at `offset`, shared and write-only: a
+    /// device register page (mlx5 UAR), which is never read.
+    pub fn shared_write_only(
+        fd: BorrowedFd<'_>,
+        op: &'static str,
+        len: usize,
+        offset: u64,
+    ) -> Result<Mapping> {
+        if len == 0 {
+            return Err(Error::bad_answer(format!("{op}: zero-length mapping")));
+        }
+        let off = libc::off_t::try_from(offset).map_err(|_| {
+            Error::bad_answer(format!("{op}: mmap offset {offset:#x} out of range"))
+        })?;
+        // SAFETY: a fresh mapping at an address of the kernel's choosing
+        // aliases nothing in this process.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                off,
+            )
+        };
+        Self::from_mmap(p, len, op)
+    }
+
     /// Maps `len` bytes of fresh zeroed anonymous memory, page-aligned.
     pub fn anonymous(op: &'static str, len: usize) -> Result<Mapping> {
         if len == 0 {
