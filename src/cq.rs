@@ -74,18 +74,12 @@ impl Context {
             return crate::mlx5::create_cq(self, cqe, channel, comp_vector, user_handle);
         }
         let mut udata = [0u8; 16]; // struct rxe_create_cq_resp { struct mminfo mi; }
-        let resp: v::IbUverbsCreateCqResp = self.inner.cmd(
-            "CREATE_CQ",
-            v::IB_USER_VERBS_CMD_CREATE_CQ,
-            |response| {
-                let mut c = v::IbUverbsCreateCq::new_zeroed();
-                c.response = response;
-                c.user_handle = user_handle;
-                c.cqe = cqe;
-                c.comp_vector = comp_vector;
-                c.comp_channel = channel.map(|ch| ch.inner.fd.as_raw_fd()).unwrap_or(-1);
-                c
-            },
+        let resp = create_cq_cmd(
+            &self.inner,
+            user_handle,
+            cqe,
+            comp_vector,
+            channel,
             &[],
             &mut udata,
         )?;
@@ -115,14 +109,37 @@ impl Context {
     }
 }
 
+/// `CREATE_CQ` with driver udata; the driver's answer goes to `udata_out`.
+pub(crate) fn create_cq_cmd(
+    ctx: &ContextInner,
+    user_handle: u64,
+    cqe: u32,
+    comp_vector: u32,
+    channel: Option<&CompChannel>,
+    udata_in: &[u8],
+    udata_out: &mut [u8],
+) -> Result<v::IbUverbsCreateCqResp> {
+    ctx.cmd(
+        "CREATE_CQ",
+        v::IB_USER_VERBS_CMD_CREATE_CQ,
+        |response| {
+            let mut c = v::IbUverbsCreateCq::new_zeroed();
+            c.response = response;
+            c.user_handle = user_handle;
+            c.cqe = cqe;
+            c.comp_vector = comp_vector;
+            c.comp_channel = channel.map(|ch| ch.inner.fd.as_raw_fd()).unwrap_or(-1);
+            c
+        },
+        udata_in,
+        udata_out,
+    )
+}
+
 /// User handles of CQs (completion events carry them).
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
 
 impl ChannelInner {
-    pub(crate) fn raw_fd(&self) -> i32 {
-        self.fd.as_raw_fd()
-    }
-
     /// Makes `get_event` count the events of `cq` (see `counted`).
     pub(crate) fn count_events_of(&self, handle: u64, cq: &Arc<CqInner>) {
         let mut v = self.counted.lock().unwrap_or_else(|p| p.into_inner());

@@ -203,30 +203,11 @@ impl Pd {
             return crate::mlx5::create_qp(self, init);
         }
         let mut udata = [0u8; 32]; // struct rxe_create_qp_resp { rq_mi, sq_mi }
-        let resp: v::IbUverbsCreateQpResp = pd.ctx.cmd(
-            "CREATE_QP",
-            v::IB_USER_VERBS_CMD_CREATE_QP,
-            |response| {
-                let mut r = v::IbUverbsCreateQp::new_zeroed();
-                r.response = response;
-                r.user_handle = 0;
-                r.pd_handle = pd.handle;
-                r.send_cq_handle = init.send_cq.inner.handle;
-                r.recv_cq_handle = init.recv_cq.inner.handle;
-                r.srq_handle = init.srq.map(|s| s.inner.handle).unwrap_or(0);
-                r.max_send_wr = c.max_send_wr;
-                r.max_recv_wr = if init.srq.is_some() { 0 } else { c.max_recv_wr };
-                r.max_send_sge = c.max_send_sge;
-                r.max_recv_sge = c.max_recv_sge;
-                r.max_inline_data = c.max_inline_data;
-                r.sq_sig_all = init.sq_sig_all as u8;
-                r.qp_type = init.qp_type.raw();
-                r.is_srq = init.srq.is_some() as u8;
-                r
-            },
-            &[],
-            &mut udata,
-        )?;
+        let mut want = c;
+        if init.srq.is_some() {
+            want.max_recv_wr = 0;
+        }
+        let resp = create_qp_cmd(pd, init, &want, &[], &mut udata)?;
         let caps = QpCaps {
             max_send_wr: resp.max_send_wr,
             max_recv_wr: resp.max_recv_wr,
@@ -234,18 +215,7 @@ impl Pd {
             max_recv_sge: resp.max_recv_sge,
             max_inline_data: resp.max_inline_data,
         };
-        let mut inner = QpInner {
-            ctx: pd.ctx.clone(),
-            _pd: pd.clone(),
-            _send_cq: init.send_cq.inner.clone(),
-            _recv_cq: init.recv_cq.inner.clone(),
-            _srq: init.srq.map(|s| s.inner.clone()),
-            handle: resp.qp_handle,
-            qpn: resp.qpn,
-            qp_type: init.qp_type,
-            caps,
-            maps: Vec::new(),
-        };
+        let mut inner = QpInner::new(pd, init, &resp, caps);
         let fd = pd.ctx.fd.as_fd();
         let bad = |what: &str, e: &dyn std::fmt::Display| {
             Error::bad_answer(format!("CREATE_QP {what}: {e}"))
@@ -284,6 +254,64 @@ impl Pd {
             inner: Arc::new(inner),
             queues: Queues::Rxe { sq, rq, doorbell },
         })
+    }
+}
+
+/// `CREATE_QP` for `init` asking for `caps`, with driver udata.
+pub(crate) fn create_qp_cmd(
+    pd: &PdInner,
+    init: &QpInit<'_>,
+    caps: &QpCaps,
+    udata_in: &[u8],
+    udata_out: &mut [u8],
+) -> Result<v::IbUverbsCreateQpResp> {
+    pd.ctx.cmd(
+        "CREATE_QP",
+        v::IB_USER_VERBS_CMD_CREATE_QP,
+        |response| {
+            let mut r = v::IbUverbsCreateQp::new_zeroed();
+            r.response = response;
+            r.user_handle = 0;
+            r.pd_handle = pd.handle;
+            r.send_cq_handle = init.send_cq.inner.handle;
+            r.recv_cq_handle = init.recv_cq.inner.handle;
+            r.srq_handle = init.srq.map(|s| s.inner.handle).unwrap_or(0);
+            r.max_send_wr = caps.max_send_wr;
+            r.max_recv_wr = caps.max_recv_wr;
+            r.max_send_sge = caps.max_send_sge;
+            r.max_recv_sge = caps.max_recv_sge;
+            r.max_inline_data = caps.max_inline_data;
+            r.sq_sig_all = init.sq_sig_all as u8;
+            r.qp_type = init.qp_type.raw();
+            r.is_srq = init.srq.is_some() as u8;
+            r
+        },
+        udata_in,
+        udata_out,
+    )
+}
+
+impl QpInner {
+    /// The control half of a QP the kernel just created; from here on its
+    /// drop destroys the kernel object.
+    pub(crate) fn new(
+        pd: &Arc<PdInner>,
+        init: &QpInit<'_>,
+        resp: &v::IbUverbsCreateQpResp,
+        caps: QpCaps,
+    ) -> QpInner {
+        QpInner {
+            ctx: pd.ctx.clone(),
+            _pd: pd.clone(),
+            _send_cq: init.send_cq.inner.clone(),
+            _recv_cq: init.recv_cq.inner.clone(),
+            _srq: init.srq.map(|s| s.inner.clone()),
+            handle: resp.qp_handle,
+            qpn: resp.qpn,
+            qp_type: init.qp_type,
+            caps,
+            maps: Vec::new(),
+        }
     }
 }
 

@@ -70,19 +70,10 @@ impl Pd {
             return crate::mlx5::create_srq(self, max_wr, max_sge, srq_limit, user_handle);
         }
         let mut udata = [0u8; 24]; // struct rxe_create_srq_resp { mi; srq_num; reserved; }
-        let resp: v::IbUverbsCreateSrqResp = pd.ctx.cmd(
-            "CREATE_SRQ",
-            v::IB_USER_VERBS_CMD_CREATE_SRQ,
-            |response| {
-                let mut c = v::IbUverbsCreateSrq::new_zeroed();
-                c.response = response;
-                c.user_handle = user_handle;
-                c.pd_handle = pd.handle;
-                c.max_wr = max_wr;
-                c.max_sge = max_sge;
-                c.srq_limit = srq_limit;
-                c
-            },
+        let resp = create_srq_cmd(
+            pd,
+            user_handle,
+            (max_wr, max_sge, srq_limit),
             &[],
             &mut udata,
         )?;
@@ -111,6 +102,32 @@ impl Pd {
             rq: SrqQueue::Rxe(rq),
         })
     }
+}
+
+/// `CREATE_SRQ` of `(max_wr, max_sge, srq_limit)` with driver udata.
+pub(crate) fn create_srq_cmd(
+    pd: &PdInner,
+    user_handle: u64,
+    (max_wr, max_sge, srq_limit): (u32, u32, u32),
+    udata_in: &[u8],
+    udata_out: &mut [u8],
+) -> Result<v::IbUverbsCreateSrqResp> {
+    pd.ctx.cmd(
+        "CREATE_SRQ",
+        v::IB_USER_VERBS_CMD_CREATE_SRQ,
+        |response| {
+            let mut c = v::IbUverbsCreateSrq::new_zeroed();
+            c.response = response;
+            c.user_handle = user_handle;
+            c.pd_handle = pd.handle;
+            c.max_wr = max_wr;
+            c.max_sge = max_sge;
+            c.srq_limit = srq_limit;
+            c
+        },
+        udata_in,
+        udata_out,
+    )
 }
 
 impl Srq {

@@ -285,6 +285,24 @@ fn align_up(v: u64, to: u64) -> u64 {
 
 /// `len` rounded up to whole pages, as rdma-core allocates every queue
 /// buffer (`mlx5_alloc_qp_buf`, `mlx5_alloc_cq_buf`, `mlx5_alloc_srq_buf`).
+/// Refuses a ring of `entries` over `max` (whose owner `limit` names).
+fn ring_limit(
+    queue: &'static str,
+    entries: u64,
+    max: u64,
+    limit: &'static str,
+) -> Result<(), SizeError> {
+    if entries > max {
+        return Err(SizeError::RingTooLarge {
+            queue,
+            entries,
+            max,
+            limit,
+        });
+    }
+    Ok(())
+}
+
 fn page_round(len: u64, page_size: usize, queue: &'static str) -> Result<usize, SizeError> {
     let rounded = align_up(len, page_size as u64);
     usize::try_from(rounded).map_err(|_| SizeError::RingTooLarge {
@@ -699,22 +717,13 @@ fn sq_size(req: &QpRequest, dev: &DeviceLimits) -> Result<SqSize, SizeError> {
         .min(inline_cap);
     let wq_size = (u64::from(req.max_send_wr) * wqe_size).next_power_of_two();
     let wqe_cnt = wq_size / WQEBB as u64;
-    if wqe_cnt > u64::from(dev.max_send_wqebb) {
-        return Err(SizeError::RingTooLarge {
-            queue: "SQ",
-            entries: wqe_cnt,
-            max: dev.max_send_wqebb.into(),
-            limit: "the device's max_send_wqebb",
-        });
-    }
-    if wqe_cnt > MAX_WQ_ENTRIES {
-        return Err(SizeError::RingTooLarge {
-            queue: "SQ",
-            entries: wqe_cnt,
-            max: MAX_WQ_ENTRIES,
-            limit: "this crate's",
-        });
-    }
+    ring_limit(
+        "SQ",
+        wqe_cnt,
+        dev.max_send_wqebb.into(),
+        "the device's max_send_wqebb",
+    )?;
+    ring_limit("SQ", wqe_cnt, MAX_WQ_ENTRIES, "this crate's")?;
     Ok(SqSize {
         wqe_cnt: wqe_cnt as u32,
         max_sge: req.max_send_sge,
@@ -770,14 +779,7 @@ fn rq_size(req: &QpRequest, dev: &DeviceLimits) -> Result<RqSize, SizeError> {
     // At least one basic block of receive WQEs.
     let wq_size = (u64::from(req.max_recv_wr).next_power_of_two() * wqe_size).max(WQEBB as u64);
     let wqe_cnt = wq_size / wqe_size;
-    if wqe_cnt > MAX_WQ_ENTRIES {
-        return Err(SizeError::RingTooLarge {
-            queue: "RQ",
-            entries: wqe_cnt,
-            max: MAX_WQ_ENTRIES,
-            limit: "this crate's",
-        });
-    }
+    ring_limit("RQ", wqe_cnt, MAX_WQ_ENTRIES, "this crate's")?;
     Ok(RqSize {
         wqe_cnt: wqe_cnt as u32,
         wqe_shift: wqe_size.trailing_zeros(),
@@ -912,22 +914,8 @@ pub fn cq_layout(cqe: u32, dev: &DeviceLimits, page_size: usize) -> Result<CqLay
     }
     exceeds("cqe", cqe, dev.max_cqe)?;
     let ncqe = (u64::from(cqe) + 1).next_power_of_two();
-    if ncqe > RDMA_CORE_MAX_CQ_ENTRIES {
-        return Err(SizeError::RingTooLarge {
-            queue: "CQ",
-            entries: ncqe,
-            max: RDMA_CORE_MAX_CQ_ENTRIES,
-            limit: "rdma-core's",
-        });
-    }
-    if ncqe > MAX_CQ_ENTRIES {
-        return Err(SizeError::RingTooLarge {
-            queue: "CQ",
-            entries: ncqe,
-            max: MAX_CQ_ENTRIES,
-            limit: "this crate's",
-        });
-    }
+    ring_limit("CQ", ncqe, RDMA_CORE_MAX_CQ_ENTRIES, "rdma-core's")?;
+    ring_limit("CQ", ncqe, MAX_CQ_ENTRIES, "this crate's")?;
     let cqe_size = 64;
     Ok(CqLayout {
         ncqe: ncqe as u32,
@@ -1015,22 +1003,13 @@ pub fn srq_layout(
     let wqe_cnt = (u64::from(max_wr) + 1).next_power_of_two();
     // The kernel refuses max_wr >= 1 << log_max_srq_sz, and gets
     // wqe_cnt - 1.
-    if wqe_cnt > u64::from(dev.max_srq_recv_wr) {
-        return Err(SizeError::RingTooLarge {
-            queue: "SRQ",
-            entries: wqe_cnt,
-            max: dev.max_srq_recv_wr.into(),
-            limit: "the device's max_srq_recv_wr",
-        });
-    }
-    if wqe_cnt > MAX_WQ_ENTRIES {
-        return Err(SizeError::RingTooLarge {
-            queue: "SRQ",
-            entries: wqe_cnt,
-            max: MAX_WQ_ENTRIES,
-            limit: "this crate's",
-        });
-    }
+    ring_limit(
+        "SRQ",
+        wqe_cnt,
+        dev.max_srq_recv_wr.into(),
+        "the device's max_srq_recv_wr",
+    )?;
+    ring_limit("SRQ", wqe_cnt, MAX_WQ_ENTRIES, "this crate's")?;
     Ok(SrqLayout {
         wqe_cnt: wqe_cnt as u32,
         wqe_shift: stride.trailing_zeros(),

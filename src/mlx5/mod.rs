@@ -41,8 +41,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use uverbs_abi::mlx5 as m;
-use uverbs_abi::verbs as v;
-use zerocopy::{FromBytes, FromZeros, IntoBytes};
+use zerocopy::{FromBytes, IntoBytes};
 
 /// What an mlx5 context keeps: the driver's answer to `GET_CONTEXT` and
 /// the UAR pages mapped from it.
@@ -162,18 +161,12 @@ pub(crate) fn create_cq(
         db.as_ptr().as_ptr() as u64,
     );
     let mut out = [0u8; std::mem::size_of::<m::Mlx5IbCreateCqResp>()];
-    let resp: v::IbUverbsCreateCqResp = ctx.inner.cmd(
-        "CREATE_CQ",
-        v::IB_USER_VERBS_CMD_CREATE_CQ,
-        |response| {
-            let mut c = v::IbUverbsCreateCq::new_zeroed();
-            c.response = response;
-            c.user_handle = user_handle;
-            c.cqe = l.granted_cqe;
-            c.comp_vector = comp_vector;
-            c.comp_channel = channel.map(|ch| ch.inner.raw_fd()).unwrap_or(-1);
-            c
-        },
+    let resp = crate::cq::create_cq_cmd(
+        &ctx.inner,
+        user_handle,
+        l.granted_cqe,
+        comp_vector,
+        channel,
         udata.as_bytes(),
         &mut out,
     )?;
@@ -241,31 +234,8 @@ pub(crate) fn create_qp(pd: &Pd, init: &QpInit<'_>) -> Result<Qp> {
     )
     .map_err(|e| bad("CREATE_QP", &e))?;
     let mut out = [0u8; std::mem::size_of::<m::Mlx5IbCreateQpResp>()];
-    let resp: v::IbUverbsCreateQpResp = pdi.ctx.cmd(
-        "CREATE_QP",
-        v::IB_USER_VERBS_CMD_CREATE_QP,
-        |response| {
-            let mut r = v::IbUverbsCreateQp::new_zeroed();
-            r.response = response;
-            r.pd_handle = pdi.handle;
-            r.send_cq_handle = init.send_cq.inner.handle;
-            r.recv_cq_handle = init.recv_cq.inner.handle;
-            r.srq_handle = init.srq.map(|s| s.inner.handle).unwrap_or(0);
-            r.max_send_wr = l.max_send_wr;
-            r.max_recv_wr = l.max_recv_wr;
-            r.max_send_sge = l.sq_max_sge;
-            r.max_recv_sge = l.rq_max_sge;
-            r.max_inline_data = l.max_inline;
-            r.sq_sig_all = init.sq_sig_all as u8;
-            r.qp_type = init.qp_type.raw();
-            r.is_srq = init.srq.is_some() as u8;
-            r
-        },
-        udata.as_bytes(),
-        &mut out,
-    )?;
-    let qresp = m::Mlx5IbCreateQpResp::read_from_bytes(&out)
-        .map_err(|_| Error::bad_answer("CREATE_QP: short mlx5 response"))?;
+    // rdma-core reports what its own sizing granted, which is also what the
+    // generic command carries (the kernel derives nothing else from it).
     let caps = QpCaps {
         max_send_wr: l.max_send_wr,
         max_recv_wr: l.max_recv_wr,
@@ -273,19 +243,11 @@ pub(crate) fn create_qp(pd: &Pd, init: &QpInit<'_>) -> Result<Qp> {
         max_recv_sge: l.rq_max_sge,
         max_inline_data: l.max_inline,
     };
+    let resp = crate::qp::create_qp_cmd(pdi, init, &caps, udata.as_bytes(), &mut out)?;
     // From here on the kernel object exists: QpInner destroys it on error.
-    let mut inner = QpInner {
-        ctx: pdi.ctx.clone(),
-        _pd: pdi.clone(),
-        _send_cq: init.send_cq.inner.clone(),
-        _recv_cq: init.recv_cq.inner.clone(),
-        _srq: init.srq.map(|s| s.inner.clone()),
-        handle: resp.qp_handle,
-        qpn: resp.qpn,
-        qp_type: init.qp_type,
-        caps,
-        maps: Vec::new(),
-    };
+    let mut inner = QpInner::new(pdi, init, &resp, caps);
+    let qresp = m::Mlx5IbCreateQpResp::read_from_bytes(&out)
+        .map_err(|_| Error::bad_answer("CREATE_QP: short mlx5 response"))?;
     let base = buf.as_ptr();
     let dbrec = db.as_ptr().cast::<u32>();
     inner.maps.push(buf);
@@ -393,19 +355,10 @@ pub(crate) fn create_srq(
     )
     .map_err(|e| bad("CREATE_SRQ", &e))?;
     let mut out = [0u8; std::mem::size_of::<m::Mlx5IbCreateSrqResp>()];
-    let resp: v::IbUverbsCreateSrqResp = pdi.ctx.cmd(
-        "CREATE_SRQ",
-        v::IB_USER_VERBS_CMD_CREATE_SRQ,
-        |response| {
-            let mut c = v::IbUverbsCreateSrq::new_zeroed();
-            c.response = response;
-            c.user_handle = user_handle;
-            c.pd_handle = pdi.handle;
-            c.max_wr = l.max_wr;
-            c.max_sge = l.max_sge;
-            c.srq_limit = srq_limit;
-            c
-        },
+    let resp = crate::srq::create_srq_cmd(
+        pdi,
+        user_handle,
+        (l.max_wr, l.max_sge, srq_limit),
         udata.as_bytes(),
         &mut out,
     )?;

@@ -32,25 +32,7 @@ impl Mapping {
         len: usize,
         offset: u64,
     ) -> Result<Mapping> {
-        if len == 0 {
-            return Err(Error::bad_answer(format!("{op}: zero-length mapping")));
-        }
-        let off = libc::off_t::try_from(offset).map_err(|_| {
-            Error::bad_answer(format!("{op}: mmap offset {offset:#x} out of range"))
-        })?;
-        // SAFETY: a fresh mapping at an address of the kernel's choosing
-        // aliases nothing in this process.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                off,
-            )
-        };
-        Self::from_mmap(p, len, op)
+        Self::map_shared(fd, op, len, offset, libc::PROT_READ | libc::PROT_WRITE)
     }
 
     /// Maps `len` bytes of `fd` at `offset`, shared and write-only: a
@@ -60,6 +42,16 @@ impl Mapping {
         op: &'static str,
         len: usize,
         offset: u64,
+    ) -> Result<Mapping> {
+        Self::map_shared(fd, op, len, offset, libc::PROT_WRITE)
+    }
+
+    fn map_shared(
+        fd: BorrowedFd<'_>,
+        op: &'static str,
+        len: usize,
+        offset: u64,
+        prot: libc::c_int,
     ) -> Result<Mapping> {
         if len == 0 {
             return Err(Error::bad_answer(format!("{op}: zero-length mapping")));
@@ -73,7 +65,7 @@ impl Mapping {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
-                libc::PROT_WRITE,
+                prot,
                 libc::MAP_SHARED,
                 fd.as_raw_fd(),
                 off,
