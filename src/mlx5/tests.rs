@@ -203,3 +203,94 @@ fn completions_of_an_unregistered_qp_are_discarded_and_new_qps_are_seen() {
     let ids: Vec<u64> = t.poll().iter().map(|w| w.wr_id).collect();
     assert_eq!(ids, [6]);
 }
+
+/// Two QPs receive through one SRQ, on two CQs: each CQ resolves its QP's
+/// receives through the SRQ records the QPs registered, and the SRQ takes
+/// back what either completed.
+#[test]
+fn srq_receives_resolve_through_the_registry_of_each_cq() {
+    use super::post::post_srq_recv;
+    let mut dev = Device::new();
+    let (cs, c1, c2) = (dev.add_cq(64, 64), dev.add_cq(64, 64), dev.add_cq(64, 64));
+    let s = dev.add_srq(8, 6);
+    let a1 = dev.add_qp(false, 16, RecvSide::None, cs, cs, 256);
+    let a2 = dev.add_qp(false, 16, RecvSide::None, cs, cs, 256);
+    let b1 = dev.add_qp(false, 16, RecvSide::Srq(s), c1, c1, 256);
+    let b2 = dev.add_qp(false, 16, RecvSide::Srq(s), c2, c2, 256);
+    dev.connect(a1, b1);
+    dev.connect(a2, b2);
+    let mr = dev.mem.reg(4096, access::ALL);
+    let mut srq = dev.provider_srq(s, 2);
+    let mut sq1 = dev.provider_sq(a1, 1, 64, true);
+    let mut sq2 = dev.provider_sq(a2, 1, 64, true);
+    let (reg_s, reg1, reg2) = (
+        Arc::new(Registry::default()),
+        Arc::new(Registry::default()),
+        Arc::new(Registry::default()),
+    );
+    for (q, sq) in [(a1, &sq1), (a2, &sq2)] {
+        reg_s.add(QpEntry {
+            qpn: dev.qps[q].qpn,
+            sq: Some(sq.shared_records()),
+            rq: None,
+        });
+    }
+    for (q, reg) in [(b1, &reg1), (b2, &reg2)] {
+        reg.add(QpEntry {
+            qpn: dev.qps[q].qpn,
+            sq: None,
+            rq: Some(RecvRecs::Srq(srq.shared_records())),
+        });
+    }
+    let mut p_s = Poller::new(dev.provider_cq(cs), reg_s);
+    let mut p1 = Poller::new(dev.provider_cq(c1), reg1);
+    let mut p2 = Poller::new(dev.provider_cq(c2), reg2);
+    let (base, lkey) = (dev.mem.mrs[mr].buf.addr(), dev.mem.mrs[mr].lkey);
+    let mut out = [Wc::default(); 16];
+    let mut next = 0u64;
+    for round in 0..6u64 {
+        // Refill the SRQ (7 receives at most), one list per round.
+        let sl: Vec<[Slice<'static>; 1]> = (0..srq_room(&srq))
+            .map(|i| [Slice::raw_for_model(base + (next + i) % 32 * 64, 64, lkey)])
+            .collect();
+        let wrs: Vec<RecvWr<'_>> = sl
+            .iter()
+            .enumerate()
+            .map(|(i, s)| RecvWr {
+                wr_id: next + i as u64,
+                sges: s,
+            })
+            .collect();
+        next += wrs.len() as u64;
+        post_srq_recv(&mut srq, &wrs).unwrap();
+        let m = [round as u8; 8];
+        for (i, sq) in [&mut sq1, &mut sq2].into_iter().enumerate() {
+            let wr = [SendWr::inline(100 + i as u64, SendOp::Send, &m)];
+            post_send(sq, &wr).unwrap();
+        }
+        dev.process();
+        // Poll b2's CQ first: its receive came second off the SRQ.
+        let n2 = p2.poll(&mut out, Wc::from_mlx5);
+        let w2 = out[0];
+        let n1 = p1.poll(&mut out, Wc::from_mlx5);
+        let w1 = out[0];
+        assert_eq!((n1, n2), (1, 1), "round {round}");
+        assert_eq!(
+            (w1.opcode, w1.byte_len, w1.qp_num),
+            (WcOpcode::RECV, 8, dev.qps[b1].qpn)
+        );
+        assert_eq!(w2.qp_num, dev.qps[b2].qpn);
+        assert_eq!(
+            w2.wr_id,
+            w1.wr_id + 1,
+            "SRQ WQEs are consumed in list order"
+        );
+        assert_eq!(p_s.poll(&mut out, Wc::from_mlx5), 2);
+    }
+    assert_eq!(srq.outstanding(), 7 - 2);
+    assert_eq!(p1.discarded + p2.discarded + p_s.discarded, 0);
+}
+
+fn srq_room(srq: &provider_mlx5::SharedRecvQueue) -> u64 {
+    (srq.capacity() - srq.outstanding()) as u64
+}
