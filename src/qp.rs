@@ -199,6 +199,17 @@ impl Pd {
                 "more than {MAX_SGE} SGEs per work request"
             )));
         }
+        // Handles are per context: a CQ or SRQ of another context would be
+        // looked up by its number in this one.
+        let same = |c: &Arc<ContextInner>| Arc::ptr_eq(c, &pd.ctx);
+        if !same(&init.send_cq.inner.ctx)
+            || !same(&init.recv_cq.inner.ctx)
+            || init.srq.is_some_and(|s| !same(&s.inner.ctx))
+        {
+            return Err(Error::invalid(
+                "CREATE_QP: the CQs and SRQ must come from the PD's context",
+            ));
+        }
         if pd.ctx.mlx5.is_some() {
             return crate::mlx5::create_qp(self, init);
         }
@@ -457,6 +468,14 @@ impl Qp {
 
     /// Modifies the QP (`MODIFY_QP`) with every attribute set in `attr`.
     pub fn modify(&mut self, attr: &QpAttr) -> Result<()> {
+        if matches!(self.queues, Queues::Mlx5 { .. }) && attr.state == Some(QpState::Reset) {
+            // The device restarts its counters at RESET; rdma-core then also
+            // cleans the CQs and resets its own indices and doorbell record
+            // (mlx5_modify_qp). rverbs does not do that yet.
+            return Err(Error::invalid(
+                "MODIFY_QP to RESET: not supported on mlx5 QPs by rverbs yet (destroy and recreate)",
+            ));
+        }
         let cmd = attr.encode(self.inner.handle)?;
         self.inner
             .ctx

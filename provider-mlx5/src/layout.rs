@@ -471,11 +471,17 @@ pub fn uar_layout(
         uar_size,
         tot_bfregs: resp.tot_bfregs,
         bf_reg_size: resp.bf_reg_size,
-        first_dedicated: req
-            .total_num_bfregs
-            .saturating_sub(req.num_low_latency_bfregs)
-            .saturating_mul(2),
+        first_dedicated: first_dedicated(resp.tot_bfregs, req.num_low_latency_bfregs),
     })
+}
+
+/// The first low-latency bfreg in the four-per-UAR numbering of
+/// CREATE_QP's `bfreg_index`, from the kernel's own total (`tot_bfregs`,
+/// two per UAR; `first_hi_bfreg` is `total - low_latency` there) mapped
+/// through `adjust_bfregn` (UAR `n / 2`, register `n % 2`).
+fn first_dedicated(tot_bfregs: u32, low_latency: u32) -> u32 {
+    let n = tot_bfregs.saturating_sub(low_latency);
+    n / NON_FP_BFREGS_PER_UAR * BFREGS_PER_UAR + n % NON_FP_BFREGS_PER_UAR
 }
 
 impl UarLayout {
@@ -993,6 +999,16 @@ pub fn srq_layout(
     }
     let next = size_of::<SrqNextSeg>() as u64;
     let stride = (next + data).max(32).next_power_of_two();
+    // The rounded stride is what the kernel checks (its max_sge becomes
+    // stride / 16 - 1, refused above max_rq_desc_sz / 16); rdma-core's
+    // mlx5_alloc_srq_buf refuses it here too.
+    if stride > u64::from(dev.max_rq_desc_sz) {
+        return Err(SizeError::WqeTooLarge {
+            queue: "SRQ",
+            bytes: stride,
+            max: dev.max_rq_desc_sz.into(),
+        });
+    }
     if stride > MAX_RECV_STRIDE {
         return Err(SizeError::CrateLimit {
             what: "SRQ WQE stride",

@@ -172,9 +172,19 @@ const POSTED: u64 = 1 << 32;
 
 /// The SRQ's records: per WQE its wr_id and state (posted, and the
 /// free-running number of the post that filled it), `rung` (posts
-/// published), and a return ring of WQEs the consumer completed, which the
+/// published), and a return ring of WQEs the consumers completed, which the
 /// producer drains to relink them into its free list (the list itself is
 /// the producer's alone, so completing never touches the SRQ buffer).
+///
+/// Unlike a QP's queues, an SRQ has several consumers: QPs on it may
+/// report to different CQs, polled on different threads. So a completion
+/// claims its WQE with a compare-and-swap on the WQE's state (a WQE is
+/// completed once even if two CQEs named it), and the return ring is
+/// multi-producer: a consumer reserves a ticket with `fetch_add`, then
+/// publishes its slot with the ticket number (Release); the poster takes
+/// ticket `n` only once the slot shows `n` (Acquire). rdma-core takes the
+/// SRQ's spinlock here (`mlx5_free_srq_wqe`); this costs two locked
+/// instructions per SRQ completion and no lock.
 ///
 /// SRQ completions come back in any order, and one receive may stay
 /// outstanding while any number of later ones come and go, so "published"
@@ -187,7 +197,9 @@ pub struct SrqRecords {
     state: Box<[AtomicU64]>,
     mask: u32,
     rung: AtomicU32,
-    freed: Box<[AtomicU32]>,
+    /// Slot of ticket `n`: `(n + 1) << 32 | wqe index`, or 0.
+    freed: Box<[AtomicU64]>,
+    /// Tickets handed out.
     freed_head: AtomicU32,
 }
 
@@ -198,7 +210,7 @@ impl SrqRecords {
             state: (0..wqe_cnt).map(|_| AtomicU64::new(0)).collect(),
             mask: wqe_cnt - 1,
             rung: AtomicU32::new(0),
-            freed: (0..wqe_cnt).map(|_| AtomicU32::new(0)).collect(),
+            freed: (0..wqe_cnt).map(|_| AtomicU64::new(0)).collect(),
             freed_head: AtomicU32::new(0),
         }
     }
@@ -217,17 +229,17 @@ impl SrqRecords {
         self.rung.store(posted, Ordering::Release);
     }
 
-    /// Completions handed back so far (free-running).
+    /// Completions handed back (or being handed back) so far.
     #[inline]
     pub(crate) fn freed_head(&self) -> u32 {
         self.freed_head.load(Ordering::Acquire)
     }
 
-    /// The WQE of the `n`th completion handed back; call only for
-    /// `n < freed_head()`.
+    /// The WQE of ticket `n`, once its consumer has published it.
     #[inline]
-    pub(crate) fn freed(&self, n: u32) -> u16 {
-        self.freed[(n & self.mask) as usize].load(Ordering::Relaxed) as u16
+    pub(crate) fn freed(&self, n: u32) -> Option<u16> {
+        let v = self.freed[(n & self.mask) as usize].load(Ordering::Acquire);
+        ((v >> 32) as u32 == n.wrapping_add(1)).then_some(v as u16)
     }
 
     /// Consumer: completes the receive in WQE `wqe_counter` (masked) and
@@ -244,10 +256,16 @@ impl SrqRecords {
             return None;
         }
         let wr_id = self.wr_ids[i].load(Ordering::Relaxed);
-        self.state[i].store(st & !POSTED, Ordering::Relaxed);
-        let h = self.freed_head.load(Ordering::Relaxed);
-        self.freed[(h & self.mask) as usize].store(i as u32, Ordering::Relaxed);
-        self.freed_head.store(h.wrapping_add(1), Ordering::Release);
+        // Claim it: only one consumer completes a WQE.
+        self.state[i]
+            .compare_exchange(st, st & !POSTED, Ordering::AcqRel, Ordering::Relaxed)
+            .ok()?;
+        // At most capacity (wqe_cnt - 1) tickets are outstanding at once:
+        // a ticket is only taken for a posted WQE, and the poster reposts a
+        // WQE only after draining its ticket. So slot n is free again.
+        let n = self.freed_head.fetch_add(1, Ordering::AcqRel);
+        let v = (n.wrapping_add(1) as u64) << 32 | i as u64;
+        self.freed[(n & self.mask) as usize].store(v, Ordering::Release);
         Some(wr_id)
     }
 }
@@ -310,9 +328,8 @@ mod tests {
                 let (mut seq, mut taken) = (0u32, 0u32);
                 for k in 0..N {
                     while free.is_empty() {
-                        let done = recs.freed_head();
-                        while taken != done {
-                            free.push_back(recs.freed(taken));
+                        while let Some(i) = recs.freed(taken) {
+                            free.push_back(i);
                             taken = taken.wrapping_add(1);
                         }
                         std::hint::spin_loop();
@@ -343,5 +360,57 @@ mod tests {
             assert_eq!(recs.complete(i0), Some(k0));
         }
         prod.join().unwrap();
+    }
+
+    /// Two consumers (QPs on one SRQ reporting to two CQs polled on two
+    /// threads) complete alternate receives while the producer reposts what
+    /// they hand back: every receive completes exactly once and no WQE is
+    /// lost from the free list (the producer would stall).
+    #[test]
+    fn srq_records_with_two_consumers() {
+        const N: u64 = 100_000;
+        let recs = Arc::new(SrqRecords::new(8));
+        let (tx_a, rx_a) = mpsc::sync_channel::<(u16, u64)>(8);
+        let (tx_b, rx_b) = mpsc::sync_channel::<(u16, u64)>(8);
+        let prod = {
+            let recs = recs.clone();
+            std::thread::spawn(move || {
+                let mut free: std::collections::VecDeque<u16> = (0..7).collect();
+                let (mut seq, mut taken) = (0u32, 0u32);
+                for k in 0..N {
+                    while free.is_empty() {
+                        while let Some(i) = recs.freed(taken) {
+                            free.push_back(i);
+                            taken = taken.wrapping_add(1);
+                        }
+                        std::hint::spin_loop();
+                    }
+                    let idx = free.pop_front().unwrap();
+                    recs.record(idx, seq, k);
+                    seq = seq.wrapping_add(1);
+                    recs.publish(seq);
+                    let tx = if k % 2 == 0 { &tx_a } else { &tx_b };
+                    tx.send((idx, k)).unwrap();
+                }
+            })
+        };
+        let consumer = |rx: mpsc::Receiver<(u16, u64)>| {
+            let recs = recs.clone();
+            std::thread::spawn(move || {
+                let mut got = Vec::new();
+                for (idx, k) in rx {
+                    assert_eq!(recs.complete(idx), Some(k));
+                    got.push(k);
+                }
+                got
+            })
+        };
+        let (a, b) = (consumer(rx_a), consumer(rx_b));
+        prod.join().unwrap();
+        let mut all = a.join().unwrap();
+        all.extend(b.join().unwrap());
+        all.sort_unstable();
+        assert!(all.iter().copied().eq(0..N));
+        assert_eq!(recs.freed_head(), N as u32);
     }
 }

@@ -130,9 +130,9 @@ impl SharedRecvQueue {
     /// free list, in completion order (rdma-core links each one as it
     /// completes; here the list belongs to the posting side alone).
     fn take_back(&mut self) {
-        let done = self.records.freed_head();
-        while self.freed != done {
-            let i = self.records.freed(self.freed);
+        // In ticket order; a ticket taken but not yet published (its
+        // consumer is between the two steps) waits for the next call.
+        while let Some(i) = self.records.freed(self.freed) {
             self.link(self.tail, i);
             self.tail = i;
             self.freed = self.freed.wrapping_add(1);

@@ -223,6 +223,13 @@ pub(crate) fn create_qp(pd: &Pd, init: &QpInit<'_>) -> Result<Qp> {
     };
     let l = layout::qp_layout(&req, &mx.limits(&ctx)?, mx.page_size)
         .map_err(|e| bad("CREATE_QP", &e))?;
+    if l.sq_wqe_cnt == 0 {
+        // The kernel takes a QP without a send queue; the safe API's Qp
+        // always has one.
+        return Err(Error::invalid(
+            "CREATE_QP: max_send_wr 0 (a receive-only QP) is not supported on mlx5 by rverbs yet",
+        ));
+    }
     let buf = Mapping::anonymous("mlx5 QP buffer", l.buf_len)?;
     let db = Mapping::anonymous("mlx5 QP doorbell record", mx.page_size)?;
     let udata = layout::create_qp_udata(
@@ -363,18 +370,26 @@ pub(crate) fn create_srq(
         &mut out,
     )?;
     let records = q.shared_records();
-    let inner = SrqInner {
-        ctx: pdi.ctx.clone(),
-        _pd: pdi.clone(),
-        handle: resp.srq_handle,
-        srqn: resp.srqn,
-        max_wr: l.max_wr,
-        max_sge: l.max_sge,
-        user_handle,
-        ring: None,
-        mlx5: Some((vec![buf, db], records)),
-    };
-    Ok(Srq::from_parts(Arc::new(inner), SrqQueue::Mlx5(q)))
+    let srq = Srq::from_parts(
+        Arc::new(SrqInner {
+            ctx: pdi.ctx.clone(),
+            _pd: pdi.clone(),
+            handle: resp.srq_handle,
+            srqn: resp.srqn,
+            max_wr: l.max_wr,
+            max_sge: l.max_sge,
+            user_handle,
+            ring: None,
+            mlx5: Some((vec![buf, db], records)),
+        }),
+        SrqQueue::Mlx5(q),
+    );
+    // mlx5 ignores the limit at creation (mlx5_ib_create_srq); only
+    // MODIFY_SRQ arms it.
+    if srq_limit > 0 {
+        srq.set_limit(srq_limit)?;
+    }
+    Ok(srq)
 }
 
 /// `CREATE_AH` (for the destination MAC on Ethernet) and the address
@@ -414,9 +429,23 @@ pub(crate) fn create_ah(pd: &Pd, attr: &AhAttr) -> Result<Ah> {
     }
     let mut out = [0u8; std::mem::size_of::<m::Mlx5IbCreateAhResp>()];
     let handle = crate::ah::create_ah_cmd(pdi, attr, &mut out)?;
-    let dmac_off = std::mem::offset_of!(m::Mlx5IbCreateAhResp, dmac);
-    let mut dmac = [0u8; 6];
-    dmac.copy_from_slice(&out[dmac_off..dmac_off + 6]);
+    let mut inner = AhInner {
+        ctx: pdi.ctx.clone(),
+        _pd: pdi.clone(),
+        handle,
+        ah_num: 0,
+        mlx5_av: None,
+    };
+    let r = m::Mlx5IbCreateAhResp::read_from_bytes(&out)
+        .map_err(|_| Error::bad_answer("CREATE_AH: mlx5 answer of the wrong size"))?;
+    let need = std::mem::offset_of!(m::Mlx5IbCreateAhResp, dmac) + 6;
+    if ethernet && (r.response_length as usize) < need {
+        return Err(Error::bad_answer(format!(
+            "CREATE_AH: the kernel answered {} bytes, without the destination MAC",
+            r.response_length
+        )));
+    }
+    let dmac = r.dmac;
     let av = AvAttr {
         dlid: attr.dlid,
         sl: attr.sl,
@@ -433,13 +462,6 @@ pub(crate) fn create_ah(pd: &Pd, attr: &AhAttr) -> Result<Ah> {
         roce_v2,
         dmac,
         udp_sport: random_u16(),
-    };
-    let mut inner = AhInner {
-        ctx: pdi.ctx.clone(),
-        _pd: pdi.clone(),
-        handle,
-        ah_num: 0,
-        mlx5_av: None,
     };
     // Built after the AhInner exists, so that an invalid attribute still
     // destroys the kernel's AH (AhInner's drop).
