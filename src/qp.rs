@@ -122,6 +122,8 @@ pub(crate) struct QpInner {
     pub(crate) qpn: u32,
     pub(crate) qp_type: QpType,
     pub(crate) caps: QpCaps,
+    /// mlx5: the incarnation the QP registered with its CQs under.
+    pub(crate) reg_id: u64,
     // Unmapped only after the kernel destroyed the QP (rxe: the kernel's
     // rings; mlx5: our buffer and doorbell record, which the device uses).
     pub(crate) maps: Vec<Mapping>,
@@ -171,9 +173,11 @@ impl Drop for QpInner {
             std::mem::forget(std::mem::take(&mut self.maps));
             return;
         }
+        // Nothing more is written for this QP: its CQEs still in the rings
+        // are dropped by the pollers (see mlx5::poll).
         for cq in [&self._send_cq, &self._recv_cq] {
             if let Some(m) = &cq.mlx5 {
-                m.registry.remove(self.qpn);
+                m.registry.retire(self.reg_id);
             }
         }
     }
@@ -321,6 +325,7 @@ impl QpInner {
             qpn: resp.qpn,
             qp_type: init.qp_type,
             caps,
+            reg_id: 0,
             maps: Vec::new(),
         }
     }

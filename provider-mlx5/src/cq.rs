@@ -63,6 +63,11 @@ pub trait WorkQueues {
     fn send_queue(&mut self, qpn: u32, srqn_uidx: u32) -> Option<&SendRecords>;
     /// The receive queue or SRQ of QP `qpn`.
     fn recv_queue(&mut self, qpn: u32, srqn_uidx: u32) -> Option<RecvTarget<'_>>;
+    /// Called before each CQE is resolved with its position (the CQ's
+    /// free-running consumer index), for lookups that depend on when a CQE
+    /// was written (a QP number reused after a destroy).
+    #[inline(always)]
+    fn at(&mut self, _ci: u32) {}
 }
 
 /// The queues of one QP, for [`CompletionQueue::poll`]; a slice of these
@@ -248,6 +253,7 @@ impl CompletionQueue {
         let mut bad = None;
         while n < out.len() {
             let Some(cqe) = self.peek() else { break };
+            wqs.at(self.ci);
             match decode(&cqe, wqs) {
                 Ok(c) => out[n] = c,
                 Err(e) => {
@@ -306,6 +312,20 @@ impl CompletionQueue {
         barrier::wc_flush();
     }
 
+    /// A view of the ring for another thread: where the CQEs the device has
+    /// handed to software end (see [`CqScan`]).
+    ///
+    /// # Safety
+    /// The scan reads the ring: use it only while the ring memory given to
+    /// [`CompletionQueue::new`] stays mapped.
+    pub unsafe fn scanner(&self) -> CqScan {
+        CqScan {
+            buf: self.buf,
+            ncqe: self.cfg.ncqe,
+            cqe_size: self.cfg.cqe_size,
+        }
+    }
+
     /// Records that a completion event for this CQ was read from the
     /// completion channel (rdma-core's `mlx5_cq_event`): the next arm uses
     /// the next sequence number.
@@ -317,5 +337,52 @@ impl CompletionQueue {
     /// bits).
     pub fn arm_sn(&self) -> u32 {
         self.arm_sn & 3
+    }
+}
+
+/// Reads the ownership of a CQ's entries from any thread, to find where
+/// the CQEs written so far end (rdma-core's `__mlx5_cq_clean` walks the
+/// same way from the consumer index to the first entry the device still
+/// owns). Made by [`CompletionQueue::scanner`].
+#[derive(Debug, Clone, Copy)]
+pub struct CqScan {
+    buf: NonNull<u8>,
+    ncqe: u32,
+    cqe_size: usize,
+}
+
+// SAFETY: a CqScan only reads single bytes of the ring with volatile loads
+// (which the device writes concurrently anyway), and scanner()'s contract
+// keeps the ring mapped while it is used.
+unsafe impl Send for CqScan {}
+// SAFETY: as above; it has no interior state.
+unsafe impl Sync for CqScan {}
+
+impl CqScan {
+    /// The position (free-running, like the consumer index) of the first
+    /// entry at or after `from` that the device has not yet handed to
+    /// software: every CQE written before the call lies in `from..` that.
+    /// `from` must be at most `ncqe` entries behind the consumer's true
+    /// index (the published consumer index is).
+    pub fn software_owned_end(&self, from: u32) -> u32 {
+        let mut pos = from;
+        for _ in 0..self.ncqe {
+            let slot = (pos & (self.ncqe - 1)) as usize * self.cqe_size;
+            // SAFETY: slot + cqe_size <= ncqe * cqe_size, inside the ring
+            // (CompletionQueue::new checked it), mapped (scanner()'s
+            // contract); byte 63 of the slot's 64-byte CQE is op_own.
+            let own = unsafe {
+                self.buf
+                    .as_ptr()
+                    .add(slot + self.cqe_size - 1)
+                    .read_volatile()
+            };
+            let sw_owner = ((pos & self.ncqe) != 0) as u8;
+            if own >> 4 == cqe_opcode::INVALID || own & op_own::OWNER != sw_owner {
+                break;
+            }
+            pos = pos.wrapping_add(1);
+        }
+        pos
     }
 }

@@ -86,7 +86,7 @@ extern crate self as provider_mlx5;
 #[path = "../tests/model/mod.rs"]
 pub mod model;
 
-pub use cq::{CompletionQueue, CqConfig, QpQueues, RecvTarget, WorkQueues};
+pub use cq::{CompletionQueue, CqConfig, CqScan, QpQueues, RecvTarget, WorkQueues};
 pub use cqe::Status;
 pub use records::{RecvRecords, SendRecords, SendRetired, SrqRecords};
 pub use rq::RecvQueue;

@@ -174,7 +174,9 @@ pub(crate) fn create_cq(
         .map(|r| r.cqn)
         .map_err(|_| Error::bad_answer("CREATE_CQ: short mlx5 response"))?;
     q.set_cqn(cqn);
-    let registry = Arc::new(Registry::default());
+    // SAFETY: the scanner lives in the registry, which is used only by the
+    // Cq and its QPs, all of which hold the CqInner that keeps buf mapped.
+    let registry = Arc::new(Registry::new(unsafe { q.scanner() }));
     let inner = Arc::new(CqInner {
         ctx: ctx.inner.clone(),
         handle: resp.cq_handle,
@@ -309,15 +311,21 @@ pub(crate) fn create_qp(pd: &Pd, init: &QpInit<'_>) -> Result<Qp> {
         (Some(s), Some(r)) => (s.registry.clone(), r.registry.clone()),
         _ => return Err(Error::invalid("CREATE_QP: an mlx5 QP needs mlx5 CQs")),
     };
+    let id = poll::next_id();
+    inner.reg_id = id;
     send_reg.add(QpEntry {
         qpn: resp.qpn,
+        id,
         sq: Some(sq.shared_records()),
         rq: None,
+        until: None,
     });
     recv_reg.add(QpEntry {
         qpn: resp.qpn,
+        id,
         sq: None,
         rq: recv_recs,
+        until: None,
     });
     Ok(Qp::from_parts(Arc::new(inner), Queues::Mlx5 { sq, rq }))
 }

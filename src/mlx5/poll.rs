@@ -4,19 +4,30 @@
 //! A `Cq` and the `Qp`s that use it are separate objects, possibly on
 //! different threads, so the poller cannot borrow the QPs' queues. Each
 //! QP instead registers the shared records of its queues
-//! (`provider_mlx5::records`) with its CQs when it is created and removes
-//! them when it is destroyed; the registry is behind a lock, which only
-//! those control paths take. The poller keeps its own copy of the table
-//! and refreshes it only when the registry's generation has moved (one
-//! Acquire load per poll call), so the data path takes no lock and, in
-//! the steady state, allocates nothing. The generation is checked for every
-//! CQE, so a QP created (or a QP number reused) while a poll is under way
-//! is seen before its first CQE is resolved.
+//! (`provider_mlx5::records`) with its CQs when it is created; the registry
+//! is behind a lock, which only control paths take. The poller keeps its
+//! own copy of the table and refreshes it only when the registry's
+//! generation has moved (checked with one Acquire load per CQE), so the
+//! data path takes no lock and, in the steady state, allocates nothing; a
+//! QP created while a poll is under way is seen before its first CQE.
+//!
+//! Destroyed QPs: their CQEs may still be in the ring, and the device may
+//! give a new QP the same number. rdma-core removes them from the ring at
+//! destroy time (`__mlx5_cq_clean`, under the CQ lock). Here the QP's entry
+//! becomes a tombstone instead: after DESTROY_QP, nothing more is written
+//! for it, so its CQEs all lie before the end of what the device has
+//! handed to software at that moment (scanned from the consumer index the
+//! poller publishes). CQEs of that QP number before that position resolve
+//! against the dead QP's own records — so SRQ receives it consumed go back
+//! to the SRQ — and are dropped (counted in `discarded`); later ones
+//! belong to the live QP of that number, if any. Entries are identified
+//! by incarnation, never by QP number alone.
 
 use provider_mlx5::{
-    Completion, CompletionQueue, RecvRecords, RecvTarget, SendRecords, SrqRecords, WorkQueues,
+    Completion, CompletionQueue, CqScan, RecvRecords, RecvTarget, SendRecords, SrqRecords,
+    WorkQueues,
 };
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The receive side a QP registered: its own RQ or its SRQ.
@@ -30,23 +41,66 @@ pub(crate) enum RecvRecs {
 #[derive(Clone)]
 pub(crate) struct QpEntry {
     pub(crate) qpn: u32,
+    /// This QP's incarnation (unique per process), which tells it from an
+    /// earlier or later QP of the same number.
+    pub(crate) id: u64,
     pub(crate) sq: Option<Arc<SendRecords>>,
     pub(crate) rq: Option<RecvRecs>,
+    /// Destroyed: CQEs before this position are this QP's.
+    pub(crate) until: Option<u32>,
+}
+
+/// A fresh incarnation number.
+pub(crate) fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Whether the CQE at `pos` comes before position `until` (free-running
+/// positions; a tombstone is at most a ring's length ahead of the poller
+/// when made, and dropped once passed).
+fn before(pos: u32, until: u32) -> bool {
+    (until.wrapping_sub(pos) as i32) > 0
 }
 
 /// The CQ's registry of QPs, shared by the CQ and every QP created on it.
-#[derive(Default)]
 pub(crate) struct Registry {
     entries: Mutex<Vec<QpEntry>>,
     generation: AtomicU64,
+    /// The poller's consumer index, published after each poll.
+    consumed: AtomicU32,
+    /// Reads the ring's ownership bits (the ring outlives every user of
+    /// the registry: the CqInner holding both is dropped last).
+    scan: CqScan,
 }
 
 impl Registry {
-    /// Adds (or merges into) the entry of `e.qpn`: a QP whose send and
-    /// receive CQ are the same registers twice, once per side.
+    pub(crate) fn new(scan: CqScan) -> Registry {
+        Registry {
+            entries: Mutex::new(Vec::new()),
+            generation: AtomicU64::new(0),
+            consumed: AtomicU32::new(0),
+            scan,
+        }
+    }
+
+    /// Adds `e`, or merges it into the entry of the same incarnation (a
+    /// QP whose send and receive CQ are the same registers once per side).
     pub(crate) fn add(&self, e: QpEntry) {
         let mut v = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        match v.iter_mut().find(|x| x.qpn == e.qpn) {
+        self.prune(&mut v);
+        // A live entry of this number but another incarnation is a QP the
+        // kernel destroyed and whose drop has not yet retired it (the kernel
+        // never hands out a live number twice): retire it now, before the
+        // new QP can write anything.
+        let mut end = None;
+        for x in v.iter_mut() {
+            if x.qpn == e.qpn && x.id != e.id && x.until.is_none() {
+                let at = *end.get_or_insert_with(|| self.end_of_written());
+                x.until = Some(at);
+            }
+        }
+        match v.iter_mut().find(|x| x.id == e.id) {
             Some(x) => {
                 x.sq = x.sq.take().or(e.sq);
                 x.rq = x.rq.take().or(e.rq);
@@ -56,21 +110,48 @@ impl Registry {
         self.generation.fetch_add(1, Ordering::Release);
     }
 
-    /// Removes QP `qpn` (after the kernel destroyed it). CQEs of it still
-    /// in the ring are then discarded by the poller, as rdma-core's
-    /// `__mlx5_cq_clean` removes them at destroy time.
-    pub(crate) fn remove(&self, qpn: u32) {
+    /// Turns incarnation `id` into a tombstone, after the kernel destroyed
+    /// the QP (so no CQE of it is written any more).
+    pub(crate) fn retire(&self, id: u64) {
         let mut v = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        v.retain(|x| x.qpn != qpn);
+        let end = self.end_of_written();
+        // The first retirement counts (a QP on one CQ for both sides
+        // retires twice; a later boundary could swallow a new QP's CQEs).
+        if let Some(x) = v.iter_mut().find(|x| x.id == id && x.until.is_none()) {
+            x.until = Some(end);
+        }
+        self.prune(&mut v);
         self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Where the CQEs written so far end.
+    fn end_of_written(&self) -> u32 {
+        self.scan
+            .software_owned_end(self.consumed.load(Ordering::Acquire))
+    }
+
+    /// Drops tombstones the poller has passed.
+    fn prune(&self, v: &mut Vec<QpEntry>) {
+        let ci = self.consumed.load(Ordering::Acquire);
+        v.retain(|x| match x.until {
+            Some(u) => before(ci, u),
+            None => true,
+        });
     }
 }
 
-/// The poller's copy of the registry.
+/// The poller's copy of the registry, and what it learnt in a batch.
 struct Table {
     registry: Arc<Registry>,
     entries: Vec<QpEntry>,
     generation: u64,
+    /// Position of the CQE being resolved, and of the batch's first.
+    pos: u32,
+    batch_start: u32,
+    /// Bit `i`: the batch's CQE `i` was a dead QP's.
+    stale: u32,
+    /// Tombstones in `entries`.
+    tombstones: usize,
 }
 
 impl Table {
@@ -83,11 +164,40 @@ impl Table {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             self.entries.clone_from(&v);
-            // Read under the lock: no add/remove can fall between the copy
-            // and the generation it is marked with.
+            // Read under the lock: no change can fall between the copy and
+            // the generation it is marked with.
             self.generation = self.registry.generation.load(Ordering::Acquire);
+            drop(v);
+            self.tombstones = self.entries.iter().filter(|e| e.until.is_some()).count();
         }
-        self.entries.iter().find(|e| e.qpn == qpn)
+        if self.tombstones > 0 {
+            // Passed tombstones go; of the rest, the oldest one the CQE
+            // lies before is the QP that wrote it.
+            let pos = self.pos;
+            let before_len = self.entries.len();
+            self.entries.retain(|e| match e.until {
+                Some(u) => before(pos, u),
+                None => true,
+            });
+            self.tombstones -= before_len - self.entries.len();
+            let dead = self
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.qpn == qpn && e.until.is_some())
+                .min_by_key(|(_, e)| e.until.map(|u| u.wrapping_sub(pos)))
+                .map(|(i, _)| i);
+            if let Some(i) = dead {
+                let bit = self.pos.wrapping_sub(self.batch_start);
+                if bit < 32 {
+                    self.stale |= 1 << bit;
+                }
+                return self.entries.get(i);
+            }
+        }
+        self.entries
+            .iter()
+            .find(|e| e.qpn == qpn && e.until.is_none())
     }
 }
 
@@ -101,6 +211,10 @@ impl WorkQueues for Table {
             RecvRecs::Srq(s) => Some(RecvTarget::Srq(s)),
         }
     }
+    #[inline(always)]
+    fn at(&mut self, ci: u32) {
+        self.pos = ci;
+    }
 }
 
 /// The poller's side of an mlx5 CQ (owned by the `Cq`, used through
@@ -109,7 +223,8 @@ pub(crate) struct Poller {
     pub(crate) cq: CompletionQueue,
     table: Table,
     scratch: [Completion; BATCH],
-    /// CQEs that named no registered QP or no outstanding request.
+    /// CQEs dropped: those of destroyed QPs, and any naming no registered
+    /// QP or no outstanding request.
     pub(crate) discarded: u64,
     /// Completion events already accounted for in the arm sequence number.
     pub(crate) events_seen: u64,
@@ -125,6 +240,10 @@ impl Poller {
                 registry,
                 entries: Vec::new(),
                 generation: u64::MAX,
+                pos: 0,
+                batch_start: 0,
+                stale: 0,
+                tombstones: 0,
             },
             scratch: [Completion::default(); BATCH],
             discarded: 0,
@@ -138,22 +257,34 @@ impl Poller {
         let mut n = 0;
         while n < out.len() {
             let want = (out.len() - n).min(BATCH);
-            match self.cq.poll(&mut self.table, &mut self.scratch[..want]) {
+            self.table.batch_start = self.cq.consumer_index();
+            self.table.stale = 0;
+            let r = self.cq.poll(&mut self.table, &mut self.scratch[..want]);
+            let stale = self.table.stale;
+            match r {
                 Ok(0) => break,
                 Ok(got) => {
-                    for (o, c) in out[n..n + got].iter_mut().zip(&self.scratch[..got]) {
-                        *o = conv(c);
+                    for (i, c) in self.scratch[..got].iter().enumerate() {
+                        if stale & (1 << i) != 0 {
+                            self.discarded += 1;
+                        } else {
+                            out[n] = conv(c);
+                            n += 1;
+                        }
                     }
-                    n += got;
                     if got < want {
                         break;
                     }
                 }
-                // A CQE of a destroyed QP (or a corrupt one): consumed, not
-                // reported; the next ones are still polled.
+                // A CQE naming nothing outstanding (or corrupt): consumed,
+                // not reported; the next ones are still polled.
                 Err(_) => self.discarded += 1,
             }
         }
+        self.table
+            .registry
+            .consumed
+            .store(self.cq.consumer_index(), Ordering::Release);
         n
     }
 }

@@ -3,7 +3,7 @@
 //! `Wc` — driven over the provider's software device model (no kernel, no
 //! hardware: the kernel commands of this module are not exercised here).
 
-use super::poll::{Poller, QpEntry, RecvRecs, Registry};
+use super::poll::{next_id, Poller, QpEntry, RecvRecs, Registry};
 use super::post::{post_recv, post_send};
 use crate::error::Error;
 use crate::mr::Slice;
@@ -19,6 +19,7 @@ struct Bed {
     rq_b: provider_mlx5::RecvQueue,
     poller: Poller,
     registry: Arc<Registry>,
+    id_a: u64,
     dev: Device,
     a: usize,
     b: usize,
@@ -37,28 +38,49 @@ fn bed() -> Bed {
     let mr_b = dev.mem.reg(4096, access::ALL);
     let sq_a = dev.provider_sq(a, 4, 64, true);
     let rq_b = dev.provider_rq(b, 4);
-    let registry = Arc::new(Registry::default());
-    registry.add(QpEntry {
-        qpn: dev.qps[a].qpn,
-        sq: Some(sq_a.shared_records()),
-        rq: None,
-    });
-    registry.add(QpEntry {
-        qpn: dev.qps[b].qpn,
-        sq: None,
-        rq: Some(RecvRecs::Rq(rq_b.shared_records())),
-    });
-    let poller = Poller::new(dev.provider_cq(c), registry.clone());
+    let cq = dev.provider_cq(c);
+    let registry = registry_of(&cq);
+    let id_a = next_id();
+    registry.add(entry(dev.qps[a].qpn, id_a, Some(&sq_a), None));
+    registry.add(entry(
+        dev.qps[b].qpn,
+        next_id(),
+        None,
+        Some(RecvRecs::Rq(rq_b.shared_records())),
+    ));
+    let poller = Poller::new(cq, registry.clone());
     Bed {
         sq_a,
         rq_b,
         poller,
         registry,
+        id_a,
         dev,
         a,
         b,
         mr_a,
         mr_b,
+    }
+}
+
+fn registry_of(cq: &provider_mlx5::CompletionQueue) -> Arc<Registry> {
+    // SAFETY: the model's ring outlives the test's pollers and registries
+    // (the Device is dropped last).
+    Arc::new(Registry::new(unsafe { cq.scanner() }))
+}
+
+fn entry(
+    qpn: u32,
+    id: u64,
+    sq: Option<&provider_mlx5::SendQueue>,
+    rq: Option<RecvRecs>,
+) -> QpEntry {
+    QpEntry {
+        qpn,
+        id,
+        sq: sq.map(|q| q.shared_records()),
+        rq,
+        until: None,
     }
 }
 
@@ -178,30 +200,40 @@ fn errors_map_to_named_statuses_and_flush() {
     assert_ne!(wcs[0].vendor_err, 0, "the vendor syndrome is kept");
 }
 
+/// A QP is destroyed with a completion still in the ring and its number
+/// is reused at once: the old CQE is dropped (it lies before the
+/// tombstone's position), the new QP's completions are reported.
 #[test]
-fn completions_of_an_unregistered_qp_are_discarded_and_new_qps_are_seen() {
+fn a_destroyed_qps_cqes_are_dropped_and_its_number_can_be_reused() {
     let mut t = bed();
     let src = [t.slice(t.mr_a, 0, 8)];
     let wr = [SendWr::new(5, SendOp::Write(t.remote(t.mr_b, 0)), &src)];
     post_send(&mut t.sq_a, &wr).unwrap();
     t.dev.process();
-    // As after DESTROY_QP: the QP leaves the registry, its CQE is dropped.
+    // As QpInner's drop does after DESTROY_QP.
     let qpn_a = t.dev.qps[t.a].qpn;
-    t.registry.remove(qpn_a);
-    assert_eq!(t.poll(), vec![]);
-    assert_eq!(t.poller.discarded, 1);
-    // Registered again (a new QP on the CQ while the poller exists): its
-    // completions resolve without the poller being told.
-    t.registry.add(QpEntry {
-        qpn: qpn_a,
-        sq: Some(t.sq_a.shared_records()),
-        rq: None,
-    });
+    t.registry.retire(t.id_a);
+    // A new QP of the same number registers (the model's QP a stands in
+    // for it, so its records are the same object).
+    t.registry.add(entry(qpn_a, next_id(), Some(&t.sq_a), None));
     let wr = [SendWr::new(6, SendOp::Write(t.remote(t.mr_b, 0)), &src)];
     post_send(&mut t.sq_a, &wr).unwrap();
     t.dev.process();
     let ids: Vec<u64> = t.poll().iter().map(|w| w.wr_id).collect();
     assert_eq!(ids, [6]);
+    assert_eq!(t.poller.discarded, 1);
+    // A number registered again without the old incarnation retired (its
+    // drop still running): the add retires it.
+    let wr = [SendWr::new(7, SendOp::Write(t.remote(t.mr_b, 0)), &src)];
+    post_send(&mut t.sq_a, &wr).unwrap();
+    t.dev.process();
+    t.registry.add(entry(qpn_a, next_id(), Some(&t.sq_a), None));
+    let wr = [SendWr::new(8, SendOp::Write(t.remote(t.mr_b, 0)), &src)];
+    post_send(&mut t.sq_a, &wr).unwrap();
+    t.dev.process();
+    let ids: Vec<u64> = t.poll().iter().map(|w| w.wr_id).collect();
+    assert_eq!(ids, [8]);
+    assert_eq!(t.poller.discarded, 2);
 }
 
 /// Two QPs receive through one SRQ, on two CQs: each CQ resolves its QP's
@@ -223,28 +255,24 @@ fn srq_receives_resolve_through_the_registry_of_each_cq() {
     let mut srq = dev.provider_srq(s, 2);
     let mut sq1 = dev.provider_sq(a1, 1, 64, true);
     let mut sq2 = dev.provider_sq(a2, 1, 64, true);
-    let (reg_s, reg1, reg2) = (
-        Arc::new(Registry::default()),
-        Arc::new(Registry::default()),
-        Arc::new(Registry::default()),
+    let (cq_s, cq1, cq2) = (
+        dev.provider_cq(cs),
+        dev.provider_cq(c1),
+        dev.provider_cq(c2),
     );
+    let (reg_s, reg1, reg2) = (registry_of(&cq_s), registry_of(&cq1), registry_of(&cq2));
     for (q, sq) in [(a1, &sq1), (a2, &sq2)] {
-        reg_s.add(QpEntry {
-            qpn: dev.qps[q].qpn,
-            sq: Some(sq.shared_records()),
-            rq: None,
-        });
+        reg_s.add(entry(dev.qps[q].qpn, next_id(), Some(sq), None));
     }
-    for (q, reg) in [(b1, &reg1), (b2, &reg2)] {
-        reg.add(QpEntry {
-            qpn: dev.qps[q].qpn,
-            sq: None,
-            rq: Some(RecvRecs::Srq(srq.shared_records())),
-        });
+    let mut ids = [0; 2];
+    for (k, (q, reg)) in [(b1, &reg1), (b2, &reg2)].into_iter().enumerate() {
+        ids[k] = next_id();
+        let rq = RecvRecs::Srq(srq.shared_records());
+        reg.add(entry(dev.qps[q].qpn, ids[k], None, Some(rq)));
     }
-    let mut p_s = Poller::new(dev.provider_cq(cs), reg_s);
-    let mut p1 = Poller::new(dev.provider_cq(c1), reg1);
-    let mut p2 = Poller::new(dev.provider_cq(c2), reg2);
+    let mut p_s = Poller::new(cq_s, reg_s);
+    let mut p1 = Poller::new(cq1, reg1.clone());
+    let mut p2 = Poller::new(cq2, reg2);
     let (base, lkey) = (dev.mem.mrs[mr].buf.addr(), dev.mem.mrs[mr].lkey);
     let mut out = [Wc::default(); 16];
     let mut next = 0u64;
@@ -289,6 +317,21 @@ fn srq_receives_resolve_through_the_registry_of_each_cq() {
     }
     assert_eq!(srq.outstanding(), 7 - 2);
     assert_eq!(p1.discarded + p2.discarded + p_s.discarded, 0);
+    // b1 receives once more, then is destroyed before its CQ is polled:
+    // the receive's SRQ WQE still comes back (rdma-core's cq_clean frees
+    // it too), and the completion is dropped.
+    let m = [9u8; 8];
+    post_send(&mut sq1, &[SendWr::inline(200, SendOp::Send, &m)]).unwrap();
+    dev.process();
+    assert_eq!(p_s.poll(&mut out, Wc::from_mlx5), 1);
+    assert_eq!(
+        srq.outstanding(),
+        5,
+        "consumed by the device, not completed"
+    );
+    reg1.retire(ids[0]);
+    assert_eq!(p1.poll(&mut out, Wc::from_mlx5), 0);
+    assert_eq!((p1.discarded, srq.outstanding()), (1, 4));
 }
 
 fn srq_room(srq: &provider_mlx5::SharedRecvQueue) -> u64 {
