@@ -1547,11 +1547,10 @@ mod tests {
         let dbrec = base(&mut db, 0).cast::<u32>();
         if l.sq_wqe_cnt > 0 {
             let cfg = l.sq_config(0x42, &bf, false);
-            // SAFETY: the buffer holds buf_len >= sq_offset + sq_len bytes
-            // (qp_layout's invariant) and lives until the end of this
-            // function, after the queue is dropped; the doorbell page has
-            // 8 bytes, the UAR page holds 0x800 + 2 * 512 <= 4096 bytes from
-            // the bfreg on; nothing else touches them meanwhile.
+            // The buffer and pages live until the end of this function,
+            // after the queue is dropped; nothing else touches them.
+            // SAFETY: buf_len >= sq_offset + sq_len (qp_layout's invariant);
+            // 8 doorbell bytes; 0x800 + 2 * 512 <= 4096 UAR bytes.
             unsafe {
                 SendQueue::new(
                     base(&mut buf, l.sq_offset),

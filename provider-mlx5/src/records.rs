@@ -313,6 +313,36 @@ mod tests {
         prod.join().unwrap();
     }
 
+    /// A thread posting `n` receives into an 8-WQE SRQ's records, reusing
+    /// the WQEs its consumers hand back, telling `deliver` (the device)
+    /// which WQE holds which receive.
+    fn srq_poster(
+        recs: &Arc<SrqRecords>,
+        n: u64,
+        deliver: impl Fn(u16, u64) + Send + 'static,
+    ) -> std::thread::JoinHandle<()> {
+        let recs = recs.clone();
+        std::thread::spawn(move || {
+            // One WQE always stays in the free list: 7 receives at most.
+            let mut free: std::collections::VecDeque<u16> = (0..7).collect();
+            let (mut seq, mut taken) = (0u32, 0u32);
+            for k in 0..n {
+                while free.is_empty() {
+                    while let Some(i) = recs.freed(taken) {
+                        free.push_back(i);
+                        taken = taken.wrapping_add(1);
+                    }
+                    std::hint::spin_loop();
+                }
+                let idx = free.pop_front().unwrap();
+                recs.record(idx, seq, k);
+                seq = seq.wrapping_add(1);
+                recs.publish(seq);
+                deliver(idx, k);
+            }
+        })
+    }
+
     /// The same for an SRQ whose receives complete out of order: each WQE
     /// handed back is reused only after the consumer released it.
     #[test]
@@ -320,28 +350,7 @@ mod tests {
         const N: u64 = 100_000;
         let recs = Arc::new(SrqRecords::new(8));
         let (tx, rx) = mpsc::sync_channel::<(u16, u64)>(64);
-        let prod = {
-            let recs = recs.clone();
-            std::thread::spawn(move || {
-                // One WQE always stays in the free list: 7 receives at most.
-                let mut free: std::collections::VecDeque<u16> = (0..7).collect();
-                let (mut seq, mut taken) = (0u32, 0u32);
-                for k in 0..N {
-                    while free.is_empty() {
-                        while let Some(i) = recs.freed(taken) {
-                            free.push_back(i);
-                            taken = taken.wrapping_add(1);
-                        }
-                        std::hint::spin_loop();
-                    }
-                    let idx = free.pop_front().unwrap();
-                    recs.record(idx, seq, k);
-                    seq = seq.wrapping_add(1);
-                    recs.publish(seq);
-                    tx.send((idx, k)).unwrap();
-                }
-            })
-        };
+        let prod = srq_poster(&recs, N, move |idx, k| tx.send((idx, k)).unwrap());
         // Complete pairs in reverse order to exercise out-of-order returns.
         let mut held: Option<(u16, u64)> = None;
         for _ in 0..N {
@@ -372,28 +381,10 @@ mod tests {
         let recs = Arc::new(SrqRecords::new(8));
         let (tx_a, rx_a) = mpsc::sync_channel::<(u16, u64)>(8);
         let (tx_b, rx_b) = mpsc::sync_channel::<(u16, u64)>(8);
-        let prod = {
-            let recs = recs.clone();
-            std::thread::spawn(move || {
-                let mut free: std::collections::VecDeque<u16> = (0..7).collect();
-                let (mut seq, mut taken) = (0u32, 0u32);
-                for k in 0..N {
-                    while free.is_empty() {
-                        while let Some(i) = recs.freed(taken) {
-                            free.push_back(i);
-                            taken = taken.wrapping_add(1);
-                        }
-                        std::hint::spin_loop();
-                    }
-                    let idx = free.pop_front().unwrap();
-                    recs.record(idx, seq, k);
-                    seq = seq.wrapping_add(1);
-                    recs.publish(seq);
-                    let tx = if k % 2 == 0 { &tx_a } else { &tx_b };
-                    tx.send((idx, k)).unwrap();
-                }
-            })
-        };
+        let prod = srq_poster(&recs, N, move |idx, k| {
+            let tx = if k % 2 == 0 { &tx_a } else { &tx_b };
+            tx.send((idx, k)).unwrap()
+        });
         let consumer = |rx: mpsc::Receiver<(u16, u64)>| {
             let recs = recs.clone();
             std::thread::spawn(move || {

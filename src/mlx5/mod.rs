@@ -268,11 +268,11 @@ pub(crate) fn create_qp(pd: &Pd, init: &QpInit<'_>) -> Result<Qp> {
     let bf_reg = mx.uar_ptr(bf.page, bf.offset)?;
     let cfg = l.sq_config(resp.qpn, &bf, init.sq_sig_all);
     let sq_len = l.sq_len();
-    // SAFETY: sq_offset + sq_len <= buf_len (layout), inside the buffer
-    // mapping that QpInner keeps until after DESTROY_QP; the doorbell
-    // record's SND word is written by this queue alone; the BlueFlame
-    // register lies in a UAR page the context keeps mapped, and
-    // `bf.blueflame` is set only for a register this QP has to itself.
+    // The BlueFlame register lies in a UAR page the context keeps mapped,
+    // and `bf.blueflame` is set only for a register this QP has to itself.
+    // SAFETY: sq_offset + sq_len <= buf_len (layout), in the buffer QpInner
+    // keeps until after DESTROY_QP; the SND word is this queue's alone;
+    // the register: see above.
     let sq = unsafe {
         provider_mlx5::SendQueue::new(
             NonNull::new_unchecked(base.as_ptr().add(l.sq_offset)),
