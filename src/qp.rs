@@ -124,6 +124,9 @@ pub(crate) struct QpInner {
     pub(crate) caps: QpCaps,
     /// mlx5: the incarnation the QP registered with its CQs under.
     pub(crate) reg_id: u64,
+    /// mlx5: the doorbell record (returned to the context's pool after
+    /// DESTROY_QP).
+    pub(crate) dbrec: Option<crate::mlx5::DbRecord>,
     // Unmapped only after the kernel destroyed the QP (rxe: the kernel's
     // rings; mlx5: our buffer and doorbell record, which the device uses).
     pub(crate) maps: Vec<Mapping>,
@@ -171,6 +174,7 @@ impl Drop for QpInner {
         if r.is_err() {
             // The kernel may still use the rings: keep them mapped.
             std::mem::forget(std::mem::take(&mut self.maps));
+            std::mem::forget(self.dbrec.take());
             return;
         }
         // Nothing more is written for this QP: its CQEs still in the rings
@@ -326,6 +330,7 @@ impl QpInner {
             qp_type: init.qp_type,
             caps,
             reg_id: 0,
+            dbrec: None,
             maps: Vec::new(),
         }
     }

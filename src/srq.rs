@@ -41,7 +41,11 @@ pub(crate) struct SrqInner {
     pub(crate) ring: Option<Mapping>,
     /// mlx5: the buffer and doorbell record (unmapped after DESTROY_SRQ)
     /// and the records QPs on this SRQ register with their receive CQs.
-    pub(crate) mlx5: Option<(Vec<Mapping>, Arc<provider_mlx5::SrqRecords>)>,
+    pub(crate) mlx5: Option<(
+        Mapping,
+        crate::mlx5::DbRecord,
+        Arc<provider_mlx5::SrqRecords>,
+    )>,
 }
 
 pub(crate) static NEXT_USER_HANDLE: AtomicU64 = AtomicU64::new(1 << 32);

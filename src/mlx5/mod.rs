@@ -18,11 +18,13 @@
 //! is listed in the README; this module's kernel commands have never met
 //! an mlx5 kernel driver.
 
+mod dbrec;
 mod poll;
 mod post;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use dbrec::DbRecord;
 pub(crate) use poll::Poller;
 pub(crate) use post::{post_recv, post_send, post_srq_recv};
 
@@ -52,6 +54,8 @@ pub(crate) struct Mlx5Ctx {
     /// context closes (after every object on it, which hold the context).
     pub(crate) uar_maps: Vec<Mapping>,
     pub(crate) page_size: usize,
+    /// Doorbell records of this context's CQs, QPs and SRQs.
+    db_pool: Arc<dbrec::DbPool>,
 }
 
 pub(crate) fn page_size() -> usize {
@@ -90,6 +94,7 @@ pub(crate) fn get_context(fd: &OwnedFd) -> Result<(OwnedFd, u32, Mlx5Ctx)> {
         uar,
         uar_maps,
         page_size: page,
+        db_pool: Arc::new(dbrec::DbPool::new(page)),
     };
     Ok((async_fd, n, ctx))
 }
@@ -125,7 +130,8 @@ pub(crate) struct CqShared {
     pub(crate) registry: Arc<Registry>,
     /// CQE buffer and doorbell record: the device writes them until
     /// DESTROY_CQ has succeeded.
-    _maps: Vec<Mapping>,
+    _buf: Mapping,
+    _db: DbRecord,
 }
 
 /// `CREATE_CQ` over a CQE buffer and doorbell record of ours.
@@ -140,17 +146,17 @@ pub(crate) fn create_cq(
     let l =
         layout::cq_layout(cqe, &mx.limits(ctx)?, mx.page_size).map_err(|e| bad("CREATE_CQ", &e))?;
     let buf = Mapping::anonymous("mlx5 CQ buffer", l.buf_len)?;
-    let db = Mapping::anonymous("mlx5 CQ doorbell record", mx.page_size)?;
+    let db = mx.db_pool.alloc()?;
     let uar = mx.uar_ptr(mx.uar.cq_doorbell_page(), 0)?;
     let cfg = provider_mlx5::CqConfig {
         ncqe: l.ncqe,
         cqe_size: l.cqe_size,
         cqn: 0, // known after CREATE_CQ
     };
-    // SAFETY: buf and db are fresh mappings of ours, moved into the CqInner
-    // below, which outlives the queue (the Cq holds it) and unmaps them
-    // only after DESTROY_CQ; uar is a mapped UAR page (8 bytes at 0x20 are
-    // inside it) that the context keeps mapped while the CQ exists.
+    // uar: a mapped UAR page (8 bytes at 0x20 inside) the context keeps.
+    // SAFETY: buf (a fresh mapping) and db (a 64-byte record slot) are ours
+    // and go into the CqInner below, which outlives the queue and releases
+    // them only after DESTROY_CQ; uar: see above.
     let mut q = unsafe {
         provider_mlx5::CompletionQueue::new(buf.as_ptr(), buf.len(), db.as_ptr().cast(), uar, cfg)
     }
@@ -186,7 +192,8 @@ pub(crate) fn create_cq(
         ring: Mutex::new(None),
         mlx5: Some(CqShared {
             registry: registry.clone(),
-            _maps: vec![buf, db],
+            _buf: buf,
+            _db: db,
         }),
         events: AtomicU64::new(0),
     });
@@ -233,7 +240,7 @@ pub(crate) fn create_qp(pd: &Pd, init: &QpInit<'_>) -> Result<Qp> {
         ));
     }
     let buf = Mapping::anonymous("mlx5 QP buffer", l.buf_len)?;
-    let db = Mapping::anonymous("mlx5 QP doorbell record", mx.page_size)?;
+    let db = mx.db_pool.alloc()?;
     let udata = layout::create_qp_udata(
         &l,
         buf.as_ptr().as_ptr() as u64,
@@ -260,7 +267,7 @@ pub(crate) fn create_qp(pd: &Pd, init: &QpInit<'_>) -> Result<Qp> {
     let base = buf.as_ptr();
     let dbrec = db.as_ptr().cast::<u32>();
     inner.maps.push(buf);
-    inner.maps.push(db);
+    inner.dbrec = Some(db);
     let bf = mx
         .uar
         .bfreg(qresp.bfreg_index)
@@ -304,7 +311,11 @@ pub(crate) fn create_qp(pd: &Pd, init: &QpInit<'_>) -> Result<Qp> {
     };
     let recv_recs = match (&rq, init.srq) {
         (Some(q), _) => Some(RecvRecs::Rq(q.shared_records())),
-        (None, Some(s)) => s.inner.mlx5.as_ref().map(|(_, r)| RecvRecs::Srq(r.clone())),
+        (None, Some(s)) => s
+            .inner
+            .mlx5
+            .as_ref()
+            .map(|(_, _, r)| RecvRecs::Srq(r.clone())),
         (None, None) => None,
     };
     let (send_reg, recv_reg) = match (&init.send_cq.inner.mlx5, &init.recv_cq.inner.mlx5) {
@@ -347,9 +358,9 @@ pub(crate) fn create_srq(
     let l = layout::srq_layout(max_wr, max_sge, &mx.limits(&ctx)?, mx.page_size)
         .map_err(|e| bad("CREATE_SRQ", &e))?;
     let buf = Mapping::anonymous("mlx5 SRQ buffer", l.buf_len)?;
-    let db = Mapping::anonymous("mlx5 SRQ doorbell record", mx.page_size)?;
-    // SAFETY: fresh mappings of ours, kept in the SrqInner (held by the
-    // Srq) until after DESTROY_SRQ.
+    let db = mx.db_pool.alloc()?;
+    // SAFETY: a fresh mapping and a record slot of ours, kept in the
+    // SrqInner (held by the Srq) until after DESTROY_SRQ.
     let q = unsafe {
         provider_mlx5::SharedRecvQueue::new(
             buf.as_ptr(),
@@ -388,7 +399,7 @@ pub(crate) fn create_srq(
             max_sge: l.max_sge,
             user_handle,
             ring: None,
-            mlx5: Some((vec![buf, db], records)),
+            mlx5: Some((buf, db, records)),
         }),
         SrqQueue::Mlx5(q),
     );
