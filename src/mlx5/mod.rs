@@ -56,6 +56,7 @@ pub(crate) struct Mlx5Ctx {
     pub(crate) page_size: usize,
     /// Doorbell records of this context's CQs, QPs and SRQs.
     db_pool: Arc<dbrec::DbPool>,
+    limits: std::sync::OnceLock<DeviceLimits>,
 }
 
 pub(crate) fn page_size() -> usize {
@@ -95,14 +96,21 @@ pub(crate) fn get_context(fd: &OwnedFd) -> Result<(OwnedFd, u32, Mlx5Ctx)> {
         uar_maps,
         page_size: page,
         db_pool: Arc::new(dbrec::DbPool::new(page)),
+        limits: std::sync::OnceLock::new(),
     };
     Ok((async_fd, n, ctx))
 }
 
 impl Mlx5Ctx {
+    /// The device limits, queried once per context (as rdma-core caches
+    /// its device attributes) rather than at every create.
     fn limits(&self, c: &Context) -> Result<DeviceLimits> {
+        if let Some(l) = self.limits.get() {
+            return Ok(*l);
+        }
         let d = c.query_device()?;
-        Ok(DeviceLimits::from_context(&self.resp, d.max_sge, d.max_cqe))
+        let l = DeviceLimits::from_context(&self.resp, d.max_sge, d.max_cqe);
+        Ok(*self.limits.get_or_init(|| l))
     }
 
     /// The address of `off` bytes into UAR page `page`.
