@@ -2,8 +2,9 @@
 //! context's async fd): port state changes, QP/CQ/SRQ errors, SRQ limit.
 
 use crate::context::Context;
-use crate::error::{Errno, Error, Result};
-use std::os::fd::AsRawFd;
+use crate::error::{Error, Result};
+use crate::sys;
+use std::os::fd::AsFd;
 use uverbs_abi::verbs as v;
 use zerocopy::FromBytes;
 
@@ -92,49 +93,25 @@ impl Context {
     /// [`Context::async_fd`] first to avoid blocking).
     pub fn get_async_event(&self) -> Result<AsyncEvent> {
         let mut b = [0u8; 16];
-        loop {
-            // SAFETY: b is 16 writable bytes; the fd is the async event fd.
-            let n = unsafe {
-                libc::read(
-                    self.inner.async_fd.as_raw_fd(),
-                    b.as_mut_ptr().cast(),
-                    b.len(),
-                )
-            };
-            if n < 0 {
-                let e = Errno::last();
-                if e.0 == libc::EINTR {
-                    continue;
-                }
-                return Err(Error::kernel("read of the async event fd", e));
-            }
-            let d = v::IbUverbsAsyncEventDesc::read_from_bytes(&b[..n as usize])
-                .map_err(|_| Error::bad_answer(format!("async event of {n} bytes")))?;
-            return Ok(AsyncEvent {
-                event_type: EventType(d.event_type),
-                element: d.element,
-            });
-        }
+        let n = sys::read(
+            self.inner.async_fd.as_fd(),
+            "read of the async event fd",
+            &mut b,
+        )?;
+        let d = v::IbUverbsAsyncEventDesc::read_from_bytes(&b[..n])
+            .map_err(|_| Error::bad_answer(format!("async event of {n} bytes")))?;
+        Ok(AsyncEvent {
+            event_type: EventType(d.event_type),
+            element: d.element,
+        })
     }
 
     /// Waits up to `timeout_ms` for the async fd to be readable.
     pub fn wait_async_event(&self, timeout_ms: i32) -> Result<bool> {
-        let mut p = libc::pollfd {
-            fd: self.inner.async_fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        loop {
-            // SAFETY: one valid pollfd.
-            let r = unsafe { libc::poll(&mut p, 1, timeout_ms) };
-            if r < 0 {
-                let e = Errno::last();
-                if e.0 == libc::EINTR {
-                    continue;
-                }
-                return Err(Error::kernel("poll of the async event fd", e));
-            }
-            return Ok(r > 0);
-        }
+        sys::poll_readable(
+            self.inner.async_fd.as_fd(),
+            "poll of the async event fd",
+            timeout_ms,
+        )
     }
 }

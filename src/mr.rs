@@ -18,14 +18,14 @@
 //! pinned for an access in flight are no longer mapped in this process, so
 //! the device can never write into memory this process reuses.
 
+use crate::cmd::{self, mr::MrHandle};
 use crate::error::{Error, Result};
 use crate::pd::{Pd, PdInner};
 use crate::sys::Mapping;
 use bitflags::bitflags;
-use std::marker::PhantomData;
 use std::sync::Arc;
-use uverbs_abi::verbs as v;
-use zerocopy::FromZeros;
+
+pub use crate::wr::Slice;
 
 bitflags! {
     /// MR access rights (`IB_UVERBS_ACCESS_*`).
@@ -49,15 +49,14 @@ pub struct Mr {
 }
 
 pub(crate) struct MrInner {
-    pd: Arc<PdInner>,
-    handle: u32,
+    /// DEREG_MR on drop, then the buffer is unmapped (it keeps it; see the
+    /// module docs). Dropped before the PD.
+    _handle: MrHandle,
+    _pd: Arc<PdInner>,
     pub(crate) lkey: u32,
     pub(crate) rkey: u32,
-    // The buffer's address, kept apart from `mem` so that building an SGE
-    // reads one field.
+    /// The buffer's address (mapped while `handle` lives).
     addr: u64,
-    // Dropped after DEREG_MR (MrInner::drop), see the module docs.
-    mem: Option<Mapping>,
     len: usize,
 }
 
@@ -69,112 +68,6 @@ impl std::fmt::Debug for Mr {
             .field("lkey", &self.inner.lkey)
             .field("rkey", &self.inner.rkey)
             .finish()
-    }
-}
-
-/// A checked piece of an MR for a work request: offset and length are
-/// inside the MR. Borrows the MR so that it is not dropped while the work
-/// request is being built.
-///
-/// Laid out exactly as the provider's SGE (`addr`, `length`, `lkey`; the
-/// borrow is zero-sized), so that a list of slices *is* the SGE list the
-/// provider copies into the ring: no conversion on the data path.
-#[derive(Debug, Clone, Copy)]
-#[repr(C)]
-pub struct Slice<'a> {
-    addr: u64,
-    len: u32,
-    lkey: u32,
-    _mr: PhantomData<&'a Mr>,
-}
-
-const _: () = {
-    assert!(size_of::<Slice<'static>>() == size_of::<provider_rxe::Sge>());
-    assert!(align_of::<Slice<'static>>() == align_of::<provider_rxe::Sge>());
-    assert!(
-        std::mem::offset_of!(Slice<'static>, addr) == std::mem::offset_of!(provider_rxe::Sge, addr)
-    );
-    assert!(
-        std::mem::offset_of!(Slice<'static>, len)
-            == std::mem::offset_of!(provider_rxe::Sge, length)
-    );
-    assert!(
-        std::mem::offset_of!(Slice<'static>, lkey) == std::mem::offset_of!(provider_rxe::Sge, lkey)
-    );
-};
-
-/// The provider's view of a list of slices, without copying.
-#[inline(always)]
-pub(crate) fn as_sges<'s>(slices: &'s [Slice<'_>]) -> &'s [provider_rxe::Sge] {
-    // SAFETY: Slice is repr(C) with the same field types, offsets, size and
-    // alignment as the repr(C) Sge (asserted above; the PhantomData is
-    // zero-sized), every field is initialised, and the returned slice
-    // borrows the same memory for no longer than the input.
-    unsafe { std::slice::from_raw_parts(slices.as_ptr().cast(), slices.len()) }
-}
-
-const _: () = {
-    assert!(size_of::<Slice<'static>>() == size_of::<provider_mlx5::Sge>());
-    assert!(align_of::<Slice<'static>>() == align_of::<provider_mlx5::Sge>());
-    assert!(
-        std::mem::offset_of!(Slice<'static>, addr)
-            == std::mem::offset_of!(provider_mlx5::Sge, addr)
-    );
-    assert!(
-        std::mem::offset_of!(Slice<'static>, len)
-            == std::mem::offset_of!(provider_mlx5::Sge, length)
-    );
-    assert!(
-        std::mem::offset_of!(Slice<'static>, lkey)
-            == std::mem::offset_of!(provider_mlx5::Sge, lkey)
-    );
-};
-
-/// The mlx5 provider's view of a list of slices, without copying.
-#[inline(always)]
-pub(crate) fn as_mlx5_sges<'s>(slices: &'s [Slice<'_>]) -> &'s [provider_mlx5::Sge] {
-    // SAFETY: Slice is repr(C) with the same field types, offsets, size and
-    // alignment as the repr(C) mlx5 Sge (asserted above; the PhantomData is
-    // zero-sized), every field is initialised, and the returned slice
-    // borrows the same memory for no longer than the input.
-    unsafe { std::slice::from_raw_parts(slices.as_ptr().cast(), slices.len()) }
-}
-
-impl Slice<'static> {
-    /// A slice over memory that is not an `Mr`'s: for tests that run the
-    /// data path over a device model's memory, never for the device.
-    #[cfg(test)]
-    pub(crate) fn raw_for_model(addr: u64, len: u32, lkey: u32) -> Slice<'static> {
-        Slice {
-            addr,
-            len,
-            lkey,
-            _mr: PhantomData,
-        }
-    }
-}
-
-impl Slice<'_> {
-    /// The address the device uses (`addr` of the SGE).
-    #[inline]
-    pub fn addr(&self) -> u64 {
-        self.addr
-    }
-
-    /// The length in bytes.
-    pub fn len(&self) -> u32 {
-        self.len
-    }
-
-    /// Whether the slice is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The MR's lkey.
-    #[inline]
-    pub fn lkey(&self) -> u32 {
-        self.lkey
     }
 }
 
@@ -194,30 +87,21 @@ impl Pd {
         let mem = Mapping::anonymous("mmap of MR memory", len)?;
         let start = mem.as_ptr().as_ptr() as u64;
         let pd = &self.inner;
-        let resp: v::IbUverbsRegMrResp = pd.ctx.cmd(
-            "REG_MR",
-            v::IB_USER_VERBS_CMD_REG_MR,
-            |response| {
-                let mut c = v::IbUverbsRegMr::new_zeroed();
-                c.response = response;
-                c.start = start;
-                c.length = len as u64;
-                c.hca_va = start;
-                c.pd_handle = pd.handle;
-                c.access_flags = access.bits();
-                c
-            },
-            &[],
-            &mut [],
+        let mut r = cmd::mr::reg(
+            &pd.ctx.dev,
+            pd.handle.raw(),
+            start,
+            len as u64,
+            access.bits(),
         )?;
+        r.handle.keep(mem);
         Ok(Mr {
             inner: Arc::new(MrInner {
-                pd: pd.clone(),
-                handle: resp.mr_handle,
-                lkey: resp.lkey,
-                rkey: resp.rkey,
+                _handle: r.handle,
+                _pd: pd.clone(),
+                lkey: r.lkey,
+                rkey: r.rkey,
                 addr: start,
-                mem: Some(mem),
                 len,
             }),
         })
@@ -226,11 +110,9 @@ impl Pd {
 
 impl Mr {
     fn base(&self) -> *mut u8 {
-        self.inner
-            .mem
-            .as_ref()
-            .map(|m| m.as_ptr().as_ptr())
-            .unwrap_or(std::ptr::null_mut())
+        // The mapping made in alloc_mr, kept by the control half for as
+        // long as this Mr exists.
+        self.inner.addr as usize as *mut u8
     }
 
     /// The buffer's address (what peers use with the rkey).
@@ -262,24 +144,18 @@ impl Mr {
     /// `len` bytes at `offset`, checked against the MR's bounds.
     pub fn slice(&self, offset: usize, len: u32) -> Result<Slice<'_>> {
         self.check(offset, len as usize)?;
-        Ok(Slice {
-            addr: self.addr() + offset as u64,
+        Ok(Slice::checked(
+            self.addr() + offset as u64,
             len,
-            lkey: self.inner.lkey,
-            _mr: PhantomData,
-        })
+            self.inner.lkey,
+        ))
     }
 
     /// The whole MR (its length must fit an SGE's 32 bits).
     pub fn all(&self) -> Result<Slice<'_>> {
         let len = u32::try_from(self.inner.len)
             .map_err(|_| Error::invalid("MR longer than 4 GiB: use slice()"))?;
-        Ok(Slice {
-            addr: self.addr(),
-            len,
-            lkey: self.inner.lkey,
-            _mr: PhantomData,
-        })
+        Ok(Slice::checked(self.addr(), len, self.inner.lkey))
     }
 
     fn check(&self, offset: usize, len: usize) -> Result<()> {
@@ -351,23 +227,5 @@ impl Mr {
     /// this `Mr` is dropped.
     pub unsafe fn as_ptr(&self) -> *mut u8 {
         self.base()
-    }
-}
-
-impl Drop for MrInner {
-    fn drop(&mut self) {
-        let mut c = v::IbUverbsDeregMr::new_zeroed();
-        c.mr_handle = self.handle;
-        match self
-            .pd
-            .ctx
-            .cmd_no_resp("DEREG_MR", v::IB_USER_VERBS_CMD_DEREG_MR, &c)
-        {
-            Ok(()) => drop(self.mem.take()),
-            // The kernel still has the MR: the device may still use the
-            // buffer, so it must not return to this process's memory. Leak
-            // it (a bounded loss, against memory corruption).
-            Err(_) => std::mem::forget(self.mem.take()),
-        }
     }
 }

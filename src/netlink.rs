@@ -6,7 +6,8 @@
 //! before it is used, so a malformed message is an error, never a panic.
 
 use crate::error::{Errno, Error, Result};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use crate::sys;
+use std::os::fd::AsFd;
 use uverbs_abi::netlink as v;
 
 /// One attribute of a message: its type and payload.
@@ -141,71 +142,14 @@ impl Request {
 /// kernel acknowledges. A kernel error comes back as [`Error::Kernel`]
 /// naming `op`.
 pub(crate) fn transact(op: &'static str, req: Request) -> Result<Vec<Vec<u8>>> {
-    // SAFETY: a plain socket(2) call; the fd is owned right below.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            v::NETLINK_RDMA,
-        )
-    };
-    if fd < 0 {
-        return Err(Error::kernel(
-            "socket(AF_NETLINK, NETLINK_RDMA)",
-            Errno::last(),
-        ));
-    }
-    // SAFETY: fd is a fresh socket nothing else owns.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    // A kernel that never answers must not hang the caller.
-    let tv = libc::timeval {
-        tv_sec: 5,
-        tv_usec: 0,
-    };
-    // SAFETY: tv is a valid timeval for the length given.
-    unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&tv as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as u32,
-        );
-    }
+    let sock = sys::netlink_socket(v::NETLINK_RDMA, 5)?;
     let msg = req.finish();
-    // SAFETY: an all-zero sockaddr_nl is valid; pid 0 is the kernel.
-    let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-    sa.nl_family = libc::AF_NETLINK as u16;
-    // SAFETY: msg and sa are valid for the lengths given.
-    let n = unsafe {
-        libc::sendto(
-            sock.as_raw_fd(),
-            msg.as_ptr().cast(),
-            msg.len(),
-            0,
-            (&sa as *const libc::sockaddr_nl).cast(),
-            std::mem::size_of::<libc::sockaddr_nl>() as u32,
-        )
-    };
-    if n < 0 {
-        return Err(Error::kernel(op, Errno::last()));
-    }
+    sys::netlink_send(sock.as_fd(), op, &msg)?;
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        // SAFETY: buf is writable for its length.
-        let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if n < 0 {
-            let e = Errno::last();
-            if e.0 == libc::EINTR {
-                continue;
-            }
-            if e.0 == libc::EAGAIN {
-                return Err(Error::kernel(op, Errno(libc::ETIMEDOUT)));
-            }
-            return Err(Error::kernel(op, e));
-        }
-        for m in messages(&buf[..n as usize])? {
+        let n = sys::netlink_recv(sock.as_fd(), op, &mut buf)?;
+        for m in messages(&buf[..n])? {
             match m.kind {
                 v::NLMSG_DONE => return Ok(out),
                 v::NLMSG_ERROR => {

@@ -3,11 +3,11 @@
 //! sysfs, which the kernel keeps in step with its own table, where the
 //! context uses the write path).
 
+use crate::cmd;
 use crate::context::{CommandPath, Context};
 use crate::error::{Error, Result};
-use uverbs_abi::ioctl::{self as io, AttrArray, IbUverbsGidEntry, IbUverbsGidType};
+use uverbs_abi::ioctl::{IbUverbsGidEntry, IbUverbsGidType};
 use uverbs_abi::verbs as v;
-use zerocopy::{FromZeros, IntoBytes};
 
 /// Device attributes (`ibv_device_attr`), as the kernel reports them.
 #[derive(Debug, Clone, Default)]
@@ -171,27 +171,14 @@ const MAX_GID_ENTRIES: usize = u16::MAX as usize / std::mem::size_of::<IbUverbsG
 impl Context {
     /// Queries the device (`QUERY_DEVICE`).
     pub fn query_device(&self) -> Result<DeviceAttr> {
-        let r: v::IbUverbsQueryDeviceResp = self.inner.cmd(
-            "QUERY_DEVICE",
-            v::IB_USER_VERBS_CMD_QUERY_DEVICE,
-            |response| {
-                let mut c = v::IbUverbsQueryDevice::new_zeroed();
-                c.response = response;
-                c
-            },
-            &[],
-            &mut [],
-        )?;
+        let r = cmd::context::query_device(&self.inner.dev)?;
         Ok(device_attr(&r))
     }
 
     /// Queries the device's extended attributes (`QUERY_DEVICE_EX`, the
     /// extended write command; `ibv_query_device_ex`).
     pub fn query_device_ex(&self) -> Result<DeviceAttrEx> {
-        let r = self.inner.cmd_ex::<v::cmds::ExQueryDevice>(
-            "QUERY_DEVICE_EX",
-            &v::IbUverbsExQueryDevice::new_zeroed(),
-        )?;
+        let r = cmd::context::query_device_ex(&self.inner.dev)?;
         Ok(DeviceAttrEx {
             orig: device_attr(&r.base),
             odp_general_caps: r.odp_caps.general_caps,
@@ -223,51 +210,25 @@ impl Context {
     /// `port_cap_flags2` and `active_speed_ex`), or the write command where
     /// the context uses the write path or the kernel lacks the method.
     pub fn query_port(&self, port: u8) -> Result<PortAttr> {
-        if self.inner.path == CommandPath::Ioctl {
-            let mut resp = io::IbUverbsQueryPortRespEx::new_zeroed();
-            let mut storage = [0u64; io::attr_buf_words(2)];
-            let mut attrs = AttrArray::new(
-                &mut storage,
-                io::UVERBS_OBJECT_DEVICE,
-                io::UVERBS_METHOD_QUERY_PORT,
-                self.inner.driver_id,
-            );
-            attrs
-                .const_in(io::UVERBS_ATTR_QUERY_PORT_PORT_NUM, u64::from(port))
-                .ptr_out(io::UVERBS_ATTR_QUERY_PORT_RESP, resp.as_mut_bytes());
-            match self.inner.ioctl("QUERY_PORT (ioctl)", &mut attrs) {
-                Ok(()) => {
-                    let mut p = port_attr(&resp.legacy_resp);
-                    p.port_cap_flags2 = resp.port_cap_flags2;
-                    p.active_speed_ex = resp.active_speed_ex;
-                    return Ok(p);
-                }
-                Err(e) if crate::context::ioctl_unsupported(&e) => {}
-                Err(e) => return Err(e),
+        if self.inner.dev.path == CommandPath::Ioctl {
+            if let Some(resp) = cmd::context::query_port_ioctl(&self.inner.dev, port)? {
+                let mut p = port_attr(&resp.legacy_resp);
+                p.port_cap_flags2 = resp.port_cap_flags2;
+                p.active_speed_ex = resp.active_speed_ex;
+                return Ok(p);
             }
         }
-        let r: v::IbUverbsQueryPortResp = self.inner.cmd(
-            "QUERY_PORT",
-            v::IB_USER_VERBS_CMD_QUERY_PORT,
-            |response| {
-                let mut c = v::IbUverbsQueryPort::new_zeroed();
-                c.response = response;
-                c.port_num = port;
-                c
-            },
-            &[],
-            &mut [],
-        )?;
+        let r = cmd::context::query_port_write(&self.inner.dev, port)?;
         Ok(port_attr(&r))
     }
 
     /// One GID of a port: the ioctl `QUERY_GID_ENTRY`, or sysfs
     /// `ports/P/gids/I` on the write path.
     pub fn query_gid(&self, port: u8, index: u32) -> Result<[u8; 16]> {
-        if self.inner.path == CommandPath::Ioctl {
+        if self.inner.dev.path == CommandPath::Ioctl {
             match self.query_gid_entry_ioctl(port, index) {
                 Ok(e) => return Ok(e.gid),
-                Err(e) if crate::context::ioctl_unsupported(&e) => {}
+                Err(e) if cmd::ioctl_unsupported(&e) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -283,24 +244,11 @@ impl Context {
     }
 
     fn query_gid_entry_ioctl(&self, port: u8, index: u32) -> Result<GidEntry> {
-        let mut entry = IbUverbsGidEntry::new_zeroed();
-        let mut storage = [0u64; io::attr_buf_words(4)];
-        let mut attrs = AttrArray::new(
-            &mut storage,
-            io::UVERBS_OBJECT_DEVICE,
-            io::UVERBS_METHOD_QUERY_GID_ENTRY,
-            self.inner.driver_id,
-        );
-        attrs
-            .const_in(io::UVERBS_ATTR_QUERY_GID_ENTRY_PORT, u64::from(port))
-            .const_in(io::UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX, u64::from(index))
-            .u32_in(io::UVERBS_ATTR_QUERY_GID_ENTRY_FLAGS, 0)
-            .ptr_out(
-                io::UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY,
-                entry.as_mut_bytes(),
-            );
-        self.inner.ioctl("QUERY_GID_ENTRY", &mut attrs)?;
-        Ok(gid_entry(&entry))
+        Ok(gid_entry(&cmd::context::query_gid_entry(
+            &self.inner.dev,
+            port,
+            index,
+        )?))
     }
 
     /// Every populated GID of every port: one ioctl `QUERY_GID_TABLE`
@@ -315,13 +263,13 @@ impl Context {
             lens.push((port, len));
             total += len as usize;
         }
-        if self.inner.path == CommandPath::Ioctl {
+        if self.inner.dev.path == CommandPath::Ioctl {
             match self.gid_table_ioctl(total.clamp(1, MAX_GID_ENTRIES)) {
                 Ok(mut v) => {
                     v.sort_by_key(|e| (e.port, e.index));
                     return Ok(v);
                 }
-                Err(e) if crate::context::ioctl_unsupported(&e) => {}
+                Err(e) if cmd::ioctl_unsupported(&e) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -340,39 +288,8 @@ impl Context {
     }
 
     fn gid_table_ioctl(&self, max: usize) -> Result<Vec<GidEntry>> {
-        let entry_size = std::mem::size_of::<IbUverbsGidEntry>();
-        let mut entries = vec![IbUverbsGidEntry::new_zeroed(); max];
-        let mut num = [0u8; 8];
-        let mut storage = [0u64; io::attr_buf_words(4)];
-        let mut attrs = AttrArray::new(
-            &mut storage,
-            io::UVERBS_OBJECT_DEVICE,
-            io::UVERBS_METHOD_QUERY_GID_TABLE,
-            self.inner.driver_id,
-        );
-        attrs
-            .const_in(
-                io::UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE,
-                entry_size as u64,
-            )
-            .u32_in(io::UVERBS_ATTR_QUERY_GID_TABLE_FLAGS, 0)
-            .ptr_out(
-                io::UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES,
-                entries.as_mut_slice().as_mut_bytes(),
-            )
-            .ptr_out(io::UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES, &mut num);
-        self.inner.ioctl("QUERY_GID_TABLE", &mut attrs)?;
-        let n = u64::from_ne_bytes(num);
-        // The count is the kernel's word: never trust it past our buffer.
-        let n = usize::try_from(n)
-            .ok()
-            .filter(|&n| n <= entries.len())
-            .ok_or_else(|| {
-                Error::bad_answer(format!(
-                    "QUERY_GID_TABLE: {n} entries in a {max}-entry buffer"
-                ))
-            })?;
-        Ok(entries[..n].iter().map(gid_entry).collect())
+        let entries = cmd::context::query_gid_table(&self.inner.dev, max)?;
+        Ok(entries.iter().map(gid_entry).collect())
     }
 
     fn gid_table_sysfs(&self, port: u8, len: u32, out: &mut Vec<GidEntry>) -> Result<()> {

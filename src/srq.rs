@@ -1,54 +1,38 @@
 //! Shared receive queues (`CREATE_SRQ`, `MODIFY_SRQ`, `QUERY_SRQ`,
-//! `DESTROY_SRQ`) over rxe's shared ring.
+//! `DESTROY_SRQ`).
 
-use crate::context::ContextInner;
-use crate::cq::mminfo;
+use crate::cmd::srq::{SrqHandle, SrqRequest};
+use crate::cmd::{self};
+use crate::context::{Context, ContextInner};
 use crate::error::{Error, Result};
 use crate::pd::{Pd, PdInner};
-use crate::qp::{RecvWr, MAX_SGE};
-use crate::sys::Mapping;
-use provider_rxe::{Queue, RecvQueue};
-use std::os::fd::AsFd;
+use crate::provider::{RecvRing, SrqShared};
+use crate::wr::{RecvWr, MAX_SGE};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use uverbs_abi::verbs as v;
-use zerocopy::{FromZeros, IntoBytes};
-
-/// `IB_SRQ_LIMIT` in `enum ib_srq_attr_mask`.
-const SRQ_LIMIT: u32 = 1 << 1;
 
 /// A shared receive queue. QPs created with it take their receives from it
 /// and keep it alive.
 pub struct Srq {
     pub(crate) inner: Arc<SrqInner>,
-    rq: SrqQueue,
+    rq: RecvRing,
 }
 
-/// The provider's producer side of the SRQ.
-pub(crate) enum SrqQueue {
-    Rxe(RecvQueue),
-    Mlx5(provider_mlx5::SharedRecvQueue),
-}
-
+/// The part of an SRQ its QPs hold.
 pub(crate) struct SrqInner {
+    /// Dropped first: DESTROY_SRQ (the memory the device uses is kept by
+    /// the handle until then).
+    pub(crate) handle: SrqHandle,
     pub(crate) ctx: Arc<ContextInner>,
-    pub(crate) _pd: Arc<PdInner>,
-    pub(crate) handle: u32,
-    pub(crate) srqn: u32,
-    pub(crate) max_wr: u32,
-    pub(crate) max_sge: u32,
-    pub(crate) user_handle: u64,
-    pub(crate) ring: Option<Mapping>,
-    /// mlx5: the buffer and doorbell record (unmapped after DESTROY_SRQ)
-    /// and the records QPs on this SRQ register with their receive CQs.
-    pub(crate) mlx5: Option<(
-        Mapping,
-        crate::mlx5::DbRecord,
-        Arc<provider_mlx5::SrqRecords>,
-    )>,
+    _pd: Arc<PdInner>,
+    srqn: u32,
+    max_wr: u32,
+    user_handle: u64,
+    /// What QPs on this SRQ need of it.
+    pub(crate) shared: SrqShared,
 }
 
-pub(crate) static NEXT_USER_HANDLE: AtomicU64 = AtomicU64::new(1 << 32);
+static NEXT_USER_HANDLE: AtomicU64 = AtomicU64::new(1 << 32);
 
 impl std::fmt::Debug for Srq {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -69,69 +53,30 @@ impl Pd {
             )));
         }
         let pd = &self.inner;
-        let user_handle = NEXT_USER_HANDLE.fetch_add(1, Ordering::Relaxed);
-        if pd.ctx.mlx5.is_some() {
-            return crate::mlx5::create_srq(self, max_wr, max_sge, srq_limit, user_handle);
-        }
-        let mut udata = [0u8; 24]; // struct rxe_create_srq_resp { mi; srq_num; reserved; }
-        let resp = create_srq_cmd(
-            pd,
-            user_handle,
-            (max_wr, max_sge, srq_limit),
-            &[],
-            &mut udata,
-        )?;
-        let mut inner = SrqInner {
-            ctx: pd.ctx.clone(),
-            _pd: pd.clone(),
-            handle: resp.srq_handle,
-            srqn: resp.srqn,
-            max_wr: resp.max_wr,
-            max_sge: resp.max_sge,
-            user_handle,
-            ring: None,
-            mlx5: None,
+        let req = SrqRequest {
+            user_handle: NEXT_USER_HANDLE.fetch_add(1, Ordering::Relaxed),
+            pd: pd.handle.raw(),
+            max_wr,
+            max_sge,
+            srq_limit,
         };
-        let (off, size) = mminfo(&udata[..16])?;
-        let map = Mapping::shared(pd.ctx.fd.as_fd(), "mmap of the SRQ ring", size, off)?;
-        // SAFETY: the mapping goes into inner.ring below and lives in the
-        // Arc<SrqInner> the Srq holds, so it outlives the Queue.
-        let q = unsafe { Queue::new(map.as_ptr(), map.len(), provider_rxe::wqe::recv::SGES) }
-            .map_err(|e| Error::bad_answer(format!("CREATE_SRQ ring: {e}")))?;
-        inner.ring = Some(map);
-        let rq = RecvQueue::new(q, inner.max_sge)
-            .map_err(|e| Error::bad_answer(format!("CREATE_SRQ ring: {e}")))?;
+        let ctx = Context {
+            inner: pd.ctx.clone(),
+        };
+        let parts = pd.ctx.provider.create_srq(&pd.ctx.dev, &ctx, &req)?;
         Ok(Srq {
-            inner: Arc::new(inner),
-            rq: SrqQueue::Rxe(rq),
+            inner: Arc::new(SrqInner {
+                handle: parts.handle,
+                ctx: pd.ctx.clone(),
+                _pd: pd.clone(),
+                srqn: parts.srqn,
+                max_wr: parts.max_wr,
+                user_handle: req.user_handle,
+                shared: parts.shared,
+            }),
+            rq: parts.ring,
         })
     }
-}
-
-/// `CREATE_SRQ` of `(max_wr, max_sge, srq_limit)` with driver udata.
-pub(crate) fn create_srq_cmd(
-    pd: &PdInner,
-    user_handle: u64,
-    (max_wr, max_sge, srq_limit): (u32, u32, u32),
-    udata_in: &[u8],
-    udata_out: &mut [u8],
-) -> Result<v::IbUverbsCreateSrqResp> {
-    pd.ctx.cmd(
-        "CREATE_SRQ",
-        v::IB_USER_VERBS_CMD_CREATE_SRQ,
-        |response| {
-            let mut c = v::IbUverbsCreateSrq::new_zeroed();
-            c.response = response;
-            c.user_handle = user_handle;
-            c.pd_handle = pd.handle;
-            c.max_wr = max_wr;
-            c.max_sge = max_sge;
-            c.srq_limit = srq_limit;
-            c
-        },
-        udata_in,
-        udata_out,
-    )
 }
 
 impl Srq {
@@ -150,78 +95,22 @@ impl Srq {
         self.inner.user_handle
     }
 
-    /// Posts receives (no system call on rxe).
+    /// Posts receives (no system call).
     pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<()> {
-        match &mut self.rq {
-            SrqQueue::Rxe(rq) => crate::qp::post_recv_list(rq, wrs, "SRQ"),
-            SrqQueue::Mlx5(srq) => crate::mlx5::post_srq_recv(srq, wrs),
-        }
-    }
-
-    pub(crate) fn from_parts(inner: Arc<SrqInner>, rq: SrqQueue) -> Srq {
-        Srq { inner, rq }
+        self.rq.post(wrs, "SRQ")
     }
 
     /// Arms the SRQ limit (`MODIFY_SRQ` with `IB_SRQ_LIMIT`): when fewer
     /// than `limit` receives remain, an SRQ_LIMIT_REACHED async event fires
     /// once and the limit disarms.
     pub fn set_limit(&self, limit: u32) -> Result<()> {
-        let mut c = v::IbUverbsModifySrq::new_zeroed();
-        c.srq_handle = self.inner.handle;
-        c.attr_mask = SRQ_LIMIT;
-        c.srq_limit = limit;
-        if self.inner.mlx5.is_some() {
-            // mlx5 takes no udata here.
-            return self
-                .inner
-                .ctx
-                .cmd_no_resp("MODIFY_SRQ", v::IB_USER_VERBS_CMD_MODIFY_SRQ, &c);
-        }
-        // rxe reads `struct rxe_modify_srq_cmd { u64 mmap_info_addr; }` as
-        // udata on every modify; it writes there only when resizing.
-        let mut mi = [0u64; 2];
-        let mut bytes = c.as_bytes().to_vec();
-        bytes.extend_from_slice(&(mi.as_mut_ptr() as u64).to_ne_bytes());
-        self.inner
-            .ctx
-            .cmd_raw_no_resp("MODIFY_SRQ", v::IB_USER_VERBS_CMD_MODIFY_SRQ, &bytes)
+        let i = &self.inner;
+        i.shared.set_limit(&i.ctx.dev, i.handle.raw(), limit)
     }
 
     /// The current limit (`QUERY_SRQ`).
     pub fn query_limit(&self) -> Result<u32> {
-        let r: v::IbUverbsQuerySrqResp = self.inner.ctx.cmd(
-            "QUERY_SRQ",
-            v::IB_USER_VERBS_CMD_QUERY_SRQ,
-            |response| {
-                let mut c = v::IbUverbsQuerySrq::new_zeroed();
-                c.response = response;
-                c.srq_handle = self.inner.handle;
-                c
-            },
-            &[],
-            &mut [],
-        )?;
-        Ok(r.srq_limit)
-    }
-}
-
-impl Drop for SrqInner {
-    fn drop(&mut self) {
-        let r: Result<v::IbUverbsDestroySrqResp> = self.ctx.cmd(
-            "DESTROY_SRQ",
-            v::IB_USER_VERBS_CMD_DESTROY_SRQ,
-            |response| {
-                let mut c = v::IbUverbsDestroySrq::new_zeroed();
-                c.response = response;
-                c.srq_handle = self.handle;
-                c
-            },
-            &[],
-            &mut [],
-        );
-        if r.is_err() {
-            std::mem::forget(self.ring.take());
-            std::mem::forget(self.mlx5.take());
-        }
+        let i = &self.inner;
+        Ok(cmd::srq::query(&i.ctx.dev, i.handle.raw())?.srq_limit)
     }
 }

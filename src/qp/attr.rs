@@ -145,6 +145,27 @@ pub struct AhAttr {
     pub grh: Option<Grh>,
 }
 
+impl AhAttr {
+    /// The kernel's `struct ib_uverbs_ah_attr` (CREATE_AH).
+    pub(crate) fn kernel(&self) -> v::IbUverbsAhAttr {
+        let mut c = v::IbUverbsAhAttr::new_zeroed();
+        c.dlid = self.dlid;
+        c.sl = self.sl;
+        c.src_path_bits = self.src_path_bits;
+        c.static_rate = self.static_rate;
+        c.port_num = self.port_num;
+        if let Some(g) = self.grh {
+            c.is_global = 1;
+            c.grh.dgid = g.dgid;
+            c.grh.flow_label = g.flow_label;
+            c.grh.sgid_index = g.sgid_index;
+            c.grh.hop_limit = g.hop_limit;
+            c.grh.traffic_class = g.traffic_class;
+        }
+        c
+    }
+}
+
 /// Attributes for [`crate::Qp::modify`]; unset fields are not changed.
 #[derive(Debug, Clone, Default)]
 #[allow(missing_docs)] // each field is the ibv_qp_attr member of that name

@@ -1,62 +1,189 @@
-//! The only place the root crate makes system calls on the uverbs device:
-//! `write()` of a command, the verbs `ioctl()`, and `mmap()` of kernel
-//! queues. Everything above works with safe wrappers from here.
+//! Every system call the root crate makes, and the one place that retries
+//! on `EINTR`: `write()` of a uverbs command, the verbs `ioctl()`, `read()`
+//! and `poll()` of event fds, the RDMA netlink socket, `mmap()` (see
+//! [`Mapping`]), and a few queries (page size, random bytes, interface
+//! names). Everything above works with the safe wrappers here.
+//!
+//! Why `libc` and not `rustix` or `nix`: what is left here is unsafe
+//! whatever the wrapper. A uverbs `write()` or `ioctl()` carries pointers
+//! the kernel writes through (response buffers, attribute arrays), and an
+//! `mmap()` of memory the device shares is unsafe in rustix too (`mmap` is
+//! an `unsafe fn` there); the remaining calls (`read`, `poll`, `socket`)
+//! are a few lines each. A wrapper crate would add a dependency without
+//! removing an `unsafe` block that carries an invariant of ours; `libc` is
+//! already linked by `std`.
 
 mod mapping;
 
 pub use mapping::Mapping;
 
 use crate::error::{Errno, Error, Result};
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+/// Runs `call` until it does not fail with `EINTR`; a negative return is
+/// the failure `op` names, with the errno.
+fn retry(op: &'static str, mut call: impl FnMut() -> isize) -> Result<usize> {
+    loop {
+        let r = call();
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = Errno::last();
+        if e.0 != libc::EINTR {
+            return Err(Error::kernel(op, e));
+        }
+    }
+}
 
 /// Writes one uverbs command (header, payload, driver udata) in one `write()`
 /// call. The kernel takes the whole command or fails it: a short count is an
 /// ABI violation, reported as such.
-pub fn write_cmd(fd: BorrowedFd<'_>, op: &'static str, cmd: &[u8]) -> Result<()> {
-    loop {
-        // SAFETY: cmd is a valid slice for cmd.len() bytes; any response
-        // pointer inside it was set by the caller to a buffer that outlives
-        // this call (the command builders take it by &mut).
-        let n = unsafe { libc::write(fd.as_raw_fd(), cmd.as_ptr().cast(), cmd.len()) };
-        if n < 0 {
-            let e = Errno::last();
-            if e.0 == libc::EINTR {
-                continue;
-            }
-            return Err(Error::kernel(op, e));
-        }
-        if n as usize != cmd.len() {
-            return Err(Error::bad_answer(format!(
-                "{op}: write() took {n} of {} bytes",
-                cmd.len()
-            )));
-        }
-        return Ok(());
+///
+/// # Safety
+/// Every response pointer inside `cmd` must point to a buffer that is
+/// writable for the length the command declares and outlives this call.
+pub unsafe fn write_cmd(fd: BorrowedFd<'_>, op: &'static str, cmd: &[u8]) -> Result<()> {
+    let n = retry(op, || {
+        // SAFETY: cmd is a valid slice for cmd.len() bytes; the pointers it
+        // carries are valid by this function's contract.
+        unsafe { libc::write(fd.as_raw_fd(), cmd.as_ptr().cast(), cmd.len()) }
+    })?;
+    if n != cmd.len() {
+        return Err(Error::bad_answer(format!(
+            "{op}: write() took {n} of {} bytes",
+            cmd.len()
+        )));
     }
+    Ok(())
 }
 
 /// Issues `RDMA_VERBS_IOCTL` with an attribute array (header and attrs, as
 /// built by `uverbs_abi::ioctl`).
-pub fn verbs_ioctl(
+///
+/// # Safety
+/// The pointer attributes inside `buf` must point to buffers that are valid
+/// for their declared lengths across this call.
+pub unsafe fn verbs_ioctl(
     fd: BorrowedFd<'_>,
     op: &'static str,
     request: u64,
     buf: &mut [u8],
 ) -> Result<()> {
-    loop {
+    retry(op, || {
         // SAFETY: buf holds a complete ioctl header + attribute array whose
-        // pointer attributes point to buffers the caller keeps alive across
-        // this call (the builder's lifetime ties them to `buf`'s borrow).
-        let r = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, buf.as_mut_ptr()) };
-        if r < 0 {
-            let e = Errno::last();
-            if e.0 == libc::EINTR {
-                continue;
-            }
-            return Err(Error::kernel(op, e));
-        }
-        return Ok(());
+        // pointers are valid by this function's contract.
+        unsafe { libc::ioctl(fd.as_raw_fd(), request as _, buf.as_mut_ptr()) as isize }
+    })
+    .map(drop)
+}
+
+/// One `read()` into `buf`; returns the byte count.
+pub fn read(fd: BorrowedFd<'_>, op: &'static str, buf: &mut [u8]) -> Result<usize> {
+    retry(op, || {
+        // SAFETY: buf is writable for buf.len() bytes.
+        unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) }
+    })
+}
+
+/// Waits up to `timeout_ms` (-1: forever) for `fd` to be readable.
+pub fn poll_readable(fd: BorrowedFd<'_>, op: &'static str, timeout_ms: i32) -> Result<bool> {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, the count given is 1.
+    let n = retry(op, || unsafe { libc::poll(&mut p, 1, timeout_ms) as isize })?;
+    Ok(n > 0)
+}
+
+/// A netlink socket of `protocol` whose receives time out after
+/// `timeout_secs` (a kernel that never answers must not hang the caller).
+pub fn netlink_socket(protocol: i32, timeout_secs: i64) -> Result<OwnedFd> {
+    // SAFETY: a plain socket(2) call; the fd is owned right below.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            protocol,
+        )
+    };
+    if fd < 0 {
+        return Err(Error::kernel("socket(AF_NETLINK)", Errno::last()));
     }
+    // SAFETY: fd is a fresh socket nothing else owns.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let tv = libc::timeval {
+        tv_sec: timeout_secs,
+        tv_usec: 0,
+    };
+    // SAFETY: tv is a valid timeval for the length given.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&tv as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as u32,
+        )
+    };
+    if r < 0 {
+        return Err(Error::kernel("setsockopt(SO_RCVTIMEO)", Errno::last()));
+    }
+    Ok(sock)
+}
+
+/// Sends `msg` to the kernel (netlink port 0).
+pub fn netlink_send(sock: BorrowedFd<'_>, op: &'static str, msg: &[u8]) -> Result<()> {
+    // SAFETY: an all-zero sockaddr_nl is valid; pid 0 is the kernel.
+    let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    sa.nl_family = libc::AF_NETLINK as u16;
+    retry(op, || {
+        // SAFETY: msg and sa are valid for the lengths given.
+        unsafe {
+            libc::sendto(
+                sock.as_raw_fd(),
+                msg.as_ptr().cast(),
+                msg.len(),
+                0,
+                (&sa as *const libc::sockaddr_nl).cast(),
+                std::mem::size_of::<libc::sockaddr_nl>() as u32,
+            )
+        }
+    })
+    .map(drop)
+}
+
+/// Receives one netlink datagram into `buf`; a receive timeout is
+/// `ETIMEDOUT`.
+pub fn netlink_recv(sock: BorrowedFd<'_>, op: &'static str, buf: &mut [u8]) -> Result<usize> {
+    retry(op, || {
+        // SAFETY: buf is writable for its length.
+        unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) }
+    })
+    .map_err(|e| match e.errno() {
+        Some(Errno(libc::EAGAIN)) => Error::kernel(op, Errno(libc::ETIMEDOUT)),
+        _ => e,
+    })
+}
+
+/// The system's page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
+}
+
+/// Two random bytes, or `None` if the kernel has no entropy yet.
+pub fn random_u16() -> Option<u16> {
+    let mut b = [0u8; 2];
+    // SAFETY: b is 2 writable bytes; getrandom writes at most that many.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), 2, libc::GRND_NONBLOCK) };
+    (n == 2).then(|| u16::from_ne_bytes(b))
 }
 
 /// The name of the network interface `ifindex`, or `None` if there is none

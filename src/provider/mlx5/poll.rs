@@ -287,4 +287,16 @@ impl Poller {
             .store(self.cq.consumer_index(), Ordering::Release);
         n
     }
+
+    /// Arms the CQ (the ARM doorbell record and the CQ doorbell), after
+    /// advancing the arm sequence number once per completion event read
+    /// since the last arm (rdma-core's `mlx5_cq_event`): `events` counts
+    /// the events read for this CQ.
+    pub(crate) fn arm(&mut self, solicited_only: bool, events: u64) {
+        while self.events_seen != events {
+            self.cq.ack_event();
+            self.events_seen = self.events_seen.wrapping_add(1);
+        }
+        self.cq.arm(solicited_only);
+    }
 }

@@ -4,11 +4,11 @@
 //! hardware: the kernel commands of this module are not exercised here).
 
 use super::poll::{next_id, Poller, QpEntry, RecvRecs, Registry};
-use super::post::{post_recv, post_send};
+use super::post::{post_recv_list, post_send_list as post_send, wc};
 use crate::error::Error;
-use crate::mr::Slice;
 use crate::qp::{RecvWr, Remote, SendOp, SendWr};
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
+use crate::wr::Slice;
 use provider_mlx5::model::mem::access;
 use provider_mlx5::model::{Device, RecvSide};
 use std::sync::Arc;
@@ -98,7 +98,7 @@ impl Bed {
     }
     fn poll(&mut self) -> Vec<Wc> {
         let mut out = [Wc::default(); 32];
-        let n = self.poller.poll(&mut out, Wc::from_mlx5);
+        let n = self.poller.poll(&mut out, wc);
         out[..n].to_vec()
     }
 }
@@ -108,12 +108,13 @@ fn send_imm_and_write_complete_through_the_registry() {
     let mut t = bed();
     t.dev.mem.mrs[t.mr_a].buf.write(0, b"hello, mlx5 model");
     let recv = [t.slice(t.mr_b, 1024, 64)];
-    post_recv(
+    post_recv_list(
         &mut t.rq_b,
         &[RecvWr {
             wr_id: 77,
             sges: &recv,
         }],
+        "receive queue",
     )
     .unwrap();
     let src = [t.slice(t.mr_a, 0, 17)];
@@ -241,7 +242,7 @@ fn a_destroyed_qps_cqes_are_dropped_and_its_number_can_be_reused() {
 /// back what either completed.
 #[test]
 fn srq_receives_resolve_through_the_registry_of_each_cq() {
-    use super::post::post_srq_recv;
+    use super::post::post_srq_recv_list;
     let mut dev = Device::new();
     let (cs, c1, c2) = (dev.add_cq(64, 64), dev.add_cq(64, 64), dev.add_cq(64, 64));
     let s = dev.add_srq(8, 6);
@@ -290,7 +291,7 @@ fn srq_receives_resolve_through_the_registry_of_each_cq() {
             })
             .collect();
         next += wrs.len() as u64;
-        post_srq_recv(&mut srq, &wrs).unwrap();
+        post_srq_recv_list(&mut srq, &wrs, "SRQ").unwrap();
         let m = [round as u8; 8];
         for (i, sq) in [&mut sq1, &mut sq2].into_iter().enumerate() {
             let wr = [SendWr::inline(100 + i as u64, SendOp::Send, &m)];
@@ -298,9 +299,9 @@ fn srq_receives_resolve_through_the_registry_of_each_cq() {
         }
         dev.process();
         // Poll b2's CQ first: its receive came second off the SRQ.
-        let n2 = p2.poll(&mut out, Wc::from_mlx5);
+        let n2 = p2.poll(&mut out, wc);
         let w2 = out[0];
-        let n1 = p1.poll(&mut out, Wc::from_mlx5);
+        let n1 = p1.poll(&mut out, wc);
         let w1 = out[0];
         assert_eq!((n1, n2), (1, 1), "round {round}");
         assert_eq!(
@@ -313,7 +314,7 @@ fn srq_receives_resolve_through_the_registry_of_each_cq() {
             w1.wr_id + 1,
             "SRQ WQEs are consumed in list order"
         );
-        assert_eq!(p_s.poll(&mut out, Wc::from_mlx5), 2);
+        assert_eq!(p_s.poll(&mut out, wc), 2);
     }
     assert_eq!(srq.outstanding(), 7 - 2);
     assert_eq!(p1.discarded + p2.discarded + p_s.discarded, 0);
@@ -323,14 +324,14 @@ fn srq_receives_resolve_through_the_registry_of_each_cq() {
     let m = [9u8; 8];
     post_send(&mut sq1, &[SendWr::inline(200, SendOp::Send, &m)]).unwrap();
     dev.process();
-    assert_eq!(p_s.poll(&mut out, Wc::from_mlx5), 1);
+    assert_eq!(p_s.poll(&mut out, wc), 1);
     assert_eq!(
         srq.outstanding(),
         5,
         "consumed by the device, not completed"
     );
     reg1.retire(ids[0]);
-    assert_eq!(p1.poll(&mut out, Wc::from_mlx5), 0);
+    assert_eq!(p1.poll(&mut out, wc), 0);
     assert_eq!((p1.discarded, srq.outstanding()), (1, 4));
 }
 

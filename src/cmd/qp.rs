@@ -1,0 +1,174 @@
+//! Queue pairs: `CREATE_QP`, `MODIFY_QP`, `QUERY_QP`, `DESTROY_QP`, and the
+//! `POST_SEND` command that serves rxe as its send doorbell.
+
+use super::{Dev, Handle, Kind};
+use crate::error::{Error, Result};
+use crate::sys;
+use std::cell::UnsafeCell;
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use uverbs_abi::verbs::{self as v, cmds};
+use zerocopy::FromZeros;
+
+/// A QP's kind.
+pub(crate) enum QpKind {}
+/// A QP's control half.
+pub(crate) type QpHandle = Handle<QpKind>;
+
+impl Kind for QpKind {
+    fn destroy(dev: &Dev, handle: u32) -> Result<()> {
+        let mut c = v::IbUverbsDestroyQp::new_zeroed();
+        c.qp_handle = handle;
+        dev.write0::<cmds::DestroyQp>("DESTROY_QP", &c).map(drop)
+    }
+}
+
+/// The transport service of a QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QpType {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+}
+
+impl QpType {
+    /// `IB_UVERBS_QPT_*`.
+    pub(crate) fn raw(self) -> u8 {
+        match self {
+            QpType::Rc => 2,
+            QpType::Uc => 3,
+            QpType::Ud => 4,
+        }
+    }
+}
+
+/// Queue sizes asked for at creation, and granted by the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QpCaps {
+    /// Send work requests outstanding at once.
+    pub max_send_wr: u32,
+    /// Receive work requests outstanding at once.
+    pub max_recv_wr: u32,
+    /// SGEs per send work request.
+    pub max_send_sge: u32,
+    /// SGEs per receive work request.
+    pub max_recv_sge: u32,
+    /// Bytes of inline data per send.
+    pub max_inline_data: u32,
+}
+
+/// What a QP is created with (kernel handles of its PD, CQs and SRQ).
+#[derive(Clone, Copy)]
+pub(crate) struct QpRequest {
+    pub(crate) user_handle: u64,
+    pub(crate) pd: u32,
+    pub(crate) send_cq: u32,
+    pub(crate) recv_cq: u32,
+    pub(crate) srq: Option<u32>,
+    pub(crate) qp_type: QpType,
+    pub(crate) caps: QpCaps,
+    pub(crate) sq_sig_all: bool,
+}
+
+/// A created QP: its control half, number and granted sizes.
+pub(crate) struct Created {
+    pub(crate) handle: QpHandle,
+    pub(crate) qpn: u32,
+    pub(crate) caps: QpCaps,
+}
+
+/// `CREATE_QP` with driver udata.
+pub(crate) fn create(
+    dev: &Arc<Dev>,
+    req: &QpRequest,
+    udata_in: &[u8],
+    udata_out: &mut [u8],
+) -> Result<Created> {
+    let mut r = v::IbUverbsCreateQp::new_zeroed();
+    r.user_handle = req.user_handle;
+    r.pd_handle = req.pd;
+    r.send_cq_handle = req.send_cq;
+    r.recv_cq_handle = req.recv_cq;
+    r.srq_handle = req.srq.unwrap_or(0);
+    r.max_send_wr = req.caps.max_send_wr;
+    r.max_recv_wr = req.caps.max_recv_wr;
+    r.max_send_sge = req.caps.max_send_sge;
+    r.max_recv_sge = req.caps.max_recv_sge;
+    r.max_inline_data = req.caps.max_inline_data;
+    r.sq_sig_all = req.sq_sig_all as u8;
+    r.qp_type = req.qp_type.raw();
+    r.is_srq = req.srq.is_some() as u8;
+    let resp = dev.write::<cmds::CreateQp>("CREATE_QP", &r, udata_in, udata_out)?;
+    Ok(Created {
+        handle: Handle::new(dev, resp.qp_handle),
+        qpn: resp.qpn,
+        caps: QpCaps {
+            max_send_wr: resp.max_send_wr,
+            max_recv_wr: resp.max_recv_wr,
+            max_send_sge: resp.max_send_sge,
+            max_recv_sge: resp.max_recv_sge,
+            max_inline_data: resp.max_inline_data,
+        },
+    })
+}
+
+/// `MODIFY_QP` with an encoded request (its handle already set).
+pub(crate) fn modify(dev: &Dev, req: &v::IbUverbsModifyQp) -> Result<()> {
+    dev.write0::<cmds::ModifyQp>("MODIFY_QP", req)
+}
+
+/// `QUERY_QP` of the attributes in `attr_mask`.
+pub(crate) fn query(dev: &Dev, qp: u32, attr_mask: u32) -> Result<v::IbUverbsQueryQpResp> {
+    let mut c = v::IbUverbsQueryQp::new_zeroed();
+    c.qp_handle = qp;
+    c.attr_mask = attr_mask;
+    dev.write0::<cmds::QueryQp>("QUERY_QP", &c)
+}
+
+/// A `POST_SEND` command with no work requests, framed once per QP: rxe's
+/// send doorbell (the kernel then runs the QP's requester over the ring).
+/// The kernel writes `bad_wr` into `resp`, so the whole is boxed at a
+/// stable address.
+pub(crate) struct Doorbell {
+    cmd: [u8; DOORBELL_LEN],
+    resp: UnsafeCell<v::IbUverbsPostSendResp>,
+}
+
+const DOORBELL_LEN: usize = v::write_len::<cmds::PostSend>(0);
+
+// SAFETY: `resp` is written only by the kernel during the write() that
+// `ring` makes through `&mut self`, and never read: sharing a `&Doorbell`
+// or moving it between threads cannot race with that write.
+unsafe impl Send for Doorbell {}
+// SAFETY: as above; `&Doorbell` gives access to nothing.
+unsafe impl Sync for Doorbell {}
+
+impl Doorbell {
+    pub(crate) fn new(qp: u32) -> Result<Box<Doorbell>> {
+        let mut db = Box::new(Doorbell {
+            cmd: [0; DOORBELL_LEN],
+            resp: UnsafeCell::new(v::IbUverbsPostSendResp::new_zeroed()),
+        });
+        let mut c = v::IbUverbsPostSend::new_zeroed();
+        c.qp_handle = qp;
+        c.wr_count = 0; // the WRs are in the ring already
+        c.sge_count = 0;
+        // The kernel insists on at least sizeof(struct ib_uverbs_send_wr).
+        c.wqe_size = std::mem::size_of::<v::IbUverbsSendWr>() as u32;
+        let resp = db.resp.get() as u64;
+        v::encode_write::<cmds::PostSend>(&mut db.cmd, &c, &[], resp, 0)
+            .map_err(|e| Error::invalid(format!("POST_SEND: {e}")))?;
+        Ok(db)
+    }
+
+    /// Issues the doorbell.
+    #[inline]
+    pub(crate) fn ring(&mut self, dev: &Dev) -> Result<()> {
+        // SAFETY: the command's one pointer is `resp`, which lives in this
+        // boxed Doorbell, borrowed mutably across the call.
+        unsafe { sys::write_cmd(dev.fd.as_fd(), "POST_SEND (doorbell)", &self.cmd) }
+    }
+}

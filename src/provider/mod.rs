@@ -1,0 +1,361 @@
+//! The provider floor: what differs between drivers. Each provider turns a
+//! create into *parts* — the kernel object's control half (from
+//! [`crate::cmd`]), the queues its data path runs over, and what other
+//! objects need of it — and the public objects assemble those parts. A
+//! provider never builds a public object and never names one: work
+//! requests reach it as [`crate::wr`] types, generic over the address
+//! handle ([`HasAddr`]), and device facts it needs come through
+//! [`DeviceInfo`].
+//!
+//! Adding a provider means one module here and one arm in each enum.
+
+pub(crate) mod mlx5;
+pub(crate) mod rxe;
+
+use crate::cmd::ah::AhHandle;
+use crate::cmd::context::Opened;
+use crate::cmd::cq::{CqHandle, CqRequest};
+use crate::cmd::pd::PdHandle;
+use crate::cmd::qp::{Created, QpCaps, QpRequest, QpType};
+use crate::cmd::srq::{SrqHandle, SrqRequest};
+use crate::cmd::{CommandPath, Dev};
+use crate::device::{Device, Driver};
+use crate::error::{Error, Result};
+use crate::wc::Wc;
+use crate::wr::{RecvWr, SendWr};
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use uverbs_abi::verbs as v;
+
+/// What a provider may need to know of the device while creating objects,
+/// answered by the public context (queries it caches or issues).
+pub(crate) trait DeviceInfo {
+    /// `max_sge` and `max_cqe` of the device.
+    fn sge_and_cqe_limits(&self) -> Result<(u32, u32)>;
+    /// The link layer of `port` (`IBV_LINK_LAYER_*`).
+    fn link_layer(&self, port: u8) -> Result<u8>;
+    /// Whether GID `index` of `port` is a RoCE v2 GID.
+    fn gid_is_roce_v2(&self, port: u8, index: u8) -> Result<bool>;
+    /// The device's name, for errors.
+    fn device_name(&self) -> String;
+}
+
+/// An address handle as the provider floor sees it.
+pub(crate) trait HasAddr {
+    /// What UD sends to it carry.
+    fn addr(&self) -> &AhAddr;
+}
+
+/// The per-device state of a provider.
+pub(crate) enum Ctx {
+    Rxe,
+    Mlx5(mlx5::Ctx),
+}
+
+/// Opens the provider's context on `fd` (the uverbs character device of
+/// `device`): `GET_CONTEXT` as the driver wants it.
+pub(crate) fn open(
+    device: &Device,
+    fd: OwnedFd,
+    path: CommandPath,
+) -> Result<(Arc<Dev>, Opened, Ctx)> {
+    let abi = device.driver_abi();
+    let unsupported = |why: String| Error::UnsupportedDriver {
+        device: device.name().to_string(),
+        driver: why,
+    };
+    match device.driver() {
+        Driver::Rxe if rxe::ABI.contains(&abi) => rxe::open(fd, path),
+        Driver::Mlx5 if mlx5::ABI.contains(&abi) => mlx5::open(fd),
+        Driver::Rxe | Driver::Mlx5 => Err(unsupported(format!(
+            "{} with driver ABI {abi}",
+            device.driver_name()
+        ))),
+        Driver::Other => Err(unsupported(device.driver_name().to_string())),
+    }
+}
+
+/// A CQ's parts.
+pub(crate) struct CqParts {
+    pub(crate) handle: CqHandle,
+    pub(crate) cqe: u32,
+    pub(crate) ring: CqRing,
+    pub(crate) shared: CqShared,
+}
+
+/// The consumer side of a CQ.
+pub(crate) enum CqRing {
+    Rxe(rxe::CqRing),
+    Mlx5(Box<mlx5::Poller>),
+}
+
+/// What the QPs on a CQ need of it.
+pub(crate) enum CqShared {
+    Rxe,
+    Mlx5(mlx5::CqShared),
+}
+
+/// What a QP is created with, in provider terms.
+pub(crate) struct QpInit<'a> {
+    /// The kernel command, handles filled in.
+    pub(crate) cmd: QpRequest,
+    pub(crate) qp_type: QpType,
+    pub(crate) send_cq: &'a CqShared,
+    pub(crate) recv_cq: &'a CqShared,
+    pub(crate) srq: Option<&'a SrqShared>,
+}
+
+/// A QP's parts.
+pub(crate) struct QpParts {
+    pub(crate) created: Created,
+    pub(crate) caps: QpCaps,
+    pub(crate) send: SendRing,
+    pub(crate) recv: Option<RecvRing>,
+    /// Undone after the QP is destroyed (mlx5: its CQs' registries).
+    pub(crate) registration: Registration,
+}
+
+/// The producer side of a send queue.
+pub(crate) enum SendRing {
+    Rxe(rxe::Sq),
+    Mlx5(provider_mlx5::SendQueue),
+}
+
+/// The producer side of a receive queue or SRQ.
+pub(crate) enum RecvRing {
+    Rxe(rxe::Rq),
+    Mlx5(provider_mlx5::RecvQueue),
+    Mlx5Srq(provider_mlx5::SharedRecvQueue),
+}
+
+/// What a QP registered with its CQs; dropping it retires the QP there.
+pub(crate) enum Registration {
+    None,
+    Mlx5 { _entries: mlx5::Registration },
+}
+
+/// An SRQ's parts.
+pub(crate) struct SrqParts {
+    pub(crate) handle: SrqHandle,
+    pub(crate) srqn: u32,
+    pub(crate) max_wr: u32,
+    pub(crate) ring: RecvRing,
+    pub(crate) shared: SrqShared,
+}
+
+/// What the QPs on an SRQ need of it.
+pub(crate) enum SrqShared {
+    Rxe,
+    Mlx5(Arc<provider_mlx5::SrqRecords>),
+}
+
+/// An AH's parts.
+pub(crate) struct AhParts {
+    pub(crate) handle: AhHandle,
+    pub(crate) addr: AhAddr,
+}
+
+/// Where UD sends to an AH go, as the provider's WQEs say it.
+pub(crate) enum AhAddr {
+    /// rxe's AH number.
+    Rxe(u32),
+    /// mlx5's address vector.
+    Mlx5(provider_mlx5::seg::DatagramSeg),
+}
+
+impl Ctx {
+    /// `ALLOC_PD` (mlx5 answers with udata and needs room for it).
+    pub(crate) fn alloc_pd(&self, dev: &Arc<Dev>) -> Result<PdHandle> {
+        match self {
+            Ctx::Rxe => crate::cmd::pd::alloc(dev, &mut []),
+            Ctx::Mlx5(_) => mlx5::alloc_pd(dev),
+        }
+    }
+
+    pub(crate) fn create_cq(
+        &self,
+        dev: &Arc<Dev>,
+        info: &dyn DeviceInfo,
+        req: &CqRequest,
+    ) -> Result<CqParts> {
+        match self {
+            Ctx::Rxe => rxe::create_cq(dev, req),
+            Ctx::Mlx5(m) => m.create_cq(dev, info, req),
+        }
+    }
+
+    pub(crate) fn create_qp(
+        &self,
+        dev: &Arc<Dev>,
+        info: &dyn DeviceInfo,
+        init: &QpInit<'_>,
+    ) -> Result<QpParts> {
+        match self {
+            Ctx::Rxe => rxe::create_qp(dev, init),
+            Ctx::Mlx5(m) => m.create_qp(dev, info, init),
+        }
+    }
+
+    pub(crate) fn create_srq(
+        &self,
+        dev: &Arc<Dev>,
+        info: &dyn DeviceInfo,
+        req: &SrqRequest,
+    ) -> Result<SrqParts> {
+        match self {
+            Ctx::Rxe => rxe::create_srq(dev, req),
+            Ctx::Mlx5(m) => m.create_srq(dev, info, req),
+        }
+    }
+
+    pub(crate) fn create_ah(
+        &self,
+        dev: &Arc<Dev>,
+        info: &dyn DeviceInfo,
+        pd: u32,
+        attr: &v::IbUverbsAhAttr,
+    ) -> Result<AhParts> {
+        match self {
+            Ctx::Rxe => rxe::create_ah(dev, pd, attr),
+            Ctx::Mlx5(m) => m.create_ah(dev, info, pd, attr),
+        }
+    }
+
+    /// Whether MODIFY_QP to `state` is supported (mlx5 would need its
+    /// indices reset at RESET).
+    pub(crate) fn check_modify(&self, to_reset: bool) -> Result<()> {
+        match self {
+            Ctx::Mlx5(_) if to_reset => Err(Error::invalid(
+                "MODIFY_QP to RESET: not supported on mlx5 QPs by rverbs yet (destroy and recreate)",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Why one work request was not posted.
+pub(crate) enum Refused {
+    /// The queue has no room.
+    Full,
+    /// The request is invalid, in words.
+    Invalid(String),
+}
+
+impl Refused {
+    fn at(self, queue: &'static str, index: usize) -> Error {
+        match self {
+            Refused::Full => Error::QueueFull { queue, index },
+            Refused::Invalid(what) => Error::InvalidWorkRequest { index, what },
+        }
+    }
+}
+
+/// The one post loop: posts `wrs` in order with `post` until one is
+/// refused; returns how many were posted and the refusal, named by index.
+#[inline(always)]
+pub(crate) fn post_list<W>(
+    wrs: &[W],
+    queue: &'static str,
+    mut post: impl FnMut(&W) -> std::result::Result<(), Refused>,
+) -> (usize, Option<Error>) {
+    for (index, wr) in wrs.iter().enumerate() {
+        if let Err(r) = post(wr) {
+            return (index, Some(r.at(queue, index)));
+        }
+    }
+    (wrs.len(), None)
+}
+
+impl SendRing {
+    /// Posts `wrs` in order, then rings the doorbell once for those
+    /// accepted (rxe: the `POST_SEND` command; mlx5: doorbell record and
+    /// UAR, no system call). A refused request ends the list, named by its
+    /// index; the ones before it are posted and rung.
+    #[inline(always)]
+    pub(crate) fn post<A: HasAddr>(&mut self, dev: &Dev, wrs: &[SendWr<'_, A>]) -> Result<()> {
+        let (posted, refused) = match self {
+            SendRing::Rxe(q) => {
+                let r = post_list(wrs, "send queue", |wr| rxe::post_send(&mut q.sq, wr));
+                if r.0 > 0 {
+                    q.doorbell.ring(dev)?;
+                }
+                r
+            }
+            SendRing::Mlx5(q) => return mlx5::post_send_list(q, wrs),
+        };
+        let _ = posted;
+        refused.map_or(Ok(()), Err)
+    }
+}
+
+impl RecvRing {
+    /// Posts receives in order, then publishes them (no system call).
+    pub(crate) fn post(&mut self, wrs: &[RecvWr<'_>], queue: &'static str) -> Result<()> {
+        match self {
+            RecvRing::Rxe(q) => {
+                let (_, refused) = post_list(wrs, queue, |wr| rxe::post_recv(&mut q.rq, wr));
+                refused.map_or(Ok(()), Err)
+            }
+            RecvRing::Mlx5(q) => mlx5::post_recv_list(q, wrs, queue),
+            RecvRing::Mlx5Srq(q) => mlx5::post_srq_recv_list(q, wrs, queue),
+        }
+    }
+}
+
+impl CqRing {
+    /// Moves up to `out.len()` completions into `out`; returns how many.
+    #[inline(always)]
+    pub(crate) fn poll(&mut self, out: &mut [Wc]) -> usize {
+        match self {
+            CqRing::Rxe(r) => r.poll(out),
+            CqRing::Mlx5(p) => p.poll(out, mlx5::wc),
+        }
+    }
+
+    /// CQEs dropped because they named no live QP or request.
+    pub(crate) fn discarded(&self) -> u64 {
+        match self {
+            CqRing::Rxe(_) => 0,
+            CqRing::Mlx5(p) => p.discarded,
+        }
+    }
+
+    /// Arms the CQ; `events` counts the completion events read for it.
+    pub(crate) fn arm(
+        &mut self,
+        dev: &Dev,
+        cq: u32,
+        solicited_only: bool,
+        events: u64,
+    ) -> Result<()> {
+        match self {
+            CqRing::Rxe(_) => crate::cmd::cq::req_notify(dev, cq, solicited_only),
+            CqRing::Mlx5(p) => {
+                p.arm(solicited_only, events);
+                Ok(())
+            }
+        }
+    }
+
+    /// `RESIZE_CQ`: returns the new size.
+    pub(crate) fn resize(&mut self, dev: &Dev, cq: u32, cqe: u32) -> Result<u32> {
+        match self {
+            CqRing::Rxe(r) => r.resize(dev, cq, cqe),
+            CqRing::Mlx5(_) => Err(Error::invalid(
+                "RESIZE_CQ: not supported on mlx5 by rverbs yet",
+            )),
+        }
+    }
+}
+
+impl SrqShared {
+    /// `MODIFY_SRQ` arming the limit at `limit`.
+    pub(crate) fn set_limit(&self, dev: &Dev, srq: u32, limit: u32) -> Result<()> {
+        use crate::cmd::srq::{modify, SRQ_LIMIT};
+        match self {
+            SrqShared::Rxe => rxe::modify_srq(dev, srq, SRQ_LIMIT, limit),
+            // mlx5 takes no udata here.
+            SrqShared::Mlx5(_) => modify(dev, srq, SRQ_LIMIT, limit, &[]),
+        }
+    }
+}
