@@ -3,8 +3,9 @@
 use crate::context::Context;
 use crate::error::Result;
 use crate::pd::{Pd, PdInner};
-use crate::provider::{AhAddr, AhParts, HasAddr};
-use crate::qp::AhAttr;
+use crate::provider::AhParts;
+use crate::qp::attr::AhAttr;
+use rverbs_types::{AddressHandle, AhAddr};
 use std::sync::Arc;
 
 /// An address handle: where a UD send goes.
@@ -27,9 +28,9 @@ impl std::fmt::Debug for Ah {
     }
 }
 
-impl HasAddr for Ah {
+impl AddressHandle for Ah {
     #[inline(always)]
-    fn addr(&self) -> &AhAddr {
+    fn address(&self) -> &AhAddr {
         &self.inner.parts.addr
     }
 }

@@ -16,13 +16,14 @@ use crate::cq::{Cq, CqInner};
 use crate::error::{Error, Result};
 use crate::pd::{Pd, PdInner};
 use crate::provider::{self, RecvRing, Registration, SendRing};
+use crate::wr::Slice;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use uverbs_abi::verbs as v;
 
 /// One send work request: what to do, over which MR slices, to which
 /// address handle on a UD QP. Built with [`SendWr::new`] and its setters.
-pub type SendWr<'a> = crate::wr::SendWr<'a, Ah>;
+pub type SendWr<'a> = rverbs_types::SendWr<'a, Slice<'a>, Ah>;
 
 /// What [`Pd::create_qp`] needs.
 #[derive(Debug, Clone, Copy)]

@@ -2,59 +2,29 @@
 
 use crate::queue::Queue;
 use crate::wqe::{get_u16, get_u32, get_u64, wc, WC_SIZE};
+use rverbs_types::{Wc, WcFlags, WcOpcode, WcStatus};
 
-/// One work completion as the kernel wrote it (`struct ib_uverbs_wc`),
-/// copied out of the ring. Values are raw: the caller maps status and opcode
-/// to names, keeping unknown values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RawWc {
-    /// The work request's id.
-    pub wr_id: u64,
-    /// `ib_wc_status`.
-    pub status: u32,
-    /// `ib_wc_opcode` (receive completions have bit 7 set).
-    pub opcode: u32,
-    /// Vendor error syndrome.
-    pub vendor_err: u32,
-    /// Bytes transferred (receives, reads, atomics).
-    pub byte_len: u32,
-    /// Immediate data (network order) or invalidated rkey.
-    pub ex: u32,
-    /// The local QP number.
-    pub qp_num: u32,
-    /// The remote QP number (UD).
-    pub src_qp: u32,
-    /// `IB_WC_WITH_IMM` etc.
-    pub wc_flags: u32,
-    /// P_Key index (GSI).
-    pub pkey_index: u16,
-    /// Source LID.
-    pub slid: u16,
-    /// Service level.
-    pub sl: u8,
-    /// DLID path bits.
-    pub dlid_path_bits: u8,
-    /// Port number.
-    pub port_num: u8,
-}
-
+/// A completion as the kernel wrote it (`struct ib_uverbs_wc`: statuses,
+/// opcodes and flags are the kernel's own numbers, kept when unknown).
 #[inline(always)]
-fn parse(b: &[u8; WC_SIZE]) -> RawWc {
-    RawWc {
+fn parse(b: &[u8; WC_SIZE]) -> Wc {
+    let flags = WcFlags::from_bits_retain(get_u32(b, wc::WC_FLAGS));
+    Wc {
         wr_id: get_u64(b, wc::WR_ID),
-        status: get_u32(b, wc::STATUS),
-        opcode: get_u32(b, wc::OPCODE),
+        status: WcStatus(get_u32(b, wc::STATUS)),
+        opcode: WcOpcode(get_u32(b, wc::OPCODE)),
         vendor_err: get_u32(b, wc::VENDOR_ERR),
         byte_len: get_u32(b, wc::BYTE_LEN),
-        ex: get_u32(b, wc::EX),
+        // The kernel stores imm_data as it came off the wire (big endian).
+        imm_data: flags
+            .contains(WcFlags::WITH_IMM)
+            .then(|| u32::from_be(get_u32(b, wc::EX))),
         qp_num: get_u32(b, wc::QP_NUM),
         src_qp: get_u32(b, wc::SRC_QP),
-        wc_flags: get_u32(b, wc::WC_FLAGS),
+        flags,
         pkey_index: get_u16(b, wc::PKEY_INDEX),
         slid: get_u16(b, wc::SLID),
         sl: b[wc::SL],
-        dlid_path_bits: b[wc::DLID_PATH_BITS],
-        port_num: b[wc::PORT_NUM],
     }
 }
 
@@ -81,7 +51,7 @@ impl CompletionQueue {
 
     /// Copies up to `out.len()` completions out of the ring, oldest first,
     /// and returns how many. Never blocks, never makes a system call.
-    pub fn poll(&mut self, out: &mut [RawWc]) -> usize {
+    pub fn poll(&mut self, out: &mut [Wc]) -> usize {
         // One acquire load of the producer covers every slot before it.
         let prod = self.q.load_producer();
         let mut n = 0;
@@ -103,7 +73,7 @@ impl CompletionQueue {
     /// back: call [`CompletionQueue::commit`] after a batch. Lets the caller
     /// convert entries in place with no intermediate buffer.
     #[inline]
-    pub fn next(&mut self, prod: u32) -> Option<RawWc> {
+    pub fn next(&mut self, prod: u32) -> Option<Wc> {
         if self.cons == prod {
             return None;
         }

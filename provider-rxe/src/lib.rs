@@ -18,11 +18,12 @@ pub mod sq;
 pub mod wqe;
 pub mod wr;
 
-pub use cq::{CompletionQueue, RawWc};
+pub use cq::CompletionQueue;
 pub use queue::{Queue, QueueError};
 pub use rq::RecvQueue;
+pub use rverbs_types::{Wc, WcFlags, WcOpcode, WcStatus};
 pub use sq::SendQueue;
-pub use wr::{Payload, SendWr, Sge, UdDest};
+pub use wr::{AddressHandle, AhAddr, AsSge, RecvWr, Remote, SendOp, SendWr, Sge, Ud};
 
 /// Why a work request was not posted. Nothing was written to the ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +49,16 @@ pub enum PostError {
         /// The opcode.
         opcode: u32,
     },
+    /// Both inline data and SGEs were given.
+    InlineAndSges,
+    /// A UD QP sends datagrams (SEND, SEND with immediate) only.
+    NotOnUd {
+        /// The opcode.
+        opcode: u32,
+    },
+    /// The UD destination's address handle was not made by rxe (it
+    /// carries no AH number).
+    ForeignAddressHandle,
     /// The total length does not fit 32 bits.
     TooLong {
         /// The total.
@@ -55,11 +66,6 @@ pub enum PostError {
     },
     /// Atomics need an 8-byte local buffer and an 8-aligned remote address.
     BadAtomic,
-    /// An opcode this provider does not post.
-    UnsupportedOpcode {
-        /// The opcode.
-        opcode: u32,
-    },
     /// A UD destination on a connected QP, or none on a UD QP.
     UdMismatch {
         /// Whether the QP is UD.
@@ -87,14 +93,21 @@ impl core::fmt::Display for PostError {
             PostError::InlineNotAllowed { opcode } => {
                 write!(f, "opcode {opcode} cannot carry inline data")
             }
+            PostError::InlineAndSges => write!(f, "both inline data and SGEs given"),
+            PostError::NotOnUd { opcode } => {
+                write!(
+                    f,
+                    "opcode {opcode} is not available on a UD QP (sends only)"
+                )
+            }
+            PostError::ForeignAddressHandle => {
+                write!(f, "the address handle was not made on an rxe device")
+            }
             PostError::TooLong { length } => write!(f, "total length {length} exceeds 2^32 - 1"),
             PostError::BadAtomic => write!(
                 f,
                 "atomics need an 8-byte local buffer and an 8-byte aligned remote address"
             ),
-            PostError::UnsupportedOpcode { opcode } => {
-                write!(f, "opcode {opcode} is not supported by rxe")
-            }
             PostError::UdMismatch { qp_is_ud: true } => {
                 write!(f, "a UD QP needs a destination (address handle)")
             }

@@ -8,8 +8,11 @@
 
 use crate::queue::Queue;
 use crate::wqe::{send, Slot, SGE_SIZE};
-use crate::wr::{opcode, send_flags, Payload, SendWr};
+use crate::wr::{as_sges, AddressHandle, AhAddr, AsSge, SendOp, SendWr};
 use crate::PostError;
+
+/// `IB_SEND_INLINE`: the payload is in the WQE.
+const INLINE: u32 = uverbs_abi::verbs::IbSendFlags::INLINE.bits();
 
 /// Bytes of a send WQE before its SGEs / inline data.
 const HEADER: usize = send::PAYLOAD;
@@ -65,55 +68,57 @@ impl SendQueue {
     /// Validates `wr` against the queue's limits without posting it, and
     /// returns its total length.
     #[inline]
-    pub fn validate(&self, wr: &SendWr<'_>) -> Result<u32, PostError> {
+    pub fn validate<S: AsSge, A: AddressHandle>(
+        &self,
+        wr: &SendWr<'_, S, A>,
+    ) -> Result<u32, PostError> {
         self.check(wr)?;
-        let length: u64 = match wr.payload {
-            Payload::Sges(sges) => sges.iter().map(|s| s.length as u64).sum(),
-            Payload::Inline(data) => data.len() as u64,
+        let length: u64 = match wr.inline {
+            Some(data) => data.len() as u64,
+            None => as_sges(wr.sges).iter().map(|s| s.length as u64).sum(),
         };
         check_length(wr, length)
     }
 
     /// Every check that does not need the total length: SGE count, inline
-    /// size and opcode, the opcode itself, UD-ness.
+    /// size and opcode, UD-ness.
     #[inline(always)]
-    fn check(&self, wr: &SendWr<'_>) -> Result<(), PostError> {
-        match wr.payload {
-            Payload::Sges(sges) => {
-                if sges.len() > self.max_sge as usize {
+    fn check<S: AsSge, A: AddressHandle>(&self, wr: &SendWr<'_, S, A>) -> Result<(), PostError> {
+        match wr.inline {
+            None => {
+                if wr.sges.len() > self.max_sge as usize {
                     return Err(PostError::TooManySges {
-                        given: sges.len(),
+                        given: wr.sges.len(),
                         max: self.max_sge,
                     });
                 }
             }
-            Payload::Inline(data) => {
+            Some(data) => {
+                if !wr.sges.is_empty() {
+                    return Err(PostError::InlineAndSges);
+                }
                 if data.len() > self.max_inline as usize {
                     return Err(PostError::InlineTooLong {
                         given: data.len(),
                         max: self.max_inline,
                     });
                 }
-                if matches!(
-                    wr.opcode,
-                    opcode::RDMA_READ | opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD
-                ) {
-                    return Err(PostError::InlineNotAllowed { opcode: wr.opcode });
+                if wr.op.reads_remote() {
+                    return Err(PostError::InlineNotAllowed {
+                        opcode: wr.op.opcode(),
+                    });
                 }
             }
         }
-        match wr.opcode {
-            opcode::ATOMIC_CMP_AND_SWP
-            | opcode::ATOMIC_FETCH_AND_ADD
-            | opcode::RDMA_WRITE
-            | opcode::RDMA_WRITE_WITH_IMM
-            | opcode::SEND
-            | opcode::SEND_WITH_IMM
-            | opcode::RDMA_READ => {}
-            other => return Err(PostError::UnsupportedOpcode { opcode: other }),
-        }
         if self.ud != wr.ud.is_some() {
             return Err(PostError::UdMismatch { qp_is_ud: self.ud });
+        }
+        // A UD QP sends datagrams: rxe would accept anything else into the
+        // ring and then move the QP to the error state.
+        if self.ud && !matches!(wr.op, SendOp::Send | SendOp::SendWithImm(_)) {
+            return Err(PostError::NotOnUd {
+                opcode: wr.op.opcode(),
+            });
         }
         Ok(())
     }
@@ -127,15 +132,29 @@ impl SendQueue {
     /// promise is what keeps the memory alive and unaliased while the
     /// device uses it).
     #[inline]
-    pub unsafe fn post(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
+    pub unsafe fn post<S: AsSge, A: AddressHandle>(
+        &mut self,
+        wr: &SendWr<'_, S, A>,
+    ) -> Result<(), PostError> {
         self.check(wr)?;
+        let ah_num = match wr.ud {
+            Some(u) => match *u.ah.address() {
+                AhAddr::Number(n) => n,
+                AhAddr::Vector(_) => return Err(PostError::ForeignAddressHandle),
+            },
+            None => 0,
+        };
         let next = self.q.next(self.prod);
         if next == self.q.load_consumer() {
             return Err(PostError::QueueFull);
         }
         let slot = self.q.slot(self.prod);
-        let inline = matches!(wr.payload, Payload::Inline(_));
-        let flags = (wr.flags & !send_flags::INLINE) | if inline { send_flags::INLINE } else { 0 };
+        let inline = wr.inline.is_some();
+        let flags = wr.send_flags() | if inline { INLINE } else { 0 };
+        let opcode = wr.op.opcode();
+        let remote = wr.op.remote().unwrap_or_default();
+        // Immediates travel big-endian; the WQE holds them in wire order.
+        let imm = wr.op.imm().unwrap_or(0).to_be();
         // Alignment: the base is 8-aligned (Queue::new checks), data starts
         // at 384 and elem_size is a power of two >= 256, so the slot and
         // every field offset below are naturally aligned. Plain stores
@@ -151,25 +170,30 @@ impl SendQueue {
             core::ptr::write_bytes(slot.add(send::WR_UNION), 0, send::WR_UNION_LEN);
             w.u64(send::WR_ID, wr.wr_id);
             w.u32(send::WR_RESERVED, 0);
-            w.u32(send::OPCODE, wr.opcode);
+            w.u32(send::OPCODE, opcode);
             w.u32(send::SEND_FLAGS, flags);
-            w.u32(send::EX_IMM, wr.imm_data);
-            match wr.opcode {
-                opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD => {
-                    w.u64(send::ATOMIC_REMOTE_ADDR, wr.remote_addr);
-                    w.u64(send::ATOMIC_COMPARE_ADD, wr.compare_add);
-                    w.u64(send::ATOMIC_SWAP, wr.swap);
-                    w.u32(send::ATOMIC_RKEY, wr.rkey);
+            w.u32(send::EX_IMM, imm);
+            match wr.op {
+                SendOp::CompareSwap { compare, swap, .. } => {
+                    w.u64(send::ATOMIC_REMOTE_ADDR, remote.addr);
+                    w.u64(send::ATOMIC_COMPARE_ADD, compare);
+                    w.u64(send::ATOMIC_SWAP, swap);
+                    w.u32(send::ATOMIC_RKEY, remote.rkey);
                 }
-                opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM | opcode::RDMA_READ => {
-                    w.u64(send::RDMA_REMOTE_ADDR, wr.remote_addr);
-                    w.u32(send::RDMA_RKEY, wr.rkey);
+                SendOp::FetchAdd { add, .. } => {
+                    w.u64(send::ATOMIC_REMOTE_ADDR, remote.addr);
+                    w.u64(send::ATOMIC_COMPARE_ADD, add);
+                    w.u32(send::ATOMIC_RKEY, remote.rkey);
                 }
-                _ => {
+                SendOp::Write(_) | SendOp::WriteWithImm(..) | SendOp::Read(_) => {
+                    w.u64(send::RDMA_REMOTE_ADDR, remote.addr);
+                    w.u32(send::RDMA_RKEY, remote.rkey);
+                }
+                SendOp::Send | SendOp::SendWithImm(_) => {
                     if let Some(ud) = wr.ud {
                         w.u32(send::UD_REMOTE_QPN, ud.remote_qpn);
                         w.u32(send::UD_REMOTE_QKEY, ud.remote_qkey);
-                        w.u32(send::UD_AH_NUM, ud.ah_num);
+                        w.u32(send::UD_AH_NUM, ah_num);
                     }
                 }
             }
@@ -177,7 +201,7 @@ impl SendQueue {
             // which start from zero as in a fresh WQE.
             w.u32(send::STATUS, 0);
             w.u32(send::STATE, 0);
-            w.u64(send::IOVA, wr.remote_addr);
+            w.u64(send::IOVA, remote.addr);
             w.u32(send::MASK, 0);
             w.u32(send::FIRST_PSN, 0);
             w.u32(send::LAST_PSN, 0);
@@ -189,8 +213,9 @@ impl SendQueue {
             w.u32(send::DMA_RESERVED, 0);
             // The SGEs are copied and summed in one pass; the length
             // checks come after, and a failure leaves the slot unpublished.
-            let total: u64 = match wr.payload {
-                Payload::Sges(sges) => {
+            let total: u64 = match wr.inline {
+                None => {
+                    let sges = as_sges(wr.sges);
                     w.u32(send::DMA_NUM_SGE, sges.len() as u32);
                     let mut total = 0u64;
                     for (i, s) in sges.iter().enumerate() {
@@ -202,7 +227,7 @@ impl SendQueue {
                     }
                     total
                 }
-                Payload::Inline(data) => {
+                Some(data) => {
                     // rdma-core reports the caller's SGE count here; the
                     // kernel's inline path reads only length/resid, so one
                     // piece is the honest count.
@@ -224,14 +249,12 @@ impl SendQueue {
 
 /// The checks that need the work request's total length.
 #[inline(always)]
-fn check_length(wr: &SendWr<'_>, length: u64) -> Result<u32, PostError> {
+fn check_length<S, A>(wr: &SendWr<'_, S, A>, length: u64) -> Result<u32, PostError> {
     let length = u32::try_from(length).map_err(|_| PostError::TooLong { length })?;
-    if matches!(
-        wr.opcode,
-        opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD
-    ) && (length < 8 || wr.remote_addr & 7 != 0)
-    {
-        return Err(PostError::BadAtomic);
+    if let SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. } = wr.op {
+        if length < 8 || remote.addr & 7 != 0 {
+            return Err(PostError::BadAtomic);
+        }
     }
     Ok(length)
 }

@@ -4,9 +4,17 @@
 use crate::queue::testing::FakeRing;
 use crate::queue::{CONSUMER_OFFSET, DATA_OFFSET, PRODUCER_OFFSET};
 use crate::wqe::{get_u32, get_u64, recv, send, WC_SIZE};
-use crate::wr::{opcode, send_flags};
 use crate::*;
 use proptest::prelude::*;
+
+/// Requests over plain SGEs; these tests have no UD destinations (`AhAddr`
+/// stands in for the address handle type).
+type Wr<'a> = SendWr<'a, Sge, AhAddr>;
+
+const SIGNALED: u32 = 2;
+const SOLICITED: u32 = 4;
+const INLINE: u32 = 8;
+const RDMA_WRITE_WITH_IMM: u32 = 1;
 
 /// The kernel's consumer: reads slot `cons`, advances the consumer index.
 fn kernel_consume(r: &mut FakeRing, elem: usize) -> Vec<u8> {
@@ -45,21 +53,20 @@ fn send_wqe_fields_land_where_the_kernel_reads_them() {
             lkey: 8,
         },
     ];
-    let mut wr = SendWr::new(0xabcdef, opcode::RDMA_WRITE_WITH_IMM, Payload::Sges(&sges));
-    wr.flags = send_flags::SIGNALED | send_flags::SOLICITED;
-    wr.imm_data = 0x1234_5678;
-    wr.remote_addr = 0xdead_0000;
-    wr.rkey = 0x55;
+    let remote = Remote {
+        addr: 0xdead_0000,
+        rkey: 0x55,
+    };
+    let op = SendOp::WriteWithImm(remote, 0x1234_5678);
+    let wr = Wr::new(0xabcdef, op, &sges).solicited(true);
     // SAFETY: the SGEs are never dereferenced by the fake kernel.
     unsafe { sq.post(&wr) }.unwrap();
     let w = kernel_consume(&mut r, 256);
     assert_eq!(get_u64(&w, send::WR_ID), 0xabcdef);
-    assert_eq!(get_u32(&w, send::OPCODE), opcode::RDMA_WRITE_WITH_IMM);
-    assert_eq!(
-        get_u32(&w, send::SEND_FLAGS),
-        send_flags::SIGNALED | send_flags::SOLICITED
-    );
-    assert_eq!(get_u32(&w, send::EX_IMM), 0x1234_5678);
+    assert_eq!(get_u32(&w, send::OPCODE), RDMA_WRITE_WITH_IMM);
+    assert_eq!(get_u32(&w, send::SEND_FLAGS), SIGNALED | SOLICITED);
+    // Immediates are stored in wire (big-endian) order.
+    assert_eq!(get_u32(&w, send::EX_IMM), 0x1234_5678u32.to_be());
     assert_eq!(get_u64(&w, send::RDMA_REMOTE_ADDR), 0xdead_0000);
     assert_eq!(get_u32(&w, send::RDMA_RKEY), 0x55);
     assert_eq!(get_u64(&w, send::IOVA), 0xdead_0000);
@@ -82,11 +89,12 @@ fn atomics_and_inline() {
         length: 8,
         lkey: 1,
     }];
-    let mut wr = SendWr::new(1, opcode::ATOMIC_CMP_AND_SWP, Payload::Sges(&sge));
-    wr.remote_addr = 0x8000;
-    wr.compare_add = 5;
-    wr.swap = 9;
-    wr.rkey = 3;
+    let cas = |addr| SendOp::CompareSwap {
+        remote: Remote { addr, rkey: 3 },
+        compare: 5,
+        swap: 9,
+    };
+    let mut wr = Wr::new(1, cas(0x8000), &sge);
     // SAFETY: nothing dereferences the SGE.
     unsafe { sq.post(&wr) }.unwrap();
     let w = kernel_consume(&mut r, 256);
@@ -94,26 +102,33 @@ fn atomics_and_inline() {
     assert_eq!(get_u64(&w, send::ATOMIC_COMPARE_ADD), 5);
     assert_eq!(get_u64(&w, send::ATOMIC_SWAP), 9);
     assert_eq!(get_u32(&w, send::ATOMIC_RKEY), 3);
-    wr.remote_addr = 0x8004;
+    wr.op = cas(0x8004);
     // SAFETY: as above.
     assert_eq!(unsafe { sq.post(&wr) }, Err(PostError::BadAtomic));
 
     let data = *b"hello, inline world";
-    let wr = SendWr::new(2, opcode::SEND, Payload::Inline(&data));
+    let wr = Wr::inline(2, SendOp::Send, &data).signaled(false);
     // SAFETY: inline payloads are copied from a live slice.
     unsafe { sq.post(&wr) }.unwrap();
     let w = kernel_consume(&mut r, 256);
-    assert_eq!(get_u32(&w, send::SEND_FLAGS), send_flags::INLINE);
+    assert_eq!(get_u32(&w, send::SEND_FLAGS), INLINE);
     assert_eq!(&w[send::PAYLOAD..send::PAYLOAD + data.len()], &data);
     assert_eq!(get_u32(&w, send::DMA_LENGTH), data.len() as u32);
     let big = [0u8; 49];
     // SAFETY: as above.
-    let e = unsafe { sq.post(&SendWr::new(3, opcode::SEND, Payload::Inline(&big))) };
+    let e = unsafe { sq.post(&Wr::inline(3, SendOp::Send, &big)) };
     assert_eq!(e, Err(PostError::InlineTooLong { given: 49, max: 48 }));
     let four = [sge[0]; 4];
     // SAFETY: as above.
-    let e = unsafe { sq.post(&SendWr::new(3, opcode::SEND, Payload::Sges(&four))) };
+    let e = unsafe { sq.post(&Wr::new(3, SendOp::Send, &four)) };
     assert_eq!(e, Err(PostError::TooManySges { given: 4, max: 3 }));
+    // SAFETY: as above.
+    let e = unsafe { sq.post(&Wr::inline(3, SendOp::Read(Remote::default()), b"x")) };
+    assert_eq!(e, Err(PostError::InlineNotAllowed { opcode: 4 }));
+    let mut both = Wr::new(3, SendOp::Send, &sge);
+    both.inline = Some(b"x");
+    // SAFETY: as above.
+    assert_eq!(unsafe { sq.post(&both) }, Err(PostError::InlineAndSges));
 }
 
 #[test]
@@ -138,7 +153,7 @@ proptest! {
         let (mut next_id, mut next_seen, mut in_ring) = (0u64, 0u64, 0u32);
         for post in ops {
             if post {
-                let wr = SendWr::new(next_id, opcode::SEND, Payload::Sges(&sge));
+                let wr = Wr::new(next_id, SendOp::Send, &sge);
                 // SAFETY: the fake kernel never dereferences SGEs.
                 match unsafe { sq.post(&wr) } {
                     Ok(()) => { next_id += 1; in_ring += 1; }
@@ -191,7 +206,7 @@ proptest! {
         let q = r.queue(WC_SIZE);
         let mut cq = CompletionQueue::new(q);
         let (mut produced, mut seen) = (0u64, 0u64);
-        let mut out = [RawWc::default(); 8];
+        let mut out = [Wc::default(); 8];
         for (produce, poll) in batches {
             for _ in 0..produce {
                 let prod = r.get_u32(PRODUCER_OFFSET);
@@ -206,7 +221,7 @@ proptest! {
             let n = cq.poll(&mut out[..poll]);
             for wc in &out[..n] {
                 prop_assert_eq!(wc.wr_id, seen);
-                prop_assert_eq!(wc.status, 5);
+                prop_assert_eq!(wc.status, WcStatus::WR_FLUSH_ERR);
                 seen += 1;
             }
             prop_assert_eq!(r.get_u32(CONSUMER_OFFSET) as u64, seen % 8);
@@ -215,4 +230,37 @@ proptest! {
         seen += n as u64;
         prop_assert_eq!(seen, produced);
     }
+}
+
+#[test]
+fn ud_queues_take_sends_to_rxe_address_handles_only() {
+    let mut r = FakeRing::new(4, 8);
+    let q = r.queue(208);
+    let mut sq = SendQueue::new(q, 3, 48, true).unwrap();
+    let sge = [Sge {
+        addr: 0x1000,
+        length: 8,
+        lkey: 1,
+    }];
+    let ah = AhAddr::Number(17);
+    let wr = Wr::new(1, SendOp::Send, &sge).to(&ah, 0x22, 0x1111);
+    // SAFETY: nothing dereferences the SGE.
+    unsafe { sq.post(&wr) }.unwrap();
+    let w = kernel_consume(&mut r, 256);
+    assert_eq!(get_u32(&w, send::UD_REMOTE_QPN), 0x22);
+    assert_eq!(get_u32(&w, send::UD_REMOTE_QKEY), 0x1111);
+    assert_eq!(get_u32(&w, send::UD_AH_NUM), 17);
+    let read = Wr::new(2, SendOp::Read(Remote::default()), &sge).to(&ah, 0x22, 1);
+    // SAFETY: as above.
+    let e = unsafe { sq.post(&read) };
+    assert_eq!(e, Err(PostError::NotOnUd { opcode: 4 }));
+    let foreign = AhAddr::Vector([0; rverbs_types::AV_LEN]);
+    let wr = Wr::new(3, SendOp::Send, &sge).to(&foreign, 0x22, 1);
+    // SAFETY: as above.
+    let e = unsafe { sq.post(&wr) };
+    assert_eq!(e, Err(PostError::ForeignAddressHandle));
+    let no_dest = Wr::new(4, SendOp::Send, &sge);
+    // SAFETY: as above.
+    let e = unsafe { sq.post(&no_dest) };
+    assert_eq!(e, Err(PostError::UdMismatch { qp_is_ud: true }));
 }

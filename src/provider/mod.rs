@@ -3,9 +3,9 @@
 //! [`crate::cmd`]), the queues its data path runs over, and what other
 //! objects need of it — and the public objects assemble those parts. A
 //! provider never builds a public object and never names one: work
-//! requests reach it as [`crate::wr`] types, generic over the address
-//! handle ([`HasAddr`]), and device facts it needs come through
-//! [`DeviceInfo`].
+//! requests reach it as the verbs vocabulary's types (`rverbs-types`),
+//! generic over the address handle (`AddressHandle`), and device facts it
+//! needs come through [`DeviceInfo`].
 //!
 //! Adding a provider means one module here and one arm in each enum.
 
@@ -22,7 +22,8 @@ use crate::cmd::{CommandPath, Dev};
 use crate::device::{Device, Driver};
 use crate::error::{Error, Result};
 use crate::wc::Wc;
-use crate::wr::{RecvWr, SendWr};
+use crate::wr::Slice;
+use rverbs_types::{AddressHandle, AhAddr, RecvWr, SendWr};
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use uverbs_abi::verbs as v;
@@ -38,12 +39,6 @@ pub(crate) trait DeviceInfo {
     fn gid_is_roce_v2(&self, port: u8, index: u8) -> Result<bool>;
     /// The device's name, for errors.
     fn device_name(&self) -> String;
-}
-
-/// An address handle as the provider floor sees it.
-pub(crate) trait HasAddr {
-    /// What UD sends to it carry.
-    fn addr(&self) -> &AhAddr;
 }
 
 /// The per-device state of a provider.
@@ -155,14 +150,6 @@ pub(crate) struct AhParts {
     pub(crate) addr: AhAddr,
 }
 
-/// Where UD sends to an AH go, as the provider's WQEs say it.
-pub(crate) enum AhAddr {
-    /// rxe's AH number.
-    Rxe(u32),
-    /// mlx5's address vector.
-    Mlx5(provider_mlx5::seg::DatagramSeg),
-}
-
 impl Ctx {
     /// `ALLOC_PD` (mlx5 answers with udata and needs room for it).
     pub(crate) fn alloc_pd(&self, dev: &Arc<Dev>) -> Result<PdHandle> {
@@ -272,7 +259,11 @@ impl SendRing {
     /// UAR, no system call). A refused request ends the list, named by its
     /// index; the ones before it are posted and rung.
     #[inline(always)]
-    pub(crate) fn post<A: HasAddr>(&mut self, dev: &Dev, wrs: &[SendWr<'_, A>]) -> Result<()> {
+    pub(crate) fn post<A: AddressHandle>(
+        &mut self,
+        dev: &Dev,
+        wrs: &[SendWr<'_, Slice<'_>, A>],
+    ) -> Result<()> {
         let (posted, refused) = match self {
             SendRing::Rxe(q) => {
                 let r = post_list(wrs, "send queue", |wr| rxe::post_send(&mut q.sq, wr));
@@ -290,7 +281,11 @@ impl SendRing {
 
 impl RecvRing {
     /// Posts receives in order, then publishes them (no system call).
-    pub(crate) fn post(&mut self, wrs: &[RecvWr<'_>], queue: &'static str) -> Result<()> {
+    pub(crate) fn post(
+        &mut self,
+        wrs: &[RecvWr<'_, Slice<'_>>],
+        queue: &'static str,
+    ) -> Result<()> {
         match self {
             RecvRing::Rxe(q) => {
                 let (_, refused) = post_list(wrs, queue, |wr| rxe::post_recv(&mut q.rq, wr));

@@ -4,7 +4,7 @@
 //! command carrying no work requests (the doorbell). The data path itself
 //! is `provider_rxe`'s.
 
-use super::{AhAddr, AhParts, CqParts, CqShared, HasAddr, QpInit, QpParts, Refused};
+use super::{AhParts, CqParts, CqShared, QpInit, QpParts, Refused};
 use super::{RecvRing, Registration, SendRing, SrqParts, SrqShared};
 use crate::cmd::context::{self, Opened};
 use crate::cmd::cq::CqRequest;
@@ -13,10 +13,10 @@ use crate::cmd::srq::SrqRequest;
 use crate::cmd::{self, CommandPath, Dev};
 use crate::error::{Error, Result};
 use crate::sys::Mapping;
-use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
-use crate::wr::{check_sges, RecvWr, SendOp, SendWr, Slice};
-use provider_rxe::wr::{opcode, send_flags};
-use provider_rxe::{CompletionQueue, Payload, PostError, Queue, RecvQueue, SendQueue, Sge};
+use crate::wc::Wc;
+use crate::wr::Slice;
+use provider_rxe::{CompletionQueue, PostError, Queue, RecvQueue, SendQueue};
+use rverbs_types::{as_sges, AddressHandle, AhAddr, RecvWr, SendWr};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use uverbs_abi::ioctl::RdmaDriverId;
@@ -112,21 +112,7 @@ impl CqRing {
 
     #[inline(always)]
     pub(crate) fn poll(&mut self, out: &mut [Wc]) -> usize {
-        // One acquire load covers the batch; entries are converted straight
-        // into `out`; one release store hands the slots back.
-        let prod = self.cq.load_producer();
-        let mut n = 0;
-        while n < out.len() {
-            match self.cq.next(prod) {
-                Some(r) => out[n] = wc(&r),
-                None => break,
-            }
-            n += 1;
-        }
-        if n > 0 {
-            self.cq.commit();
-        }
-        n
+        self.cq.poll(out)
     }
 
     /// `RESIZE_CQ`: rxe moves the completions not yet polled into a new
@@ -146,30 +132,6 @@ impl CqRing {
             _map: map,
         };
         Ok(granted)
-    }
-}
-
-/// A completion as the safe API reports it, from rxe's CQE (which is
-/// `struct ib_uverbs_wc`: the values are the kernel's own).
-#[inline(always)]
-fn wc(r: &provider_rxe::RawWc) -> Wc {
-    let flags = WcFlags::from_bits_retain(r.wc_flags);
-    Wc {
-        wr_id: r.wr_id,
-        status: WcStatus(r.status),
-        opcode: WcOpcode(r.opcode),
-        vendor_err: r.vendor_err,
-        byte_len: r.byte_len,
-        // The kernel stores imm_data as it came off the wire (big endian).
-        imm_data: flags
-            .contains(WcFlags::WITH_IMM)
-            .then(|| u32::from_be(r.ex)),
-        qp_num: r.qp_num,
-        src_qp: r.src_qp,
-        flags,
-        pkey_index: r.pkey_index,
-        slid: r.slid,
-        sl: r.sl,
     }
 }
 
@@ -275,23 +237,8 @@ pub(crate) fn create_ah(dev: &Arc<Dev>, pd: u32, attr: &v::IbUverbsAhAttr) -> Re
     }
     Ok(AhParts {
         handle,
-        addr: AhAddr::Rxe(ah_num),
+        addr: AhAddr::Number(ah_num),
     })
-}
-
-const _: () = {
-    assert!(size_of::<Slice<'static>>() == size_of::<Sge>());
-    assert!(align_of::<Slice<'static>>() == align_of::<Sge>());
-};
-
-/// rxe's view of a list of slices, without copying.
-#[inline(always)]
-fn sges<'s>(slices: &'s [Slice<'_>]) -> &'s [Sge] {
-    // SAFETY: Slice is repr(C) with the layout of `struct ib_uverbs_sge`
-    // (asserted in crate::wr), as is the repr(C) Sge (its size and
-    // alignment asserted above); every field is initialised, and the
-    // returned slice borrows the same memory for no longer than the input.
-    unsafe { std::slice::from_raw_parts(slices.as_ptr().cast(), slices.len()) }
 }
 
 fn refused(e: PostError) -> Refused {
@@ -301,77 +248,26 @@ fn refused(e: PostError) -> Refused {
     }
 }
 
-/// Writes one send request into the ring (the doorbell is rung by the
-/// caller, once per list). Inlined into the post loop so the provider's
-/// request is built in registers.
+/// Writes one send request into the ring as the caller built it (the
+/// doorbell is rung by the caller, once per list).
 #[inline(always)]
-pub(crate) fn post_send<A: HasAddr>(
+pub(crate) fn post_send<A: AddressHandle>(
     sq: &mut SendQueue,
-    wr: &SendWr<'_, A>,
+    wr: &SendWr<'_, Slice<'_>, A>,
 ) -> std::result::Result<(), Refused> {
-    let payload = match wr.inline {
-        Some(data) if wr.sges.is_empty() => Payload::Inline(data),
-        Some(_) => return Err(Refused::Invalid("both inline data and SGEs given".into())),
-        None => {
-            check_sges(wr.sges).map_err(Refused::Invalid)?;
-            Payload::Sges(sges(wr.sges))
-        }
-    };
-    let (op, remote, imm, compare_add, swap) = match wr.op {
-        SendOp::Send => (opcode::SEND, None, 0, 0, 0),
-        SendOp::SendWithImm(i) => (opcode::SEND_WITH_IMM, None, i, 0, 0),
-        SendOp::Write(r) => (opcode::RDMA_WRITE, Some(r), 0, 0, 0),
-        SendOp::WriteWithImm(r, i) => (opcode::RDMA_WRITE_WITH_IMM, Some(r), i, 0, 0),
-        SendOp::Read(r) => (opcode::RDMA_READ, Some(r), 0, 0, 0),
-        SendOp::CompareSwap {
-            remote,
-            compare,
-            swap,
-        } => (opcode::ATOMIC_CMP_AND_SWP, Some(remote), 0, compare, swap),
-        SendOp::FetchAdd { remote, add } => (opcode::ATOMIC_FETCH_AND_ADD, Some(remote), 0, add, 0),
-    };
-    let mut flags = 0;
-    if wr.signaled {
-        flags |= send_flags::SIGNALED;
-    }
-    if wr.solicited {
-        flags |= send_flags::SOLICITED;
-    }
-    if wr.fence {
-        flags |= send_flags::FENCE;
-    }
-    let mut raw = provider_rxe::SendWr::new(wr.wr_id, op, payload);
-    raw.flags = flags;
-    raw.imm_data = imm.to_be();
-    if let Some(r) = remote {
-        raw.remote_addr = r.addr;
-        raw.rkey = r.rkey;
-    }
-    raw.compare_add = compare_add;
-    raw.swap = swap;
-    if let Some(u) = wr.ud {
-        let AhAddr::Rxe(ah_num) = *u.ah.addr() else {
-            return Err(Refused::Invalid(
-                "the address handle was not made on an rxe device".into(),
-            ));
-        };
-        raw.ud = Some(provider_rxe::UdDest {
-            remote_qpn: u.remote_qpn,
-            remote_qkey: u.remote_qkey,
-            ah_num,
-        });
-    }
-    // SAFETY: every SGE came from a `Slice`, which the safe API makes only
-    // inside an Mr that owns its mapping and unmaps it only after DEREG_MR
-    // (see the mr module), so the device never reaches memory this process
+    // SAFETY: every SGE is a `Slice`, which the safe API makes only inside
+    // an Mr that owns its mapping and unmaps it only after DEREG_MR (see
+    // the mr module), so the device never reaches memory this process
     // reuses.
-    unsafe { sq.post(&raw) }.map_err(refused)
+    unsafe { sq.post(wr) }.map_err(refused)
 }
 
 /// Writes one receive request into an RQ or SRQ ring.
 #[inline(always)]
-pub(crate) fn post_recv(rq: &mut RecvQueue, wr: &RecvWr<'_>) -> std::result::Result<(), Refused> {
-    check_sges(wr.sges).map_err(Refused::Invalid)?;
+pub(crate) fn post_recv(
+    rq: &mut RecvQueue,
+    wr: &RecvWr<'_, Slice<'_>>,
+) -> std::result::Result<(), Refused> {
     // SAFETY: as in post_send: MR slices only.
-    unsafe { rq.post(wr.wr_id, sges(wr.sges)) }.map_err(refused)
+    unsafe { rq.post(wr.wr_id, as_sges(wr.sges)) }.map_err(refused)
 }

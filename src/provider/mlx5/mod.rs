@@ -27,7 +27,7 @@ mod tests;
 pub(crate) use poll::Poller;
 pub(crate) use post::{post_recv_list, post_send_list, post_srq_recv_list, wc};
 
-use super::{AhAddr, AhParts, CqParts, CqRing, DeviceInfo, QpInit, QpParts, RecvRing};
+use super::{AhParts, CqParts, CqRing, DeviceInfo, QpInit, QpParts, RecvRing};
 use super::{Registration as AnyRegistration, SendRing, SrqParts, SrqShared};
 use crate::cmd::context::{self, Opened};
 use crate::cmd::cq::CqRequest;
@@ -483,9 +483,11 @@ impl Ctx {
             udp_sport: sys::random_u16().unwrap_or(std::process::id() as u16),
         };
         let av = address_vector(&av).map_err(|e| bad("CREATE_AH", &e))?;
+        let mut bytes = [0u8; rverbs_types::AV_LEN];
+        bytes.copy_from_slice(av.as_bytes());
         Ok(AhParts {
             handle,
-            addr: AhAddr::Mlx5(av),
+            addr: rverbs_types::AhAddr::Vector(bytes),
         })
     }
 }

@@ -5,9 +5,27 @@
 //! and the UAR page (rung once per list by the caller).
 
 use crate::error::Result as VerbsResult;
-use crate::provider::{post_list, AhAddr, HasAddr, Refused};
+use crate::provider::{post_list, Refused};
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
-use crate::wr::{check_sges, RecvWr, SendOp, SendWr, Slice};
+use crate::wr::{Slice, MAX_SGE};
+use rverbs_types::{AddressHandle, AhAddr, SendOp};
+use zerocopy::FromBytes;
+
+type SendWr<'a, A> = rverbs_types::SendWr<'a, Slice<'a>, A>;
+type RecvWr<'a> = rverbs_types::RecvWr<'a, Slice<'a>>;
+
+/// Checks a work request's SGE count against the safe API's limit (the
+/// provider checks the QP's own).
+#[inline(always)]
+fn check_sges(sges: &[Slice<'_>]) -> Result<(), String> {
+    if sges.len() > MAX_SGE {
+        return Err(format!(
+            "{} SGEs, at most {MAX_SGE} per work request",
+            sges.len()
+        ));
+    }
+    Ok(())
+}
 use provider_mlx5::wr::{Payload, Remote, SendFlags, UdDest};
 use provider_mlx5::{PostError, Sge};
 
@@ -26,7 +44,7 @@ fn sges<'s>(slices: &'s [Slice<'_>]) -> &'s [Sge] {
     unsafe { std::slice::from_raw_parts(slices.as_ptr().cast(), slices.len()) }
 }
 
-fn remote(r: crate::wr::Remote) -> Remote {
+fn remote(r: rverbs_types::Remote) -> Remote {
     Remote {
         addr: r.addr,
         rkey: r.rkey,
@@ -42,7 +60,7 @@ fn refused(e: PostError) -> Refused {
 
 /// Writes one send request into the SQ.
 #[inline(always)]
-fn post_send<A: HasAddr>(
+fn post_send<A: AddressHandle>(
     sq: &mut provider_mlx5::SendQueue,
     wr: &SendWr<'_, A>,
 ) -> Result<(), Refused> {
@@ -86,10 +104,14 @@ fn post_send<A: HasAddr>(
     out.flags = flags;
     let dest;
     if let Some(u) = wr.ud {
-        let AhAddr::Mlx5(av) = *u.ah.addr() else {
-            return Err(Refused::Invalid(
-                "the address handle was not made on an mlx5 device".into(),
-            ));
+        let av = match u.ah.address() {
+            AhAddr::Vector(bytes) => provider_mlx5::seg::DatagramSeg::read_from_bytes(bytes)
+                .map_err(|_| Refused::Invalid("address vector of the wrong size".into()))?,
+            AhAddr::Number(_) => {
+                return Err(Refused::Invalid(
+                    "the address handle was not made on an mlx5 device".into(),
+                ))
+            }
         };
         dest = UdDest {
             av,
@@ -124,7 +146,7 @@ fn post_srq_recv(srq: &mut provider_mlx5::SharedRecvQueue, wr: &RecvWr<'_>) -> R
 /// Posts `wrs` in order and rings the doorbell once for those accepted;
 /// the first refused one ends the list and is named by its index.
 #[inline(always)]
-pub(crate) fn post_send_list<A: HasAddr>(
+pub(crate) fn post_send_list<A: AddressHandle>(
     sq: &mut provider_mlx5::SendQueue,
     wrs: &[SendWr<'_, A>],
 ) -> VerbsResult<()> {

@@ -142,6 +142,12 @@ macro_rules! abi_enum {
             }
         }
 
+        impl core::fmt::Display for $name {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                core::fmt::Debug::fmt(self, f)
+            }
+        }
+
         impl From<$int> for $name {
             fn from(v: $int) -> Self {
                 $name(v)
