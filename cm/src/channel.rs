@@ -2,7 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::event::Event;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use crate::sys;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use uverbs_abi::cm as c;
 use zerocopy::{FromZeros, Immutable, IntoBytes};
 
@@ -27,58 +28,23 @@ impl EventChannel {
                 )));
             }
         }
-        let path = c"/dev/infiniband/rdma_cm";
-        // SAFETY: path is a NUL-terminated string; open has no other
-        // memory effects.
-        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
-        if fd < 0 {
-            return Err(Error::last("open /dev/infiniband/rdma_cm", None));
-        }
-        // SAFETY: open just returned this fd; nothing else owns it.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = sys::open_rw(c"/dev/infiniband/rdma_cm")
+            .map_err(|errno| Error::kernel("open /dev/infiniband/rdma_cm", None, errno))?;
         Ok(EventChannel { fd })
     }
 
     /// Makes [`get_event`](Self::get_event) return `EAGAIN` instead of
     /// blocking when no event is queued (or blocking again).
     pub fn set_nonblocking(&self, nonblocking: bool) -> Result<()> {
-        let fd = self.fd.as_raw_fd();
-        // SAFETY: F_GETFL/F_SETFL on an fd we own; no memory is passed.
-        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-        if flags < 0 {
-            return Err(Error::last("fcntl(F_GETFL)", None));
-        }
-        let flags = if nonblocking {
-            flags | libc::O_NONBLOCK
-        } else {
-            flags & !libc::O_NONBLOCK
-        };
-        // SAFETY: as above.
-        if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } < 0 {
-            return Err(Error::last("fcntl(F_SETFL)", None));
-        }
-        Ok(())
+        sys::set_nonblocking(self.fd.as_fd(), nonblocking)
+            .map_err(|errno| Error::kernel("fcntl(O_NONBLOCK)", None, errno))
     }
 
     /// Waits up to `timeout_ms` (-1: forever) for an event to be queued;
     /// `Ok(false)` on timeout.
     pub fn poll(&self, timeout_ms: i32) -> Result<bool> {
-        let mut p = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        loop {
-            // SAFETY: p is one valid pollfd for the duration of the call.
-            let r = unsafe { libc::poll(&mut p, 1, timeout_ms) };
-            if r < 0 {
-                if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                return Err(Error::last("poll", None));
-            }
-            return Ok(r > 0);
-        }
+        sys::poll_readable(self.fd.as_fd(), timeout_ms)
+            .map_err(|errno| Error::kernel("poll", None, errno))
     }
 
     /// Takes the next event (`GET_EVENT`): blocks until one is queued, or
@@ -111,25 +77,18 @@ impl EventChannel {
     ) -> Result<()> {
         let bytes = c::encode_cmd(cmd, payload, out_len)
             .map_err(|e| Error::InvalidArgument(format!("{op}: {e}")))?;
-        loop {
-            // SAFETY: bytes is a valid buffer of bytes.len() bytes; the
-            // response address inside it (if any) was set by the caller to
-            // a live buffer of out_len bytes that outlives this call.
-            let n = unsafe { libc::write(self.fd.as_raw_fd(), bytes.as_ptr().cast(), bytes.len()) };
-            if n < 0 {
-                if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                return Err(Error::last(op, id));
-            }
-            if n as usize != bytes.len() {
-                return Err(Error::BadKernelAnswer(format!(
-                    "{op}: write() took {n} of {} bytes",
-                    bytes.len()
-                )));
-            }
-            return Ok(());
+        // SAFETY: the response address inside `bytes` (if any) was set by
+        // the caller to a live buffer of out_len bytes that outlives this
+        // call.
+        let n = unsafe { sys::write_cmd(self.fd.as_fd(), &bytes) }
+            .map_err(|errno| Error::kernel(op, id, errno))?;
+        if n != bytes.len() {
+            return Err(Error::BadKernelAnswer(format!(
+                "{op}: write() took {n} of {} bytes",
+                bytes.len()
+            )));
         }
+        Ok(())
     }
 }
 

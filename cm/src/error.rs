@@ -30,12 +30,8 @@ impl Error {
         }
     }
 
-    pub(crate) fn last(op: &'static str, id: Option<u32>) -> Error {
-        Error::Kernel {
-            op,
-            id,
-            errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
-        }
+    pub(crate) fn kernel(op: &'static str, id: Option<u32>, errno: i32) -> Error {
+        Error::Kernel { op, id, errno }
     }
 }
 

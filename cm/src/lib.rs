@@ -15,10 +15,17 @@
 //! passed to the kernel inside the command; the kernel writes it during the
 //! `write()` and never after.
 
+#![deny(unsafe_code)]
+
+// Writes commands that carry response pointers for the kernel to fill.
+#[allow(unsafe_code)]
 mod channel;
 mod error;
 mod event;
 mod id;
+// The syscall boundary.
+#[allow(unsafe_code)]
+mod sys;
 
 pub use channel::EventChannel;
 pub use error::{Error, Result};
