@@ -61,10 +61,10 @@ pub mod barrier;
 
 pub mod cq;
 pub mod cqe;
-pub mod layout;
 pub mod records;
 pub mod rq;
 pub mod seg;
+pub mod setup;
 pub mod sq;
 pub mod srq;
 pub mod wc;

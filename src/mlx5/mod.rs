@@ -11,7 +11,7 @@
 //! the object, leaked if it refuses to); posting and polling never enter
 //! the kernel (`post`), and a CQ resolves completions through a registry
 //! of its QPs' records (`poll`). Sizes and udata come from
-//! `provider_mlx5::layout`, the address vector of an AH from
+//! `provider_mlx5::setup`, the address vector of an AH from
 //! `provider_mlx5::av`.
 //!
 //! **Not run on hardware**: there is no ConnectX here. What is verified
@@ -37,7 +37,7 @@ use crate::qp::{AhAttr, Qp, QpCaps, QpInit, QpInner, QpType, Queues};
 use crate::srq::{Srq, SrqInner, SrqQueue};
 use crate::sys::Mapping;
 use poll::{QpEntry, RecvRecs, Registry};
-use provider_mlx5::layout::{self, DeviceLimits, UarLayout};
+use provider_mlx5::setup::{self, DeviceLimits, UarLayout};
 use std::os::fd::{AsFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::AtomicU64;
@@ -74,12 +74,12 @@ pub(crate) fn page_size() -> usize {
 /// event fd, the completion vector count and the mlx5 state.
 pub(crate) fn get_context(fd: &OwnedFd) -> Result<(OwnedFd, u32, Mlx5Ctx)> {
     let page = page_size();
-    let req = layout::ucontext_request(page);
+    let req = setup::ucontext_request(page);
     let mut out = [0u8; std::mem::size_of::<m::Mlx5IbAllocUcontextResp>()];
     let (async_fd, n) = crate::context::get_context_write_udata(fd, req.as_bytes(), &mut out)?;
     let resp = m::Mlx5IbAllocUcontextResp::read_from_bytes(&out)
         .map_err(|_| Error::bad_answer("GET_CONTEXT: mlx5 response of the wrong size"))?;
-    let uar = layout::uar_layout(&req, &resp, page)
+    let uar = setup::uar_layout(&req, &resp, page)
         .map_err(|e| Error::bad_answer(format!("GET_CONTEXT: mlx5 UARs: {e}")))?;
     let mut uar_maps = Vec::new();
     for p in 0..uar.pages {
@@ -152,7 +152,7 @@ pub(crate) fn create_cq(
 ) -> Result<Cq> {
     let mx = mlx5_of(&ctx.inner);
     let l =
-        layout::cq_layout(cqe, &mx.limits(ctx)?, mx.page_size).map_err(|e| bad("CREATE_CQ", &e))?;
+        setup::cq_layout(cqe, &mx.limits(ctx)?, mx.page_size).map_err(|e| bad("CREATE_CQ", &e))?;
     let buf = Mapping::anonymous("mlx5 CQ buffer", l.buf_len)?;
     let db = mx.db_pool.alloc()?;
     let uar = mx.uar_ptr(mx.uar.cq_doorbell_page(), 0)?;
@@ -169,7 +169,7 @@ pub(crate) fn create_cq(
         provider_mlx5::CompletionQueue::new(buf.as_ptr(), buf.len(), db.as_ptr().cast(), uar, cfg)
     }
     .map_err(|e| bad("CREATE_CQ", &e))?;
-    let udata = layout::create_cq_udata(
+    let udata = setup::create_cq_udata(
         &l,
         buf.as_ptr().as_ptr() as u64,
         db.as_ptr().as_ptr() as u64,
@@ -228,7 +228,7 @@ pub(crate) fn create_qp(pd: &Pd, init: &QpInit<'_>) -> Result<Qp> {
         QpType::Uc => provider_mlx5::QpType::Uc,
         QpType::Ud => provider_mlx5::QpType::Ud,
     };
-    let req = layout::QpRequest {
+    let req = setup::QpRequest {
         qp_type,
         max_send_wr: c.max_send_wr,
         max_recv_wr: if init.srq.is_some() { 0 } else { c.max_recv_wr },
@@ -238,7 +238,7 @@ pub(crate) fn create_qp(pd: &Pd, init: &QpInit<'_>) -> Result<Qp> {
         srq: init.srq.is_some(),
         sq_sig_all: init.sq_sig_all,
     };
-    let l = layout::qp_layout(&req, &mx.limits(&ctx)?, mx.page_size)
+    let l = setup::qp_layout(&req, &mx.limits(&ctx)?, mx.page_size)
         .map_err(|e| bad("CREATE_QP", &e))?;
     if l.sq_wqe_cnt == 0 {
         // The kernel takes a QP without a send queue; the safe API's Qp
@@ -249,12 +249,12 @@ pub(crate) fn create_qp(pd: &Pd, init: &QpInit<'_>) -> Result<Qp> {
     }
     let buf = Mapping::anonymous("mlx5 QP buffer", l.buf_len)?;
     let db = mx.db_pool.alloc()?;
-    let udata = layout::create_qp_udata(
+    let udata = setup::create_qp_udata(
         &l,
         buf.as_ptr().as_ptr() as u64,
         db.as_ptr().as_ptr() as u64,
         mx.resp.cqe_version,
-        layout::DEFAULT_UIDX,
+        setup::DEFAULT_UIDX,
     )
     .map_err(|e| bad("CREATE_QP", &e))?;
     let mut out = [0u8; std::mem::size_of::<m::Mlx5IbCreateQpResp>()];
@@ -363,7 +363,7 @@ pub(crate) fn create_srq(
         inner: pdi.ctx.clone(),
     };
     let mx = mlx5_of(&pdi.ctx);
-    let l = layout::srq_layout(max_wr, max_sge, &mx.limits(&ctx)?, mx.page_size)
+    let l = setup::srq_layout(max_wr, max_sge, &mx.limits(&ctx)?, mx.page_size)
         .map_err(|e| bad("CREATE_SRQ", &e))?;
     let buf = Mapping::anonymous("mlx5 SRQ buffer", l.buf_len)?;
     let db = mx.db_pool.alloc()?;
@@ -380,12 +380,12 @@ pub(crate) fn create_srq(
         )
     }
     .map_err(|e| Error::bad_answer(format!("CREATE_SRQ: {e}")))?;
-    let udata = layout::create_srq_udata(
+    let udata = setup::create_srq_udata(
         &l,
         buf.as_ptr().as_ptr() as u64,
         db.as_ptr().as_ptr() as u64,
         mx.resp.cqe_version,
-        layout::DEFAULT_UIDX,
+        setup::DEFAULT_UIDX,
     )
     .map_err(|e| bad("CREATE_SRQ", &e))?;
     let mut out = [0u8; std::mem::size_of::<m::Mlx5IbCreateSrqResp>()];
