@@ -47,9 +47,9 @@
 //! segment builders, CQE accessors, layouts and whole WQEs are checked byte
 //! for byte against `mlx5dv.h`'s own static-inline helpers by a C program
 //! compiled at test time (`tests/golden.rs`), and the queues against a
-//! software model of the device (`tests/model/`), which implements the
-//! semantics as read from rdma-core and the headers, not as observed on a
-//! device. The barriers are the instructions rdma-core uses on x86_64;
+//! software model of the device (the `provider-mlx5-model` crate, driven by
+//! `tests/model_*.rs`), which implements the semantics as read from
+//! rdma-core and the headers, not as observed on a device. The barriers are the instructions rdma-core uses on x86_64;
 //! other architectures get a generic fence that is not proven for DMA.
 #![warn(missing_docs)]
 // Unsafe code is opted into per module (memory shared with the device);
@@ -61,30 +61,15 @@ pub mod barrier;
 
 pub mod cq;
 pub mod cqe;
-pub mod layout;
 pub mod records;
 pub mod rq;
 pub mod seg;
+pub mod setup;
 pub mod sq;
 pub mod srq;
 pub mod wc;
 pub mod wqe;
 pub mod wr;
-
-// The device model (tests/model) is written as an outside user of this
-// crate (`provider_mlx5::...` paths); with the `model` feature it is also
-// compiled in, so that the root crate's tests can drive its mlx5 glue over
-// the model.
-#[cfg(feature = "model")]
-extern crate self as provider_mlx5;
-
-/// A software model of the device, test support only (see
-/// `tests/model/mod.rs`); present with the `model` feature.
-#[cfg(feature = "model")]
-#[doc(hidden)]
-#[allow(unsafe_code, missing_docs, clippy::len_without_is_empty)]
-#[path = "../tests/model/mod.rs"]
-pub mod model;
 
 pub use cq::{CompletionQueue, CqConfig, CqScan, QpQueues, RecvTarget, WorkQueues};
 pub use cqe::Status;

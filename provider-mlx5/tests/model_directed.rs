@@ -2,17 +2,15 @@
 //! paths, inline data across the ring's end, the SRQ free list with
 //! out-of-order completions, and UD.
 
-mod model;
-
-use model::exec::GRH;
-use model::harness::{Pair, PairCfg};
-use model::mem::access;
-use model::{Device, RecvSide};
 use provider_mlx5::seg::DatagramSeg;
 use provider_mlx5::wr::Payload;
 use provider_mlx5::{
     Completion, PostError, QpQueues, RecvTarget, SendOp, SendWr, Sge, Status, UdDest, WcFlags,
 };
+use provider_mlx5_model::exec::GRH;
+use provider_mlx5_model::harness::{Pair, PairCfg};
+use provider_mlx5_model::mem::access;
+use provider_mlx5_model::{Device, RecvSide};
 
 fn recv(p: &mut Pair, wr_id: u64, off: usize, len: u32) {
     let sge = [Sge {

@@ -1,16 +1,14 @@
 //! Directed cases against the device model: arming and events, corrupt
 //! CQEs, refused posts, and every named error status.
 
-mod model;
-
-use model::cq::CqeSpec;
-use model::driver::{Bad, Driver, INJECTABLE};
-use model::harness::{Pair, PairCfg};
 use provider_mlx5::seg::DatagramSeg;
 use provider_mlx5::wr::Payload;
 use provider_mlx5::{
     BadCqe, PostError, Remote, SendFlags, SendOp, SendWr, Sge, Status, UdDest, WcFlags, WcOpcode,
 };
+use provider_mlx5_model::cq::CqeSpec;
+use provider_mlx5_model::driver::{Bad, Driver, INJECTABLE};
+use provider_mlx5_model::harness::{Pair, PairCfg};
 
 fn recv(p: &mut Pair, wr_id: u64, off: usize, len: u32) {
     let sge = [Sge {
@@ -287,6 +285,6 @@ fn every_syndrome_is_named_and_flushes_the_rest() {
     );
     assert_eq!(
         (c[0].vendor_err, c[0].opcode),
-        (model::exec::VENDOR, WcOpcode::Send)
+        (provider_mlx5_model::exec::VENDOR, WcOpcode::Send)
     );
 }

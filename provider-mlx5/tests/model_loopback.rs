@@ -2,11 +2,9 @@
 //! posts, rings, polls and arms over many ring wraps, without and with
 //! errors.
 
-mod model;
-
-use model::driver::{Bad, Driver, Op, INJECTABLE, MAX_LEN};
-use model::harness::{Pair, PairCfg};
 use proptest::prelude::*;
+use provider_mlx5_model::driver::{Bad, Driver, Op, INJECTABLE, MAX_LEN};
+use provider_mlx5_model::harness::{Pair, PairCfg};
 
 fn op() -> impl Strategy<Value = Op> {
     let len = 0..=MAX_LEN;

@@ -227,7 +227,7 @@ fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
                 "--release",
                 "--quiet",
                 "-p",
-                "provider-mlx5",
+                "provider-mlx5-model",
                 "--example",
                 "bench_model",
             ]),

@@ -11,7 +11,7 @@
 //! half until the kernel destroyed the object, leaked if it refuses to);
 //! posting and polling never enter the kernel (`post`), and a CQ resolves
 //! completions through a registry of its QPs' records (`poll`). Sizes and
-//! udata come from `provider_mlx5::layout`, the address vector of an AH
+//! udata come from `provider_mlx5::setup`, the address vector of an AH
 //! from `provider_mlx5::av`.
 //!
 //! **Not run on hardware**: there is no ConnectX here. What is verified
@@ -38,7 +38,7 @@ use crate::cmd::{self, CommandPath, Dev};
 use crate::error::{Error, Result};
 use crate::sys::{self, Mapping};
 use poll::{QpEntry, RecvRecs, Registry};
-use provider_mlx5::layout::{self, DeviceLimits, UarLayout};
+use provider_mlx5::setup::{self, DeviceLimits, UarLayout};
 use std::os::fd::{AsFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -74,12 +74,12 @@ pub(crate) fn open(fd: OwnedFd) -> Result<(Arc<Dev>, Opened, super::Ctx)> {
         driver_id: RdmaDriverId::MLX5.0,
     });
     let page = sys::page_size();
-    let req = layout::ucontext_request(page);
+    let req = setup::ucontext_request(page);
     let mut out = [0u8; std::mem::size_of::<m::Mlx5IbAllocUcontextResp>()];
     let opened = context::get_context_write(&dev, req.as_bytes(), &mut out)?;
     let resp = m::Mlx5IbAllocUcontextResp::read_from_bytes(&out)
         .map_err(|_| Error::bad_answer("GET_CONTEXT: mlx5 response of the wrong size"))?;
-    let uar = layout::uar_layout(&req, &resp, page)
+    let uar = setup::uar_layout(&req, &resp, page)
         .map_err(|e| Error::bad_answer(format!("GET_CONTEXT: mlx5 UARs: {e}")))?;
     let mut uar_maps = Vec::new();
     for p in 0..uar.pages {
@@ -162,7 +162,7 @@ impl Ctx {
         info: &dyn DeviceInfo,
         req: &CqRequest,
     ) -> Result<CqParts> {
-        let l = layout::cq_layout(req.cqe, &self.limits(info)?, self.page_size)
+        let l = setup::cq_layout(req.cqe, &self.limits(info)?, self.page_size)
             .map_err(|e| bad("CREATE_CQ", &e))?;
         let buf = Mapping::anonymous("mlx5 CQ buffer", l.buf_len)?;
         let db = self.db_pool.alloc()?;
@@ -187,7 +187,7 @@ impl Ctx {
             )
         }
         .map_err(|e| bad("CREATE_CQ", &e))?;
-        let udata = layout::create_cq_udata(
+        let udata = setup::create_cq_udata(
             &l,
             buf.as_ptr().as_ptr() as u64,
             db.as_ptr().as_ptr() as u64,
@@ -241,7 +241,7 @@ impl Ctx {
             QpType::Ud => provider_mlx5::QpType::Ud,
         };
         let srq = init.srq.is_some();
-        let req = layout::QpRequest {
+        let req = setup::QpRequest {
             qp_type,
             max_send_wr: c.max_send_wr,
             max_recv_wr: if srq { 0 } else { c.max_recv_wr },
@@ -251,7 +251,7 @@ impl Ctx {
             srq,
             sq_sig_all: init.cmd.sq_sig_all,
         };
-        let l = layout::qp_layout(&req, &self.limits(info)?, self.page_size)
+        let l = setup::qp_layout(&req, &self.limits(info)?, self.page_size)
             .map_err(|e| bad("CREATE_QP", &e))?;
         if l.sq_wqe_cnt == 0 {
             // The kernel takes a QP without a send queue; the safe API's Qp
@@ -262,12 +262,12 @@ impl Ctx {
         }
         let buf = Mapping::anonymous("mlx5 QP buffer", l.buf_len)?;
         let db = self.db_pool.alloc()?;
-        let udata = layout::create_qp_udata(
+        let udata = setup::create_qp_udata(
             &l,
             buf.as_ptr().as_ptr() as u64,
             db.as_ptr().as_ptr() as u64,
             self.resp.cqe_version,
-            layout::DEFAULT_UIDX,
+            setup::DEFAULT_UIDX,
         )
         .map_err(|e| bad("CREATE_QP", &e))?;
         let mut out = [0u8; std::mem::size_of::<m::Mlx5IbCreateQpResp>()];
@@ -376,7 +376,7 @@ impl Ctx {
         info: &dyn DeviceInfo,
         req: &SrqRequest,
     ) -> Result<SrqParts> {
-        let l = layout::srq_layout(req.max_wr, req.max_sge, &self.limits(info)?, self.page_size)
+        let l = setup::srq_layout(req.max_wr, req.max_sge, &self.limits(info)?, self.page_size)
             .map_err(|e| bad("CREATE_SRQ", &e))?;
         let buf = Mapping::anonymous("mlx5 SRQ buffer", l.buf_len)?;
         let db = self.db_pool.alloc()?;
@@ -393,12 +393,12 @@ impl Ctx {
             )
         }
         .map_err(|e| Error::bad_answer(format!("CREATE_SRQ: {e}")))?;
-        let udata = layout::create_srq_udata(
+        let udata = setup::create_srq_udata(
             &l,
             buf.as_ptr().as_ptr() as u64,
             db.as_ptr().as_ptr() as u64,
             self.resp.cqe_version,
-            layout::DEFAULT_UIDX,
+            setup::DEFAULT_UIDX,
         )
         .map_err(|e| bad("CREATE_SRQ", &e))?;
         let mut out = [0u8; std::mem::size_of::<m::Mlx5IbCreateSrqResp>()];

@@ -9,8 +9,8 @@ use crate::error::Error;
 use crate::qp::{RecvWr, Remote, SendOp, SendWr};
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
 use crate::wr::Slice;
-use provider_mlx5::model::mem::access;
-use provider_mlx5::model::{Device, RecvSide};
+use provider_mlx5_model::mem::access;
+use provider_mlx5_model::{Device, RecvSide};
 use std::sync::Arc;
 
 struct Bed {

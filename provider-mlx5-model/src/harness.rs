@@ -1,8 +1,8 @@
 //! Two RC QPs connected in loopback on one CQ, with the provider's queues
 //! over the model's memory.
 
-use super::mem::access;
-use super::{Device, RecvSide};
+use crate::mem::access;
+use crate::{Device, RecvSide};
 use provider_mlx5::{
     BadCqe, Completion, CompletionQueue, QpQueues, RecvQueue, RecvTarget, SendQueue,
 };

@@ -7,19 +7,16 @@
 //! them and is not counted.
 //!
 //! ```text
-//! cargo run --release -p provider-mlx5 --example bench_model -- 1000
+//! cargo run --release -p provider-mlx5-model --example bench_model -- 1000
 //! ```
 //! Not a test: it asserts only that every write landed and completed, so
 //! that a broken build cannot report a cheap-looking number.
 
-#[path = "../tests/model/mod.rs"]
-mod model;
-
-use model::harness::{Pair, PairCfg};
 use provider_mlx5::wr::Payload;
 use provider_mlx5::{
     Completion, CompletionQueue, QpQueues, Remote, SendOp, SendQueue, SendWr, Sge, Status,
 };
+use provider_mlx5_model::harness::{Pair, PairCfg};
 
 /// Builds one WQE into the SQ ring and rings the doorbell (BlueFlame or
 /// the 8-byte doorbell, as the provider decides).

@@ -10,8 +10,8 @@
 
 mod post;
 
-use super::exec::{syn, VENDOR};
-use super::harness::Pair;
+use crate::exec::{syn, VENDOR};
+use crate::harness::Pair;
 use provider_mlx5::wr::Payload;
 use provider_mlx5::{
     Completion, PostError, Remote, SendFlags, SendOp, SendWr, Sge, Status, WcFlags, WcOpcode,
@@ -140,7 +140,7 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
 
 impl Driver {
     pub fn new(p: Pair) -> Driver {
-        let shadow = pattern(99, super::harness::MR_LEN - RDMA);
+        let shadow = pattern(99, crate::harness::MR_LEN - RDMA);
         p.write(p.b_mr, RDMA, &shadow);
         let atomics: Vec<u64> = (0..128).map(|i| i * 1000).collect();
         for (i, v) in atomics.iter().enumerate() {
@@ -221,6 +221,7 @@ impl Driver {
         }
     }
 
+    #[allow(unsafe_code)] // posting names memory by address
     fn post_recv(&mut self) {
         if self.p.b_rq.outstanding() == self.p.b_rq.capacity() {
             self.ring();

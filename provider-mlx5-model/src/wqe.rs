@@ -3,7 +3,7 @@
 //! linked list. Offsets are from `mlx5dv.h`, decoded here independently of
 //! the crate under test.
 
-use super::mem::SharedBuf;
+use crate::mem::SharedBuf;
 
 /// A decoded send WQE.
 #[derive(Debug, Clone, Default)]

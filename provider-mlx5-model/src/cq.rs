@@ -1,7 +1,7 @@
 //! The device side of a CQ: writing CQEs with the owner bit, reading the
 //! consumer index back, and the arm/event state machine.
 
-use super::mem::SharedBuf;
+use crate::mem::SharedBuf;
 
 /// A CQE the model produces, before it is laid out.
 #[derive(Debug, Clone, Copy, Default)]

@@ -15,7 +15,14 @@
 //! It implements the device as rdma-core and the headers describe it, which
 //! is also all the provider is built from: agreement shows the provider does
 //! what its author believes the device wants, not what a ConnectX does.
-#![allow(dead_code)]
+//!
+//! Test support only, never for production: provider-mlx5's integration
+//! tests (`tests/model_*.rs`) and its benchmark (`examples/bench_model.rs`
+//! here) drive the provider's queues over it, and the root crate's unit
+//! tests drive its mlx5 glue over it.
+// Unsafe code is opted into where the model hands the provider raw memory
+// or posts requests that name it.
+#![deny(unsafe_code)]
 
 pub mod cq;
 pub mod driver;
@@ -243,7 +250,12 @@ impl Device {
         qp.uar.fill(BF_REG + qp.bf_half as usize, size, 0);
         qp.bf_half ^= qp.bf_size;
     }
+}
 
+/// The provider's queues over the model's memory (its `unsafe`
+/// constructors).
+#[allow(unsafe_code)]
+impl Device {
     /// The provider's CQ over model CQ `c`.
     pub fn provider_cq(&self, c: usize) -> CompletionQueue {
         let m = &self.cqs[c];

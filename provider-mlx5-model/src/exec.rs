@@ -1,9 +1,9 @@
 //! Executing send WQEs between model QPs, and the receive side.
 
-use super::cq::CqeSpec;
-use super::mem::access;
-use super::wqe::{read_scatter, SendWqe};
-use super::Device;
+use crate::cq::CqeSpec;
+use crate::mem::access;
+use crate::wqe::{read_scatter, SendWqe};
+use crate::Device;
 
 /// Syndromes (`MLX5_CQE_SYNDROME_*`).
 pub mod syn {

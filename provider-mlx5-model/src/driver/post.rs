@@ -248,6 +248,7 @@ impl Driver {
     /// Posts on a's SQ, signaling whenever the post leaves less than room
     /// for the largest request (so the queue always drains), and records
     /// the completion that must follow.
+    #[allow(unsafe_code)] // posting names memory by address
     fn post(&mut self, wr: &mut SendWr<'_>, status: Status, byte_len: u32) {
         let need = self.p.a_sq.plan(wr).expect("driver requests are valid").bbs;
         assert!(need <= MAX_BBS);
