@@ -6,6 +6,63 @@
 //! (`provider-rxe` for soft-RoCE, `provider-mlx5` for ConnectX — the
 //! latter verified against a device model, not yet on hardware).
 //!
+//! # Quick start
+//! Two reliable-connected QPs of one process on one device (rxe answers its
+//! own address), one message from the first to the second. `examples/`
+//! has this and more as programs (`rc_send_recv`, `rdma_write`, `ud_ah`,
+//! `cm_basic` for rdma_cm).
+//!
+//! ```no_run
+//! use rverbs::{Access, AhAttr, Context, Grh, Mtu, QpAttr, QpCaps, QpInit, QpType};
+//! use rverbs::{RecvWr, SendOp, SendWr, Wc};
+//!
+//! # fn main() -> rverbs::Result<()> {
+//! let ctx = Context::open_by_name(Some("rxe0"))?;
+//! let pd = ctx.alloc_pd()?;
+//! let mut cq = ctx.create_cq(16, None, 0)?;
+//! let caps = QpCaps { max_send_wr: 4, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1,
+//!                     max_inline_data: 0 };
+//! let init = QpInit { qp_type: QpType::Rc, send_cq: &cq, recv_cq: &cq, caps,
+//!                     sq_sig_all: false, srq: None };
+//! let (mut a, mut b) = (pd.create_qp(&init)?, pd.create_qp(&init)?);
+//!
+//! // Connect them: the port's own RoCE v2 GID (index 1 on an rxe device
+//! // over an IPv4 netdev) is where both QPs live.
+//! let gid = ctx.query_gid(1, 1)?;
+//! let av = AhAttr { port_num: 1, grh: Some(Grh { dgid: gid, sgid_index: 1, hop_limit: 1,
+//!                   ..Grh::default() }), ..AhAttr::default() };
+//! let (qa, qb) = (a.qpn(), b.qpn());
+//! for (qp, peer) in [(&mut a, qb), (&mut b, qa)] {
+//!     qp.modify(&QpAttr::init(1, Access::LOCAL_WRITE))?;
+//!     qp.modify(&QpAttr::rtr(av, Mtu::M1024, peer, 0))?;
+//!     qp.modify(&QpAttr::rts(0))?;
+//! }
+//!
+//! // Memory the device touches is registered, owned by its Mr, and named
+//! // in work requests by bounds-checked slices.
+//! let mr = pd.alloc_mr(4096, Access::LOCAL_WRITE)?;
+//! mr.write(0, b"hello")?;
+//! let landing = [mr.slice(2048, 64)?];
+//! b.post_recv(&[RecvWr { wr_id: 2, sges: &landing }])?;
+//! let msg = [mr.slice(0, 5)?];
+//! a.post_send(&[SendWr::new(1, SendOp::Send, &msg)])?;
+//!
+//! let mut wcs = [Wc::default(); 4];
+//! let mut seen = 0;
+//! while seen < 2 {
+//!     let n = cq.poll(&mut wcs);
+//!     for wc in &wcs[..n] {
+//!         assert!(wc.is_ok(), "{wc:?}");
+//!         seen += 1;
+//!     }
+//! }
+//! let mut got = [0u8; 5];
+//! mr.read(2048, &mut got)?;
+//! assert_eq!(&got, b"hello");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Object lifetimes
 //! Every object holds a reference to what it was created from (an MR its
 //! PD, a QP its PD and CQs, everything its context), so objects are
