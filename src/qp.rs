@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::pd::{Pd, PdInner};
 use crate::provider::{self, RecvRing, Registration, SendRing};
 use crate::wr::Slice;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use uverbs_abi::verbs as v;
 
@@ -67,23 +67,43 @@ pub(crate) struct QpInner {
     qp_type: QpType,
     caps: QpCaps,
     user_handle: u64,
+    /// The state this process last moved the QP to (`enum ib_qp_state`):
+    /// sends are refused before they reach the ring in RESET, INIT and
+    /// RTR, where the kernel would refuse the doorbell only after the WQE
+    /// was already published (and would run it once the QP reached RTS).
+    /// The kernel's own moves to SQE/ERR need no tracking: posting there
+    /// is allowed (the requests flush).
+    state: AtomicU32,
 }
 
 /// User handles of QPs (their async events carry them).
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1 << 48);
 
 impl QpInner {
+    /// MODIFY_QP with an encoded request; on success, notes the new state.
+    fn modify_raw(&self, cmd: &v::IbUverbsModifyQp) -> Result<()> {
+        cmd::qp::modify(&self.ctx.dev, cmd)?;
+        if cmd.attr_mask & attr::mask::STATE != 0 {
+            self.state.store(u32::from(cmd.qp_state), Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
     /// MODIFY_QP with attributes and mask the kernel produced (rdma_cm's
     /// `INIT_QP_ATTR`).
     pub(crate) fn modify_kernel_attr(&self, attr: &v::IbUverbsQpAttr) -> Result<()> {
-        let cmd = attr::encode_kernel_attr(attr, self.handle.raw());
-        cmd::qp::modify(&self.ctx.dev, &cmd)
+        self.modify_raw(&attr::encode_kernel_attr(attr, self.handle.raw()))
     }
 
     /// MODIFY_QP to ERR: outstanding work flushes.
     pub(crate) fn to_error(&self) -> Result<()> {
-        let cmd = QpAttr::err().encode(self.handle.raw())?;
-        cmd::qp::modify(&self.ctx.dev, &cmd)
+        self.modify_raw(&QpAttr::err().encode(self.handle.raw())?)
+    }
+
+    /// Whether sends may be posted: not in RESET, INIT or RTR.
+    #[inline(always)]
+    fn can_send(&self) -> bool {
+        self.state.load(Ordering::Relaxed) >= QpState::Rts.raw()
     }
 
     pub(crate) fn qpn(&self) -> u32 {
@@ -160,6 +180,7 @@ impl Pd {
                 qp_type: init.qp_type,
                 caps: parts.caps,
                 user_handle,
+                state: AtomicU32::new(QpState::Reset.raw()),
             }),
             send: parts.send,
             recv: parts.recv,
@@ -193,9 +214,27 @@ impl Qp {
     /// If one is rejected (invalid, or the SQ is full), the ones before it
     /// are posted and rung, it and the rest are not, and the error names
     /// its index — rdma-core's `bad_wr`, as a value.
+    ///
+    /// A QP in RESET, INIT or RTR takes no sends: the first request is
+    /// refused (index 0) and nothing is posted.
     #[inline]
     pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> Result<()> {
+        if !self.inner.can_send() {
+            return Err(self.not_ready());
+        }
         self.send.post(&self.inner.ctx.dev, wrs)
+    }
+
+    #[cold]
+    fn not_ready(&self) -> Error {
+        let state = QpState::from_raw(self.inner.state.load(Ordering::Relaxed));
+        Error::InvalidWorkRequest {
+            index: 0,
+            what: format!(
+                "QP {:#x} is in {state:?}: sends are posted from RTS on (nothing was posted)",
+                self.inner.qpn
+            ),
+        }
     }
 
     /// Posts receive work requests in order (no system call).
@@ -212,8 +251,8 @@ impl Qp {
             .ctx
             .provider
             .check_modify(attr.state == Some(QpState::Reset))?;
-        let cmd = attr.encode(self.inner.handle.raw())?;
-        cmd::qp::modify(&self.inner.ctx.dev, &cmd)
+        self.inner
+            .modify_raw(&attr.encode(self.inner.handle.raw())?)
     }
 
     /// The QP's control half (handle and context), for the rdma_cm glue
