@@ -30,6 +30,7 @@
 //! kernel object lives until the id and every event still being processed
 //! for it are gone.
 
+use crate::context::ContextInner;
 use crate::error::{Error, Result};
 use crate::qp::{Qp, QpInit, QpInner, QpType};
 use crate::{Context, Device, Pd};
@@ -38,7 +39,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use uverbs_abi::verbs::IbUverbsQpAttr;
 
 pub use rverbs_cm::{AddrInfo, ConnParam, EventType, PortSpace, UdParam, MAX_DEPTH};
@@ -53,14 +54,24 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The contexts cm ids use, one per device (by node GUID), opened on first
-/// use and kept, as librdmacm opens every device once: a PD allocated on
-/// one id's context serves the QPs of every id on that device.
+/// The contexts cm ids use, one per device (by node GUID): as librdmacm
+/// opens every device once, a PD allocated on one id's context serves the
+/// QPs of every id on that device. The table holds them weakly: a context
+/// closes with its last user (an id, or an object made on it), so a device
+/// whose users are all gone can be deleted (`rverbs link delete`) while the
+/// process lives on.
 fn device_context(guid: u64) -> Result<Context> {
-    static CONTEXTS: OnceLock<Mutex<Vec<(u64, Context)>>> = OnceLock::new();
+    /// Node GUID → the context open on that device, if still in use.
+    type Table = Mutex<Vec<(u64, Weak<ContextInner>)>>;
+    static CONTEXTS: OnceLock<Table> = OnceLock::new();
     let mut all = lock(CONTEXTS.get_or_init(|| Mutex::new(Vec::new())));
-    if let Some((_, c)) = all.iter().find(|(g, _)| *g == guid) {
-        return Ok(c.clone());
+    all.retain(|(_, w)| w.strong_count() > 0);
+    if let Some(inner) = all
+        .iter()
+        .find(|(g, _)| *g == guid)
+        .and_then(|(_, w)| w.upgrade())
+    {
+        return Ok(Context { inner });
     }
     let dev = Device::list()?
         .into_iter()
@@ -71,7 +82,7 @@ fn device_context(guid: u64) -> Result<Context> {
             ))
         })?;
     let ctx = Context::open(&dev)?;
-    all.push((guid, ctx.clone()));
+    all.push((guid, Arc::downgrade(&ctx.inner)));
     Ok(ctx)
 }
 
