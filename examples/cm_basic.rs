@@ -85,7 +85,9 @@ fn build_connection(id: CmId, want: usize) -> Result<Connection> {
     let ctx = id.context()?;
     let pd = ctx.alloc_pd()?;
     let chan = ctx.create_comp_channel()?;
-    let mut cq = ctx.create_cq(10, Some(&chan), 0)?;
+    // Room for the QP's 10 sends and 10 receives (the C original's CQ of 10
+    // could overrun; rverbs refuses such a QP).
+    let mut cq = ctx.create_cq(20, Some(&chan), 0)?;
     cq.req_notify(false)?;
     let caps = QpCaps {
         max_send_wr: 10,

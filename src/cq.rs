@@ -9,7 +9,7 @@ use crate::provider::{CqRing, CqShared};
 use crate::sys;
 use crate::wc::Wc;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 /// A completion channel: a pollable fd that becomes readable when an armed
@@ -71,6 +71,8 @@ impl Context {
             _channel: channel.map(|c| c.inner.clone()),
             shared: parts.shared,
             events: AtomicU64::new(0),
+            cqe: AtomicU32::new(parts.cqe),
+            committed: AtomicU32::new(0),
         });
         if let Some(ch) = channel {
             ch.inner.count_events_of(req.user_handle, &inner);
@@ -107,6 +109,57 @@ pub(crate) struct CqInner {
     pub(crate) shared: CqShared,
     /// Completion events read from the channel for this CQ.
     pub(crate) events: AtomicU64,
+    /// Entries the kernel gave the CQ (RESIZE_CQ changes it).
+    cqe: AtomicU32,
+    /// Work requests that can be outstanding at once on the QPs that
+    /// report to this CQ: never more than `cqe`, so that the CQ cannot
+    /// overrun (rxe would drop completions silently; mlx5 would lose the
+    /// whole CQ).
+    committed: AtomicU32,
+}
+
+impl CqInner {
+    /// Reserves room for `n` more outstanding completions, or says why
+    /// not.
+    pub(crate) fn commit(self: &Arc<Self>, n: u32, what: &str) -> Result<Commitment> {
+        let cqe = self.cqe.load(Ordering::Relaxed);
+        let mut cur = self.committed.load(Ordering::Relaxed);
+        loop {
+            let want = cur.checked_add(n).filter(|&w| w <= cqe).ok_or_else(|| {
+                Error::invalid(format!(
+                    "CREATE_QP: {n} {what} would make {} outstanding completions possible on a CQ of {cqe} entries (it would overrun); make the CQ larger or the queue smaller",
+                    u64::from(cur) + u64::from(n)
+                ))
+            })?;
+            match self.committed.compare_exchange_weak(
+                cur,
+                want,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    return Ok(Commitment {
+                        cq: self.clone(),
+                        n,
+                    })
+                }
+                Err(now) => cur = now,
+            }
+        }
+    }
+}
+
+/// Room reserved on a CQ for a QP's queue; given back when dropped (after
+/// the QP is destroyed).
+pub(crate) struct Commitment {
+    cq: Arc<CqInner>,
+    n: u32,
+}
+
+impl Drop for Commitment {
+    fn drop(&mut self) {
+        self.cq.committed.fetch_sub(self.n, Ordering::Relaxed);
+    }
 }
 
 /// A completion queue. Polling takes `&mut self`: one poller at a time, no

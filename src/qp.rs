@@ -12,7 +12,7 @@ use crate::ah::Ah;
 use crate::cmd::qp::{QpHandle, QpRequest};
 use crate::cmd::{self};
 use crate::context::{Context, ContextInner};
-use crate::cq::{Cq, CqInner};
+use crate::cq::{Commitment, Cq, CqInner};
 use crate::error::{Error, Result};
 use crate::pd::{Pd, PdInner};
 use crate::provider::{self, RecvRing, Registration, SendRing};
@@ -56,8 +56,9 @@ pub(crate) struct QpInner {
     /// memory, which the handle keeps until then).
     handle: QpHandle,
     /// Then the QP leaves its CQs' registries (nothing more is written for
-    /// it).
+    /// it) and gives back the room it reserved on them.
     _registration: Registration,
+    _commitments: [Option<Commitment>; 2],
     pub(crate) ctx: Arc<ContextInner>,
     _pd: Arc<PdInner>,
     _send_cq: Arc<CqInner>,
@@ -167,10 +168,31 @@ impl Pd {
             inner: pd.ctx.clone(),
         };
         let parts = pd.ctx.provider.create_qp(&pd.ctx.dev, &ctx, &req)?;
+        // Reserve the depths asked for on the CQs (a refusal drops the
+        // parts, which destroys the QP). Not the granted ones: rxe rounds
+        // its rings up to a power of two, and the depths rdma-core's tools
+        // ask for (a CQ of rx_depth + 1 for rx_depth receives and one send)
+        // would not fit; a program that posts beyond what it asked for can
+        // still overrun the CQ, as with rdma-core.
+        let sends = init
+            .send_cq
+            .inner
+            .commit(c.max_send_wr, "send work requests")?;
+        // Receives through an SRQ are bounded by the SRQ, shared between
+        // QPs that may report to different CQs: not counted here.
+        let recvs = match init.srq {
+            Some(_) => None,
+            None => Some(
+                init.recv_cq
+                    .inner
+                    .commit(c.max_recv_wr, "receive work requests")?,
+            ),
+        };
         Ok(Qp {
             inner: Arc::new(QpInner {
                 handle: parts.created.handle,
                 _registration: parts.registration,
+                _commitments: [Some(sends), recvs],
                 ctx: pd.ctx.clone(),
                 _pd: pd.clone(),
                 _send_cq: init.send_cq.inner.clone(),

@@ -405,7 +405,16 @@ fn rts_to_sqd_reports_sq_drained_and_back() {
     );
     let ev = p._ctx.get_async_event().unwrap();
     assert_eq!(ev.event_type, rverbs::EventType::SQ_DRAINED, "{ev:?}");
+    // The event names its QP (CREATE_QP carries a user handle per QP).
+    assert_eq!(ev.element, p.a.user_handle(), "{ev:?}");
     assert_eq!(p.a.query_state().unwrap(), rverbs::QpState::Sqd);
+    // The other QP's drain is told apart from the first's.
+    p.b.modify(&sqd).unwrap();
+    assert!(p._ctx.wait_async_event(5000).unwrap(), "no second SQ_DRAINED");
+    let ev_b = p._ctx.get_async_event().unwrap();
+    assert_eq!(ev_b.event_type, rverbs::EventType::SQ_DRAINED, "{ev_b:?}");
+    assert_eq!(ev_b.element, p.b.user_handle(), "{ev_b:?}");
+    assert_ne!(p.a.user_handle(), p.b.user_handle());
     // And back to RTS, where sends run again.
     p.a.modify(&QpAttr::state(rverbs::QpState::Rts)).unwrap();
     p.a.post_send(&[SendWr::new(2, SendOp::Write(r), &s)])

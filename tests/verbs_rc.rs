@@ -311,7 +311,24 @@ fn errors_are_named() {
     // (rxe's doorbell would fail only after the WQE was published, and the
     // request would then run at RTS: see
     // refused_sends_before_rts_never_run).
-    let cq = ctx.create_cq(4, None, 0).unwrap();
+    // A QP whose queues could overrun its CQ is refused (rxe would drop
+    // the completions beyond the CQ's size without a word).
+    let small = ctx.create_cq(4, None, 0).unwrap();
+    let e = pd
+        .create_qp(&QpInit {
+            qp_type: QpType::Rc,
+            send_cq: &small,
+            recv_cq: &small,
+            caps: caps(),
+            sq_sig_all: false,
+            srq: None,
+        })
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument { what } if what.contains("overrun")),
+        "{e}"
+    );
+    let cq = ctx.create_cq(64, None, 0).unwrap();
     let mut qp = pd
         .create_qp(&QpInit {
             qp_type: QpType::Rc,

@@ -133,7 +133,9 @@ fn two_qps_share_an_srq_and_the_limit_event_fires() {
 fn ud_send_with_an_address_handle() {
     let (ctx, gid) = open();
     let pd = ctx.alloc_pd().unwrap();
-    let mut cq = ctx.create_cq(16, None, 0).unwrap();
+    // Room for both QPs' queues (16 + 16 each): a QP that could overrun
+    // its CQ is refused.
+    let mut cq = ctx.create_cq(64, None, 0).unwrap();
     let mk = || {
         pd.create_qp(&QpInit {
             qp_type: QpType::Ud,
@@ -194,7 +196,7 @@ fn completion_channel_wakes_on_an_armed_cq() {
     let (ctx, gid) = open();
     let pd = ctx.alloc_pd().unwrap();
     let ch = ctx.create_comp_channel().unwrap();
-    let mut cq = ctx.create_cq(16, Some(&ch), 0).unwrap();
+    let mut cq = ctx.create_cq(64, Some(&ch), 0).unwrap();
     let mut a = rc(&pd, &cq, None);
     let mut b = rc(&pd, &cq, None);
     connect(&mut a, &mut b, av(&ctx, gid));
