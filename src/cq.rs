@@ -251,6 +251,21 @@ impl CompChannel {
         Ok(handle)
     }
 
+    /// Waits up to `timeout_ms` (-1: forever) for an event and returns
+    /// the CQ's handle, or `None` if none came in time: the bounded form
+    /// of [`CompChannel::get_event`], for programs that must not hang on a
+    /// peer that went away.
+    pub fn get_event_timeout(&self, timeout_ms: i32) -> Result<Option<u64>> {
+        if !sys::poll_readable(
+            self.inner.fd.as_fd(),
+            "poll of the completion channel",
+            timeout_ms,
+        )? {
+            return Ok(None);
+        }
+        self.get_event().map(Some)
+    }
+
     fn count_event(&self, handle: u64) {
         let v = self.inner.counted.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(cq) = v

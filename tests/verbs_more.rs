@@ -410,7 +410,10 @@ fn rts_to_sqd_reports_sq_drained_and_back() {
     assert_eq!(p.a.query_state().unwrap(), rverbs::QpState::Sqd);
     // The other QP's drain is told apart from the first's.
     p.b.modify(&sqd).unwrap();
-    assert!(p._ctx.wait_async_event(5000).unwrap(), "no second SQ_DRAINED");
+    assert!(
+        p._ctx.wait_async_event(5000).unwrap(),
+        "no second SQ_DRAINED"
+    );
     let ev_b = p._ctx.get_async_event().unwrap();
     assert_eq!(ev_b.event_type, rverbs::EventType::SQ_DRAINED, "{ev_b:?}");
     assert_eq!(ev_b.element, p.b.user_handle(), "{ev_b:?}");

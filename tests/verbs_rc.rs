@@ -497,3 +497,30 @@ fn send_queue_full_is_an_error_not_a_loss() {
     assert_eq!(p.a.cq.poll(&mut buf), 0);
     let _ = &p.ctx;
 }
+
+/// A peer that went away (its QP destroyed, as when its process is killed)
+/// ends a send in bounded time with RETRY_EXC_ERR, not a retry loop that
+/// never ends (QpAttr::rts's transport retry count is 6: rxe treats 7 as
+/// "forever"), and the completion channel's bounded wait returns.
+#[test]
+fn a_dead_peer_ends_sends_in_bounded_time() {
+    let Pair { ctx, pd, mut a, b } = pair();
+    drop(b);
+    let m = mr(&pd, 64);
+    let s = [m.slice(0, 8).unwrap()];
+    let start = Instant::now();
+    a.qp.post_send(&[SendWr::new(9, SendOp::Send, &s)]).unwrap();
+    let c = wait(&mut a.cq, 1);
+    assert_eq!(
+        (c[0].wr_id, c[0].status),
+        (9, WcStatus::RETRY_EXC_ERR),
+        "{c:?}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        start.elapsed()
+    );
+    let ch = ctx.create_comp_channel().unwrap();
+    assert_eq!(ch.get_event_timeout(100).unwrap(), None, "nothing armed");
+}

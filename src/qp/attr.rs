@@ -250,7 +250,13 @@ impl QpAttr {
         QpAttr {
             state: Some(QpState::Rts),
             timeout: Some(14),
-            retry_cnt: Some(7),
+            // 6, not rdma-core's customary 7: rxe treats a transport retry
+            // count of 7 as "retry forever", so a peer that died would
+            // leave every send outstanding and every waiter spinning. With
+            // 6 its sends end in RETRY_EXC_ERR within seconds.
+            retry_cnt: Some(6),
+            // 7 is "forever" in the IB spec too, but only a live peer that
+            // posts no receive answers RNR; a dead one does not answer.
             rnr_retry: Some(7),
             sq_psn: Some(sq_psn & 0xff_ffff),
             max_rd_atomic: Some(1),
