@@ -76,6 +76,16 @@ pub enum Error {
         /// The errno the kernel returned.
         errno: Errno,
     },
+    /// A kernel call failed for want of something the process is limited
+    /// in (locked memory for REG_MR): which call, the errno, and the limit.
+    ResourceLimit {
+        /// The command.
+        op: &'static str,
+        /// The errno the kernel returned.
+        errno: Errno,
+        /// What the limit is and how to raise it.
+        what: String,
+    },
     /// An argument was rejected before anything reached the kernel.
     InvalidArgument {
         /// What was wrong, in words.
@@ -153,7 +163,7 @@ impl Error {
     /// The kernel's errno, when the error came from the kernel.
     pub fn errno(&self) -> Option<Errno> {
         match self {
-            Error::Kernel { errno, .. } => Some(*errno),
+            Error::Kernel { errno, .. } | Error::ResourceLimit { errno, .. } => Some(*errno),
             Error::Io { source, .. } => source.raw_os_error().map(Errno),
             Error::Cm(e) => e.errno().map(Errno),
             _ => None,
@@ -165,6 +175,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Kernel { op, errno } => write!(f, "{op} failed: {errno}"),
+            Error::ResourceLimit { op, errno, what } => write!(f, "{op} failed: {errno}: {what}"),
             Error::InvalidArgument { what } => write!(f, "invalid argument: {what}"),
             Error::NoDevice { name: Some(n) } => write!(f, "no RDMA device named {n}"),
             Error::NoDevice { name: None } => write!(f, "no RDMA device found"),

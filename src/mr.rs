@@ -93,7 +93,8 @@ impl Pd {
             start,
             len as u64,
             access.bits(),
-        )?;
+        )
+        .map_err(|e| memlock_hint(e, len))?;
         r.handle.keep(mem);
         Ok(Mr {
             inner: Arc::new(MrInner {
@@ -105,6 +106,24 @@ impl Pd {
                 len,
             }),
         })
+    }
+}
+
+/// REG_MR pins the pages, which counts against `RLIMIT_MEMLOCK` for an
+/// unprivileged process: say so when the kernel answers only ENOMEM.
+fn memlock_hint(e: Error, len: usize) -> Error {
+    match (&e, crate::sys::memlock_limit()) {
+        (Error::Kernel { op, errno }, Some(limit)) if errno.0 == libc::ENOMEM => {
+            Error::ResourceLimit {
+                op,
+                errno: *errno,
+                what: format!(
+                    "registering {len} bytes pins them, and RLIMIT_MEMLOCK is {limit} bytes \
+                     (raise it with ulimit -l, or run with CAP_IPC_LOCK)"
+                ),
+            }
+        }
+        _ => e,
     }
 }
 
@@ -227,6 +246,49 @@ impl Mr {
     /// this `Mr` is dropped.
     pub unsafe fn as_ptr(&self) -> *mut u8 {
         self.base()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Errno;
+
+    /// An ENOMEM from REG_MR under a finite RLIMIT_MEMLOCK names the limit;
+    /// other errors pass through untouched.
+    #[test]
+    fn reg_mr_enomem_names_the_memlock_limit() {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: get then set this process's own limit, lowering only the
+        // soft value (always permitted).
+        unsafe {
+            assert_eq!(libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r), 0);
+            let low = libc::rlimit {
+                rlim_cur: 65536.min(r.rlim_max),
+                rlim_max: r.rlim_max,
+            };
+            assert_eq!(libc::setrlimit(libc::RLIMIT_MEMLOCK, &low), 0);
+        }
+        let enomem = Error::Kernel {
+            op: "REG_MR",
+            errno: Errno(libc::ENOMEM),
+        };
+        let e = memlock_hint(enomem, 1 << 20);
+        assert!(
+            matches!(&e, Error::ResourceLimit { what, .. } if what.contains("RLIMIT_MEMLOCK")),
+            "{e}"
+        );
+        assert_eq!(e.errno(), Some(Errno(libc::ENOMEM)));
+        let einval = Error::Kernel {
+            op: "REG_MR",
+            errno: Errno(libc::EINVAL),
+        };
+        assert!(matches!(memlock_hint(einval, 1), Error::Kernel { .. }));
+        // SAFETY: restores the limit read above.
+        unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &r) };
     }
 }
 

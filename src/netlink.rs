@@ -287,12 +287,42 @@ pub fn links() -> Result<Vec<Link>> {
 }
 
 /// Creates a software RDMA link (`rdma link add NAME type TYPE netdev IFACE`).
+///
+/// The names are checked first (the kernel answers a bad one with an
+/// errno that reads like a missing driver): the device name must be 1 to
+/// 63 bytes (`IB_DEVICE_NAME_MAX` with its NUL) without `/`, white space
+/// or control characters, the interface name 1 to 15 (`IFNAMSIZ`).
 pub fn link_add(name: &str, link_type: &str, netdev: &str) -> Result<()> {
+    check_name("device", name, 63)?;
+    check_name("link type", link_type, 63)?;
+    check_name("network interface", netdev, 15)?;
     let req = Request::new(v::RDMA_NLDEV_CMD_NEWLINK, v::NLM_F_ACK)
         .str(v::RDMA_NLDEV_ATTR_DEV_NAME, name)
         .str(v::RDMA_NLDEV_ATTR_LINK_TYPE, link_type)
         .str(v::RDMA_NLDEV_ATTR_NDEV_NAME, netdev);
     transact("RDMA_NLDEV_CMD_NEWLINK (link add)", req).map(|_| ())
+}
+
+/// Refuses a name the kernel would refuse, naming what is wrong.
+fn check_name(what: &str, name: &str, max: usize) -> Result<()> {
+    let bad = if name.is_empty() {
+        Some("is empty".to_string())
+    } else if name.len() > max {
+        Some(format!("is {} bytes, at most {max}", name.len()))
+    } else if name
+        .chars()
+        .any(|c| c == '/' || c.is_whitespace() || c.is_control())
+    {
+        Some("contains '/', white space or a control character".to_string())
+    } else {
+        None
+    };
+    match bad {
+        Some(why) => Err(Error::invalid(format!(
+            "link add: {what} name {name:?} {why}"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Deletes a link by device name (`rdma link delete NAME`).
@@ -312,6 +342,23 @@ pub fn link_delete(name: &str) -> Result<()> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn bad_link_names_are_refused_before_the_kernel() {
+        for (name, netdev) in [
+            ("", "eth0"),
+            (&*"x".repeat(64), "eth0"),
+            ("a/b", "eth0"),
+            ("rxe0", ""),
+            ("rxe0", "sixteen_chars_xx"),
+        ] {
+            let e = link_add(name, "rxe", netdev).unwrap_err();
+            assert!(
+                matches!(e, Error::InvalidArgument { .. }),
+                "{name:?} {netdev:?}: {e}"
+            );
+        }
+    }
 
     #[test]
     fn request_layout() {

@@ -178,6 +178,17 @@ pub fn page_size() -> usize {
     }
 }
 
+/// The soft `RLIMIT_MEMLOCK` in bytes (`None`: unlimited or unknown).
+pub fn memlock_limit() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: r is a valid rlimit for getrlimit to fill.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) } == 0;
+    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
+}
+
 /// Two random bytes, or `None` if the kernel has no entropy yet.
 pub fn random_u16() -> Option<u16> {
     let mut b = [0u8; 2];
