@@ -62,6 +62,13 @@ fn describe(cmd: &Command) -> String {
     s
 }
 
+/// The package of the `rverbs` command-line tool; its binary is `rverbs`.
+pub const TOOL_PACKAGE: &str = "rverbs-tool";
+
+/// The package of the integration tests that need the rxe VM (`vm-tests/`,
+/// outside the workspace's `default-members`).
+pub const VM_TESTS_PACKAGE: &str = "rverbs-vm-tests";
+
 /// The Debian packages the VM test bed needs on the host: QEMU, the pieces of
 /// the initramfs, iproute2 (ip, rdma) used inside the VM through the chroot,
 /// and rdma-core's tools as the interop peer.
