@@ -218,7 +218,7 @@ fn splice_mlx5(report: &str, mlx5: &str) -> String {
 /// ringing one single-SGE RDMA WRITE, and of polling its CQE. Returns the
 /// report's table.
 fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
-    crate::host::ensure_packages(&["valgrind"])?;
+    crate::host::ensure_host_packages()?;
     crate::host::run(
         Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
             .current_dir(workspace_root())
@@ -311,7 +311,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         let lines: Vec<String> = text.lines().map(String::from).collect();
         return report(&out_dir, &lines);
     }
-    crate::host::ensure_packages(&["valgrind"])?;
+    crate::host::ensure_host_packages()?;
     crate::host::run(
         Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
             .current_dir(workspace_root())

@@ -1,6 +1,7 @@
 //! `cargo xtask test` and `cargo xtask demo`.
 //!
-//! `test` runs, in order: the host tests (every workspace crate's unit, integration and doc tests,
+//! `test` installs the Debian packages it needs, then runs, in order: the
+//! host tests (every workspace crate's unit, integration and doc tests,
 //! except `rverbs-vm-tests`, which needs a kernel with rxe), then every test
 //! of `vm-tests/tests/` inside one VM boot, then the test-bed checks that
 //! need their own boots (two hosts, exit statuses, the static binary). It
@@ -158,6 +159,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         }
     }
     let start = Instant::now();
+    crate::host::ensure_host_packages()?;
     let mut tally = Tally::default();
     if host {
         host_tests(&mut tally)?;
@@ -511,6 +513,7 @@ fn build_rverbs() -> Result<String> {
 }
 
 pub fn demo() -> Result<ExitCode> {
+    crate::host::ensure_host_packages()?;
     let script = r#"
 set -e
 echo "== rdma-core's view: ibv_devinfo -d $RVERBS_TEST_DEV"
