@@ -5,7 +5,7 @@
 //! Absolute times under an emulated CPU mean little; the ratios taken in
 //! the same run are the figures to read.
 
-use crate::host::{target_dir, workspace_root, Result};
+use crate::host::{target_dir, workspace_root, Result, TOOL_PACKAGE};
 use crate::vm;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -218,7 +218,7 @@ fn splice_mlx5(report: &str, mlx5: &str) -> String {
 /// ringing one single-SGE RDMA WRITE, and of polling its CQE. Returns the
 /// report's table.
 fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
-    crate::host::ensure_packages(&["valgrind"])?;
+    crate::host::ensure_host_packages()?;
     crate::host::run(
         Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
             .current_dir(workspace_root())
@@ -311,11 +311,12 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         let lines: Vec<String> = text.lines().map(String::from).collect();
         return report(&out_dir, &lines);
     }
-    crate::host::ensure_packages(&["valgrind"])?;
+    crate::host::ensure_host_packages()?;
     crate::host::run(
         Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
             .current_dir(workspace_root())
-            .args(["build", "--release", "--quiet", "--bin", "rverbs"]),
+            .args(["build", "--release", "--quiet", "-p", TOOL_PACKAGE])
+            .args(["--bin", "rverbs"]),
     )?;
     let bin = target_dir().join("release").join("rverbs");
     std::fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;

@@ -1,7 +1,7 @@
 //! `cargo xtask dist`: the `rverbs` tool as one static, stripped executable
 //! (`target/dist/rverbs`) — no dynamic loader, no shared libraries.
 
-use crate::host::{output, run, target_dir, workspace_root, Result};
+use crate::host::{output, run, target_dir, workspace_root, Result, TOOL_PACKAGE};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
@@ -19,6 +19,8 @@ pub fn build() -> Result<PathBuf> {
                 "build",
                 "--release",
                 "--quiet",
+                "-p",
+                TOOL_PACKAGE,
                 "--bin",
                 "rverbs",
                 "--target",

@@ -62,41 +62,73 @@ fn describe(cmd: &Command) -> String {
     s
 }
 
-/// The Debian packages the VM test bed needs on the host: QEMU, the pieces of
-/// the initramfs, iproute2 (ip, rdma) used inside the VM through the chroot,
-/// and rdma-core's tools as the interop peer.
-pub const VM_PACKAGES: &[&str] = &[
+/// The package of the `rverbs` command-line tool; its binary is `rverbs`.
+pub const TOOL_PACKAGE: &str = "rverbs-tool";
+
+/// The package of the integration tests that need the rxe VM (`vm-tests/`,
+/// outside the workspace's `default-members`).
+pub const VM_TESTS_PACKAGE: &str = "rverbs-vm-tests";
+
+/// Every Debian package xtask needs on the host, the one list (`.ci/run`
+/// installs nothing itself): `test`, `demo`, `bench` and `vm-run` install
+/// the missing ones before they start.
+pub const PACKAGES: &[&str] = &[
+    // The VM test bed: QEMU and the pieces of the initramfs.
     "qemu-system-x86",
     "busybox-static",
     "cpio",
     "kmod",
     "xz-utils",
+    // Used inside the VM through the chroot of the host's root: iproute2
+    // (ip, rdma) for the VM's network, rdma-core's tools as the interop
+    // and benchmark peer.
     "iproute2",
     "ibverbs-utils",
     "rdmacm-utils",
     "perftest",
     "rdma-core",
+    // The host tests' test-time C programs: uverbs-abi's layout check
+    // (linux-libc-dev: rdma/*.h) and provider-mlx5's golden bytes
+    // (libibverbs-dev: infiniband/mlx5dv.h).
+    "gcc",
+    "libc6-dev",
+    "linux-libc-dev",
+    "libibverbs-dev",
+    // `dist`: strip, and readelf for the static binary's check (gcc
+    // brings it too).
+    "binutils",
+    // `bench`: callgrind, in the VM and on the host.
+    "valgrind",
+    // In CI's list since its first version; nothing in the tree runs
+    // file(1) today.
+    "file",
 ];
 
-/// Installs whichever of `pkgs` is missing, with apt-get (we run as root on
-/// these machines; CI starts from a machine that has none of them).
-pub fn ensure_packages(pkgs: &[&str]) -> Result<()> {
-    let missing: Vec<&str> = pkgs
-        .iter()
-        .copied()
-        .filter(|p| !package_installed(p))
-        .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    eprintln!("xtask: installing Debian packages: {}", missing.join(" "));
-    apt_update_once()?;
-    run(Command::new("apt-get")
-        .args(["install", "-y", "-q", "--no-install-recommends"])
-        .args(&missing)
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .stdout(Stdio::null()))
-    .map_err(|e| format!("{e} (is this a Debian machine, and are we root?)"))
+/// Installs whichever of [`PACKAGES`] is missing, with apt-get (we run as
+/// root on these machines; CI starts from a machine that has none of them).
+/// Checks once per xtask process.
+pub fn ensure_host_packages() -> Result<()> {
+    use std::sync::OnceLock;
+    static DONE: OnceLock<Result<()>> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let missing: Vec<&str> = PACKAGES
+            .iter()
+            .copied()
+            .filter(|p| !package_installed(p))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        eprintln!("xtask: installing Debian packages: {}", missing.join(" "));
+        apt_update_once()?;
+        run(Command::new("apt-get")
+            .args(["install", "-y", "-q", "--no-install-recommends"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .stdout(Stdio::null()))
+        .map_err(|e| format!("{e} (is this a Debian machine, and are we root?)"))
+    })
+    .clone()
 }
 
 fn package_installed(pkg: &str) -> bool {

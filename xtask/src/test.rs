@@ -1,13 +1,14 @@
 //! `cargo xtask test` and `cargo xtask demo`.
 //!
-//! `test` runs, in order: the host tests (every workspace crate's unit and
-//! integration tests, except the root crate's `tests/`, which need a kernel
-//! with rxe), then the root crate's `tests/` inside one VM boot, then the
-//! test-bed checks that need their own boots (two hosts, exit statuses). It
-//! ends with one line `N passed, N failed`; a VM that cannot boot counts as a
-//! failure, never as a skip.
+//! `test` installs the Debian packages it needs, then runs, in order: the
+//! host tests (every workspace crate's unit, integration and doc tests,
+//! except `rverbs-vm-tests`, which needs a kernel with rxe), then every test
+//! of `vm-tests/tests/` inside one VM boot, then the test-bed checks that
+//! need their own boots (two hosts, exit statuses, the static binary). It
+//! ends with one line `N passed, N failed`; a VM that cannot boot counts as
+//! a failure, never as a skip.
 
-use crate::host::{workspace_root, Result};
+use crate::host::{workspace_root, Result, TOOL_PACKAGE, VM_TESTS_PACKAGE};
 use crate::vm;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -89,10 +90,13 @@ fn cargo_test(args: &[&str]) -> Result<(bool, Vec<String>)> {
     Ok((ok, lines))
 }
 
-/// Builds the root crate's integration tests and returns their executables.
+/// Builds the `rverbs` tool the VM tests run (they find it beside their
+/// `deps/` directory, `target/debug/rverbs`), then the VM tests, and returns
+/// their executables: one for each file of `vm-tests/tests/`, or an error.
 fn build_vm_tests() -> Result<Vec<(String, PathBuf)>> {
+    build_rverbs()?;
     let out = cargo()
-        .args(["test", "-p", "rverbs", "--tests", "--no-run"])
+        .args(["test", "-p", VM_TESTS_PACKAGE, "--tests", "--no-run"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .output()
@@ -112,13 +116,31 @@ fn build_vm_tests() -> Result<Vec<(String, PathBuf)>> {
             continue;
         };
         if !name.starts_with("tests/") {
-            continue; // the lib's unit tests ran on the host already
+            continue;
         }
         let path = workspace_root().join(path.trim_end_matches(')'));
         found.push((name.to_string(), path));
     }
-    if found.is_empty() {
-        return Err("cargo built no integration tests under tests/".into());
+    // Every test file must have been built: none is left out unnoticed.
+    let dir = workspace_root().join("vm-tests").join("tests");
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut files = 0;
+    for entry in entries {
+        let name = entry.map_err(|e| e.to_string())?.file_name();
+        let name = name.to_string_lossy();
+        if !name.ends_with(".rs") {
+            continue;
+        }
+        files += 1;
+        let want = format!("tests/{name}");
+        if !found.iter().any(|(n, _)| *n == want) {
+            return Err(format!(
+                "cargo built no test executable for vm-tests/{want}"
+            ));
+        }
+    }
+    if files == 0 {
+        return Err(format!("no tests in {}", dir.display()));
     }
     Ok(found)
 }
@@ -137,6 +159,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         }
     }
     let start = Instant::now();
+    crate::host::ensure_host_packages()?;
     let mut tally = Tally::default();
     if host {
         host_tests(&mut tally)?;
@@ -160,28 +183,22 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
 
 fn host_tests(tally: &mut Tally) -> Result<()> {
     println!("xtask: == host tests");
-    // Every crate but the root one, all targets; the root crate's lib and
-    // bins (its tests/ need the VM).
-    for args in [
-        &["--workspace", "--exclude", "rverbs"][..],
-        &["-p", "rverbs", "--lib", "--bins"][..],
-        // The compile-fail doc tests of the soundness rules.
-        &["-p", "rverbs", "--doc"][..],
-    ] {
-        let (ok, lines) = cargo_test(args)?;
-        let seen = tally.libtest(&lines);
-        if !ok && seen == 0 {
-            tally.fail(
-                &format!("cargo test {}", args.join(" ")),
-                "did not build or run",
-            );
-        } else if !ok
-            && !lines
-                .iter()
-                .any(|l| l.contains("FAILED") || l.contains("panicked"))
-        {
-            tally.fail(&format!("cargo test {}", args.join(" ")), "exited non-zero");
-        }
+    // Every crate, all targets and doc tests (the root crate's compile-fail
+    // doc tests of the soundness rules among them), but the VM tests.
+    let args = ["--workspace", "--exclude", VM_TESTS_PACKAGE];
+    let (ok, lines) = cargo_test(&args)?;
+    let seen = tally.libtest(&lines);
+    if !ok && seen == 0 {
+        tally.fail(
+            &format!("cargo test {}", args.join(" ")),
+            "did not build or run",
+        );
+    } else if !ok
+        && !lines
+            .iter()
+            .any(|l| l.contains("FAILED") || l.contains("panicked"))
+    {
+        tally.fail(&format!("cargo test {}", args.join(" ")), "exited non-zero");
     }
     Ok(())
 }
@@ -484,17 +501,19 @@ fn two_host_cm(tally: &mut Tally, base: &vm::Options, bin: &str) {
     }
 }
 
-/// Builds the `rverbs` binary and returns its path.
+/// Builds the `rverbs` tool (package `rverbs-tool`, debug profile) and
+/// returns its path, `target/debug/rverbs`.
 fn build_rverbs() -> Result<String> {
-    crate::host::run(cargo().args(["build", "--quiet", "--bin", "rverbs"]))?;
-    Ok(crate::host::target_dir()
-        .join("debug")
-        .join("rverbs")
-        .display()
-        .to_string())
+    crate::host::run(cargo().args(["build", "--quiet", "-p", TOOL_PACKAGE, "--bin", "rverbs"]))?;
+    let bin = crate::host::target_dir().join("debug").join("rverbs");
+    if !bin.is_file() {
+        return Err(format!("cargo built no {}", bin.display()));
+    }
+    Ok(bin.display().to_string())
 }
 
 pub fn demo() -> Result<ExitCode> {
+    crate::host::ensure_host_packages()?;
     let script = r#"
 set -e
 echo "== rdma-core's view: ibv_devinfo -d $RVERBS_TEST_DEV"

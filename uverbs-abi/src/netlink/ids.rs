@@ -1,6 +1,7 @@
 //! The numbers of `enum rdma_nldev_attr` and `enum rdma_nldev_command` of
 //! `rdma_netlink.h`. The enum is positional (each value is the previous plus
-//! one), so every value is written out here and checked against the header.
+//! one), so every value is written out here and checked against the header;
+//! the few the installed headers do not have yet are listed as newer.
 
 macro_rules! ids {
     ($table:ident, $($(#[$doc:meta])* $name:ident = $v:expr;)*) => {
@@ -258,6 +259,12 @@ ids! {
     RDMA_NLDEV_ATTR_STAT_HWCOUNTER_INDEX = 94;
     /// `RDMA_NLDEV_ATTR_STAT_HWCOUNTER_DYNAMIC` (u8).
     RDMA_NLDEV_ATTR_STAT_HWCOUNTER_DYNAMIC = 95;
+}
+
+// Newer than Debian 12's headers (linux-libc-dev 6.1): listed by
+// `netlink::newer_than_headers()`, with the kernel version that added each.
+ids! {
+    RDMA_NLDEV_ATTRS_NEWER,
     /// `RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE` (u8).
     RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE = 96;
     /// `RDMA_NLDEV_ATTR_DRIVER_DETAILS` (u8).

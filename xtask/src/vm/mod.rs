@@ -14,6 +14,6 @@ pub use qemu::{run, shell_quote, Options};
 /// Builds (or reuses) the kernel and initramfs without booting, so that the
 /// first test does not pay for the fetch inside its timeout.
 pub fn prepare() -> crate::host::Result<()> {
-    crate::host::ensure_packages(crate::host::VM_PACKAGES)?;
+    crate::host::ensure_host_packages()?;
     image::ensure().map(|_| ())
 }

@@ -1,7 +1,7 @@
 //! Booting QEMU, streaming the guest's console, and collecting exit statuses.
 
 use super::image;
-use crate::host::{ensure_packages, target_dir, Result, VM_PACKAGES};
+use crate::host::{ensure_host_packages, target_dir, Result};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -93,7 +93,7 @@ pub fn run(opts: &Options) -> Result<Outcome> {
 const BOOT_FAILED: &str = "BOOT-FAILED: ";
 
 fn run_once(opts: &Options) -> Result<Outcome> {
-    ensure_packages(VM_PACKAGES)?;
+    ensure_host_packages()?;
     let img = if opts.bare.is_some() {
         image::ensure_bare()?
     } else {

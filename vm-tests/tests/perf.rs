@@ -4,12 +4,11 @@
 
 mod common;
 
-use common::{env, show, Background};
+use common::{env, rverbs_bin, show, Background};
 use std::process::Command;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
-const RVERBS: &str = env!("CARGO_BIN_EXE_rverbs");
 static PORT: AtomicU16 = AtomicU16::new(19300);
 
 fn perf(test: &str, extra: &[&str]) -> String {
@@ -20,8 +19,8 @@ fn perf(test: &str, extra: &[&str]) -> String {
         "perf", test, "-d", &e.dev, "-x", &gid, "-n", "200", "-p", &port,
     ];
     args.extend_from_slice(extra);
-    let server = Background::spawn(Command::new(RVERBS).args(&args));
-    let client = Command::new(RVERBS)
+    let server = Background::spawn(Command::new(rverbs_bin()).args(&args));
+    let client = Command::new(rverbs_bin())
         .args(&args)
         .arg(&e.addr)
         .output()

@@ -3,7 +3,9 @@
 //! fail (never skip), naming what is missing.
 #![allow(dead_code)]
 
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// What the VM tells a test about its rxe device.
@@ -30,6 +32,33 @@ pub fn env() -> TestEnv {
             .expect("RVERBS_TEST_GID is a number"),
         addr: get("RVERBS_TEST_ADDR"),
     }
+}
+
+/// The `rverbs` tool the tests run: `rverbs` in the profile directory
+/// (`target/debug/`) whose `deps/` holds this test executable, which is where
+/// `cargo build -p rverbs-tool` puts it; `cargo xtask test` builds it before
+/// the tests. (Cargo's `CARGO_BIN_EXE_rverbs` names only binaries of the
+/// test's own package, and the tool is a package of its own.) Panics if it
+/// is missing, naming the path.
+pub fn rverbs_bin() -> &'static str {
+    static BIN: OnceLock<String> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test executable's path");
+        let profile = exe
+            .parent()
+            .filter(|d| d.ends_with("deps"))
+            .and_then(Path::parent)
+            .unwrap_or_else(|| panic!("{} is not in cargo's deps/ directory", exe.display()));
+        let bin = profile.join("rverbs");
+        assert!(
+            bin.is_file(),
+            "{} is missing: build it with `cargo build -p rverbs-tool` (`cargo xtask test` does)",
+            bin.display()
+        );
+        bin.into_os_string()
+            .into_string()
+            .expect("the tool's path is UTF-8")
+    })
 }
 
 /// Kills a background process if the test panics before waiting for it.

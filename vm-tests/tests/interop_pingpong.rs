@@ -3,12 +3,11 @@
 
 mod common;
 
-use common::{env, retry_until_ok, show, Background};
+use common::{env, retry_until_ok, rverbs_bin, show, Background};
 use std::process::Command;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
-const RVERBS: &str = env!("CARGO_BIN_EXE_rverbs");
 static PORT: AtomicU16 = AtomicU16::new(18700);
 
 fn args(size: u32, events: bool, port: u16) -> Vec<String> {
@@ -34,7 +33,7 @@ fn args(size: u32, events: bool, port: u16) -> Vec<String> {
 /// `ibv_rc_pingpong`, or `rverbs pingpong`.
 fn tool(bin: &str) -> Command {
     let mut c = Command::new(bin);
-    if bin == RVERBS {
+    if bin == rverbs_bin() {
         c.arg("pingpong");
     }
     c
@@ -78,7 +77,7 @@ fn run(server_bin: &str, client_bin: &str, size: u32, events: bool) {
 fn rverbs_client_with_rdma_core_server() {
     for size in [1, 4096, 65536] {
         for events in [false, true] {
-            run("ibv_rc_pingpong", RVERBS, size, events);
+            run("ibv_rc_pingpong", rverbs_bin(), size, events);
         }
     }
 }
@@ -87,7 +86,7 @@ fn rverbs_client_with_rdma_core_server() {
 fn rdma_core_client_with_rverbs_server() {
     for size in [1, 4096, 65536] {
         for events in [false, true] {
-            run(RVERBS, "ibv_rc_pingpong", size, events);
+            run(rverbs_bin(), "ibv_rc_pingpong", size, events);
         }
     }
 }
@@ -95,7 +94,10 @@ fn rdma_core_client_with_rverbs_server() {
 #[test]
 fn validated_buffers_both_ways() {
     // -c: the client stamps its buffer, the server checks what arrived.
-    for (server, client) in [(RVERBS, "ibv_rc_pingpong"), ("ibv_rc_pingpong", RVERBS)] {
+    for (server, client) in [
+        (rverbs_bin(), "ibv_rc_pingpong"),
+        ("ibv_rc_pingpong", rverbs_bin()),
+    ] {
         let port = PORT.fetch_add(1, Ordering::Relaxed);
         let mut a = args(8192, false, port);
         a.push("-c".into());
@@ -120,5 +122,5 @@ fn validated_buffers_both_ways() {
 
 #[test]
 fn rverbs_with_itself() {
-    run(RVERBS, RVERBS, 4096, false);
+    run(rverbs_bin(), rverbs_bin(), 4096, false);
 }

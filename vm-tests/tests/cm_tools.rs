@@ -4,17 +4,15 @@
 
 mod common;
 
-use common::{env, retry_until_ok, show, Background};
+use common::{env, retry_until_ok, rverbs_bin, show, Background};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-const RVERBS: &str = env!("CARGO_BIN_EXE_rverbs");
-
 #[test]
 fn cm_server_and_client_print_the_classic_lines_and_the_server_keeps_listening() {
     let e = env();
-    let mut server = Command::new(RVERBS)
+    let mut server = Command::new(rverbs_bin())
         .arg("cm-server")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -31,7 +29,7 @@ fn cm_server_and_client_print_the_classic_lines_and_the_server_keeps_listening()
     assert_ne!(port, 0);
     let guard = Background(Some(server));
     for round in 0..2 {
-        let out = Command::new(RVERBS)
+        let out = Command::new(rverbs_bin())
             .args(["cm-client", &e.addr, &port.to_string()])
             .output()
             .unwrap();
@@ -82,7 +80,7 @@ fn rping(bin: &str) -> Command {
     if bin == "rping" {
         Command::new("rping")
     } else {
-        Command::new(RVERBS)
+        Command::new(rverbs_bin())
     }
 }
 
@@ -151,7 +149,11 @@ fn rping_interop_both_roles_64_bytes_and_64_kib() {
     let e = env();
     let mut port = 7300;
     for size in [64, 65535] {
-        for (server, client) in [("rping", RVERBS), (RVERBS, "rping"), (RVERBS, RVERBS)] {
+        for (server, client) in [
+            ("rping", rverbs_bin()),
+            (rverbs_bin(), "rping"),
+            (rverbs_bin(), rverbs_bin()),
+        ] {
             rping_pair(server, client, &e.addr, port, size);
             port += 1;
         }
@@ -177,13 +179,13 @@ fn rping_over_ipv6_both_roles() {
         .expect("ip");
     assert!(st.success());
     std::thread::sleep(Duration::from_millis(500));
-    rping_pair("rping", RVERBS, ip6, 7320, 64);
-    rping_pair(RVERBS, "rping", ip6, 7321, 64);
+    rping_pair("rping", rverbs_bin(), ip6, 7320, 64);
+    rping_pair(rverbs_bin(), "rping", ip6, 7321, 64);
 }
 
 #[test]
 fn rping_refuses_a_bad_size_and_a_missing_role() {
-    let out = Command::new(RVERBS)
+    let out = Command::new(rverbs_bin())
         .args(["rping", "-c", "-a", "10.77.0.1", "-S", "8"])
         .output()
         .unwrap();
@@ -193,13 +195,13 @@ fn rping_refuses_a_bad_size_and_a_missing_role() {
         "{}",
         show(&out)
     );
-    let out = Command::new(RVERBS)
+    let out = Command::new(rverbs_bin())
         .args(["rping", "-a", "10.77.0.1"])
         .output()
         .unwrap();
     assert!(!out.status.success(), "{}", show(&out));
     // Nobody listens: the client reports the event and fails.
-    let out = Command::new(RVERBS)
+    let out = Command::new(rverbs_bin())
         .args(["rping", "-c", "-a", &env().addr, "-p", "7399", "-C", "1"])
         .output()
         .unwrap();

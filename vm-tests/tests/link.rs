@@ -4,14 +4,12 @@
 
 mod common;
 
-use common::show;
+use common::{rverbs_bin, show};
 use rverbs::{netlink, Context, Device, Driver, EventType};
 use std::process::Command;
 
-const RVERBS: &str = env!("CARGO_BIN_EXE_rverbs");
-
 fn run(args: &[&str]) -> std::process::Output {
-    Command::new(RVERBS)
+    Command::new(rverbs_bin())
         .args(args)
         .output()
         .expect("rverbs runs")
@@ -79,7 +77,12 @@ fn cli_errors_name_what_is_wrong() {
     );
     // Without CAP_NET_ADMIN (nobody).
     let o = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", RVERBS])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            rverbs_bin(),
+        ])
         .args(["link", "add", "rxe9", "type", "rxe", "netdev", "veth1"])
         .output()
         .unwrap();

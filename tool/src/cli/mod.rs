@@ -8,8 +8,9 @@ mod pingpong;
 mod rping;
 mod selftest;
 
-/// The classic rdma_cm client/server, shared with `examples/cm_basic.rs`.
-#[path = "../../examples/cm_basic.rs"]
+/// The classic rdma_cm client/server, shared with the root crate's
+/// `examples/cm_basic.rs` (the file is the example's; the tool includes it).
+#[path = "../../../examples/cm_basic.rs"]
 mod cm_basic;
 
 use clap::{Parser, Subcommand};

@@ -2,10 +2,8 @@
 
 mod common;
 
-use common::show;
+use common::{rverbs_bin, show};
 use std::process::Command;
-
-const RVERBS: &str = env!("CARGO_BIN_EXE_rverbs");
 
 fn stdout(cmd: &mut Command) -> String {
     let out = cmd.output().expect("command starts");
@@ -16,7 +14,7 @@ fn stdout(cmd: &mut Command) -> String {
 #[test]
 fn devinfo_prints_what_ibv_devinfo_prints() {
     let e = common::env();
-    let ours = stdout(Command::new(RVERBS).args(["devinfo", "-d", &e.dev]));
+    let ours = stdout(Command::new(rverbs_bin()).args(["devinfo", "-d", &e.dev]));
     let theirs = stdout(Command::new("ibv_devinfo").args(["-d", &e.dev]));
     assert_eq!(ours, theirs);
 }
@@ -27,7 +25,7 @@ fn verbose_devinfo_prints_what_ibv_devinfo_v_prints() {
     // port_cap_flags2 (ioctl QUERY_PORT) and the GID table (ioctl
     // QUERY_GID_TABLE).
     let e = common::env();
-    let ours = stdout(Command::new(RVERBS).args(["devinfo", "-v", "-d", &e.dev]));
+    let ours = stdout(Command::new(rverbs_bin()).args(["devinfo", "-v", "-d", &e.dev]));
     let theirs = stdout(Command::new("ibv_devinfo").args(["-v", "-d", &e.dev]));
     assert!(ours.lines().count() > 80, "too short: {ours}");
     assert_eq!(ours, theirs);
@@ -35,7 +33,7 @@ fn verbose_devinfo_prints_what_ibv_devinfo_v_prints() {
 
 #[test]
 fn devices_match_ibv_devices() {
-    let ours = stdout(Command::new(RVERBS).arg("devices"));
+    let ours = stdout(Command::new(rverbs_bin()).arg("devices"));
     let theirs = stdout(&mut Command::new("ibv_devices"));
     assert_eq!(ours, theirs);
 }
@@ -43,7 +41,7 @@ fn devices_match_ibv_devices() {
 #[test]
 fn gids_show_the_ipv4_mapped_roce_v2_gid() {
     let e = common::env();
-    let out = stdout(Command::new(RVERBS).args(["gids", "-d", &e.dev]));
+    let out = stdout(Command::new(rverbs_bin()).args(["gids", "-d", &e.dev]));
     let line = out
         .lines()
         .find(|l| l.contains(&e.addr))
@@ -58,12 +56,12 @@ fn gids_show_the_ipv4_mapped_roce_v2_gid() {
 #[test]
 fn selftest_passes_every_check_on_rxe() {
     let e = common::env();
-    let out = stdout(Command::new(RVERBS).args(["selftest", "-d", &e.dev]));
+    let out = stdout(Command::new(rverbs_bin()).args(["selftest", "-d", &e.dev]));
     let pass = out.lines().filter(|l| l.starts_with("PASS  ")).count();
     assert_eq!(pass, 5, "{out}");
     assert!(out.contains("5 of 5 checks passed"), "{out}");
     assert!(out.contains("driver rxe"), "{out}");
-    let bad = Command::new(RVERBS)
+    let bad = Command::new(rverbs_bin())
         .args(["selftest", "-d", "nosuchdev"])
         .output()
         .unwrap();
