@@ -381,8 +381,14 @@ fn report(out_dir: &std::path::Path, lines: &[String]) -> Result<ExitCode> {
     ));
     let ours = callees(&out_dir.join("callgrind.rverbs"));
     for (label, needle) in [
-        ("rverbs `Qp::post_send`", "Qp::post_send"),
-        ("rverbs `Cq::poll`", "Cq::poll"),
+        (
+            "rverbs `Qp::post_send` (in the tool's `bench_post_send`)",
+            "bench_post_send",
+        ),
+        (
+            "rverbs `Cq::poll` (in the tool's `bench_poll`)",
+            "bench_poll",
+        ),
     ] {
         let (calls, ir) = ours
             .iter()
