@@ -21,7 +21,6 @@
 use crate::cmd::{self, mr::MrHandle};
 use crate::error::{Error, Result};
 use crate::pd::{Pd, PdInner};
-use crate::sys::Mapping;
 use bitflags::bitflags;
 use std::sync::Arc;
 
@@ -84,7 +83,7 @@ impl Pd {
                 "MR access {access:?}: remote write and atomic access need LOCAL_WRITE"
             )));
         }
-        let mem = Mapping::anonymous("mmap of MR memory", len)?;
+        let mem = crate::netlink::device_memory("mmap of MR memory", len)?;
         let start = mem.as_ptr().as_ptr() as u64;
         let pd = &self.inner;
         let mut r = cmd::mr::reg(

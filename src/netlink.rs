@@ -203,6 +203,36 @@ pub(crate) fn devices() -> Result<Vec<NlDevice>> {
     Ok(out)
 }
 
+/// Whether the kernel copies pinned pages into a child at fork
+/// (`RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK`, Linux 5.13 on). Asked once per
+/// process (`RDMA_NLDEV_CMD_SYS_GET`); a kernel that does not say is taken
+/// not to.
+pub(crate) fn kernel_copies_on_fork() -> bool {
+    static ANSWER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ANSWER.get_or_init(|| {
+        let Ok(replies) = transact(
+            "RDMA_NLDEV_CMD_SYS_GET",
+            Request::new(v::RDMA_NLDEV_CMD_SYS_GET, 0),
+        ) else {
+            return false;
+        };
+        replies.iter().any(|r| {
+            attrs(r).is_ok_and(|a| {
+                a.iter()
+                    .any(|a| a.kind == v::RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK && a.u8() == Some(1))
+            })
+        })
+    })
+}
+
+/// Device memory (MR buffers, mlx5 queues): marked `MADV_DONTFORK` where
+/// the kernel does not copy pinned pages on fork (what rdma-core's
+/// `ibv_fork_init` does), so a `fork()` never leaves the device writing
+/// pages the parent lost to copy-on-write.
+pub(crate) fn device_memory(op: &'static str, len: usize) -> Result<sys::Mapping> {
+    sys::Mapping::for_device(op, len, !kernel_copies_on_fork())
+}
+
 /// A device's uverbs character device (`RDMA_NLDEV_CMD_GET_CHARDEV`).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Chardev {

@@ -93,6 +93,24 @@ impl Mapping {
         Self::from_mmap(p, len, op)
     }
 
+    /// Like [`Mapping::anonymous`], for memory the device will access
+    /// (MR buffers, queues, doorbell records). With `dont_fork` (a kernel
+    /// that does not copy pinned pages on fork) the range is marked
+    /// `MADV_DONTFORK`: a child gets no copy of it, so the parent's pages
+    /// never become copy-on-write, which would leave the device writing a
+    /// page the parent no longer sees.
+    pub fn for_device(op: &'static str, len: usize, dont_fork: bool) -> Result<Mapping> {
+        let m = Self::anonymous(op, len)?;
+        if dont_fork {
+            // SAFETY: the range is this fresh mapping, owned by `m`.
+            let r = unsafe { libc::madvise(m.ptr.as_ptr().cast(), len, libc::MADV_DONTFORK) };
+            if r != 0 {
+                return Err(Error::kernel("madvise(MADV_DONTFORK)", Errno::last()));
+            }
+        }
+        Ok(m)
+    }
+
     fn from_mmap(p: *mut libc::c_void, len: usize, op: &'static str) -> Result<Mapping> {
         if p == libc::MAP_FAILED {
             return Err(Error::kernel(op, Errno::last()));

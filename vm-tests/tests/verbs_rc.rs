@@ -524,3 +524,49 @@ fn a_dead_peer_ends_sends_in_bounded_time() {
     let ch = ctx.create_comp_channel().unwrap();
     assert_eq!(ch.get_event_timeout(100).unwrap(), None, "nothing armed");
 }
+
+/// fork() while MRs are registered and in use: the parent's pages stay the
+/// ones the device writes (the kernel copies pinned pages into the child
+/// from 5.13 on; before that, rverbs marks device memory MADV_DONTFORK, as
+/// ibv_fork_init does). The parent writes its buffer while the child still
+/// holds the fork's references, then a peer's RDMA WRITE must land where
+/// the parent reads.
+#[test]
+fn fork_with_live_mrs_keeps_the_parents_pages() {
+    let mut p = pair();
+    let target = mr(&p.pd, 4096);
+    let src = mr(&p.pd, 4096);
+    src.fill(0, 4096, 0xab).unwrap();
+    // SAFETY: the child only sleeps and exits (async-signal-safe calls),
+    // touching nothing of the parent's state.
+    let child = unsafe { libc::fork() };
+    assert!(child >= 0, "fork failed");
+    if child == 0 {
+        // SAFETY: as above; _exit skips the parent's atexit handlers.
+        unsafe {
+            libc::usleep(500_000);
+            libc::_exit(0);
+        }
+    }
+    // Copy-on-write would give the parent a new page here.
+    target.fill(0, 4096, 0x11).unwrap();
+    let remote = Remote {
+        addr: target.addr(),
+        rkey: target.rkey(),
+    };
+    let s = [src.slice(0, 4096).unwrap()];
+    p.b.qp
+        .post_send(&[SendWr::new(3, SendOp::Write(remote), &s)])
+        .unwrap();
+    let c = wait(&mut p.b.cq, 1);
+    assert_eq!((c[0].wr_id, c[0].status), (3, WcStatus::SUCCESS), "{c:?}");
+    let mut got = vec![0u8; 4096];
+    target.read(0, &mut got).unwrap();
+    assert!(
+        got.iter().all(|&b| b == 0xab),
+        "the write landed in the parent's pages"
+    );
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+}
