@@ -37,7 +37,8 @@ pub struct CompletionQueue {
 
 impl CompletionQueue {
     /// Wraps a validated CQ ring (its slots must hold an `ib_uverbs_wc`;
-    /// pass `WC_SIZE` as `min_elem_size` to [`Queue::new`]).
+    /// pass `WC_SIZE` as `min_elem_size` to [`Queue::new`]; a ring with
+    /// smaller slots yields no completions).
     pub fn new(q: Queue) -> CompletionQueue {
         debug_assert!(q.elem_size() >= WC_SIZE);
         let cons = q.load_consumer();
@@ -77,11 +78,10 @@ impl CompletionQueue {
         if self.cons == prod {
             return None;
         }
-        let mut b = [0u8; WC_SIZE];
-        // SAFETY: as in poll(): the slot is inside the mapping and the
-        // caller's acquire load of `prod` (load_producer) ordered this read
-        // after the kernel's write.
-        unsafe { core::ptr::copy_nonoverlapping(self.q.slot(self.cons), b.as_mut_ptr(), WC_SIZE) };
+        // The caller's acquire load of `prod` (load_producer) ordered this
+        // read after the kernel's write. None only if the ring was validated
+        // for entries smaller than a WC (see new()): then nothing is read.
+        let b = self.q.read_slot::<WC_SIZE>(self.cons)?;
         self.cons = self.q.next(self.cons);
         Some(parse(&b))
     }

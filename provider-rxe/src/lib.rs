@@ -10,10 +10,16 @@
 //! Nothing read from a ring is trusted: the geometry is checked once against
 //! the mapping's length and every index is masked before it forms an address.
 #![warn(missing_docs)]
+// Unsafe code is opted into per module: `queue` (the shared mapping: header
+// atomics, slot addresses and reads) and `slot` (the bounds-checked stores
+// into one slot). The posts are `unsafe fn`s for their callers' promise
+// about the SGEs, and allow it on their declarations only.
+#![deny(unsafe_code)]
 
 pub mod cq;
 pub mod queue;
 pub mod rq;
+mod slot;
 pub mod sq;
 pub mod wqe;
 pub mod wr;
@@ -124,4 +130,5 @@ impl core::fmt::Display for PostError {
 impl std::error::Error for PostError {}
 
 #[cfg(test)]
+#[allow(unsafe_code)] // the tests call the unsafe posts
 mod tests;

@@ -15,19 +15,28 @@
 //! before it forms an address, so a corrupted index cannot move an access out
 //! of the mapping.
 
+#![allow(unsafe_code)] // the shared mapping: header atomics, slot reads, handing out slot views
+
+use crate::slot::{SlotMut, SLOT_ALIGN};
+use core::mem::offset_of;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, Ordering};
+use uverbs_abi::rxe::{RxeQueueBuf, RXE_QUEUE_DATA_OFFSET};
 
 /// Byte offset of `log2_elem_size` in `struct rxe_queue_buf`.
-pub const LOG2_ELEM_SIZE_OFFSET: usize = 0;
+pub const LOG2_ELEM_SIZE_OFFSET: usize = offset_of!(RxeQueueBuf, log2_elem_size);
 /// Byte offset of `index_mask`.
-pub const INDEX_MASK_OFFSET: usize = 4;
+pub const INDEX_MASK_OFFSET: usize = offset_of!(RxeQueueBuf, index_mask);
 /// Byte offset of `producer_index` (its own cache line).
-pub const PRODUCER_OFFSET: usize = 128;
+pub const PRODUCER_OFFSET: usize = offset_of!(RxeQueueBuf, producer_index);
 /// Byte offset of `consumer_index` (its own cache line).
-pub const CONSUMER_OFFSET: usize = 256;
-/// Byte offset of `data[]`, the first slot.
-pub const DATA_OFFSET: usize = 384;
+pub const CONSUMER_OFFSET: usize = offset_of!(RxeQueueBuf, consumer_index);
+/// Byte offset of `data[]`, the first slot (`sizeof(struct rxe_queue_buf)`).
+pub const DATA_OFFSET: usize = RXE_QUEUE_DATA_OFFSET;
+
+// Slots start SLOT_ALIGN-aligned when the base is (Queue::new checks) and
+// elem_size is a power of two >= SLOT_ALIGN (SlotRing::new checks).
+const _: () = assert!(DATA_OFFSET % SLOT_ALIGN == 0);
 
 /// Why a mapping cannot be used as an rxe queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,17 +135,19 @@ impl Queue {
         if len < DATA_OFFSET {
             return Err(QueueError::TooShort { len });
         }
-        // SAFETY: offsets 0 and 4 are inside the mapping (len >= 384), 4-byte
-        // aligned because base is 8-aligned (checked above); read through atomics as the kernel may
-        // write the page concurrently.
-        let (log2_elem_size, mask) = unsafe {
-            (
-                AtomicU32::from_ptr(base.as_ptr().add(LOG2_ELEM_SIZE_OFFSET).cast())
-                    .load(Ordering::Relaxed),
-                AtomicU32::from_ptr(base.as_ptr().add(INDEX_MASK_OFFSET).cast())
-                    .load(Ordering::Relaxed),
-            )
+        // A view with no slots yet, to read the header through word().
+        let header = Queue {
+            base,
+            len,
+            mask: 0,
+            log2_elem_size: 0,
         };
+        // Relaxed loads: the values are checked below, not trusted, and
+        // read only here.
+        let log2_elem_size = header
+            .word::<LOG2_ELEM_SIZE_OFFSET>()
+            .load(Ordering::Relaxed);
+        let mask = header.word::<INDEX_MASK_OFFSET>().load(Ordering::Relaxed);
         if mask == u32::MAX || !(mask + 1).is_power_of_two() {
             return Err(QueueError::BadMask { index_mask: mask });
         }
@@ -183,32 +194,38 @@ impl Queue {
         false
     }
 
-    fn index(&self, offset: usize) -> &AtomicU32 {
-        // SAFETY: offset is PRODUCER_OFFSET or CONSUMER_OFFSET, both < 384 <=
-        // len and 4-byte aligned; the mapping outlives &self (Queue::new's
-        // contract); the kernel writes it only with atomic stores.
-        unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast()) }
+    /// The header word at `OFF`, as the atomic both sides access it with.
+    #[inline(always)]
+    fn word<const OFF: usize>(&self) -> &AtomicU32 {
+        const { assert!(OFF % 4 == 0 && OFF + 4 <= DATA_OFFSET) };
+        // SAFETY: OFF + 4 <= DATA_OFFSET <= len (asserted above at compile
+        // time; Queue::new checks len before making any Queue), and OFF is
+        // 4-aligned from an 8-aligned base, so the word is inside the
+        // mapping and aligned for an AtomicU32; the mapping outlives &self
+        // (Queue::new's contract) and no Rust reference to it exists other
+        // than these atomics, which the kernel's atomic accesses match.
+        unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(OFF).cast()) }
     }
 
     /// Acquire-loads the producer index, masked.
     pub fn load_producer(&self) -> u32 {
-        self.index(PRODUCER_OFFSET).load(Ordering::Acquire) & self.mask
+        self.word::<PRODUCER_OFFSET>().load(Ordering::Acquire) & self.mask
     }
 
     /// Acquire-loads the consumer index, masked.
     pub fn load_consumer(&self) -> u32 {
-        self.index(CONSUMER_OFFSET).load(Ordering::Acquire) & self.mask
+        self.word::<CONSUMER_OFFSET>().load(Ordering::Acquire) & self.mask
     }
 
     /// Release-stores the producer index (after the slot is written).
     pub fn store_producer(&self, v: u32) {
-        self.index(PRODUCER_OFFSET)
+        self.word::<PRODUCER_OFFSET>()
             .store(v & self.mask, Ordering::Release)
     }
 
     /// Release-stores the consumer index (after the slot is read).
     pub fn store_consumer(&self, v: u32) {
-        self.index(CONSUMER_OFFSET)
+        self.word::<CONSUMER_OFFSET>()
             .store(v & self.mask, Ordering::Release)
     }
 
@@ -220,11 +237,80 @@ impl Queue {
     /// The address of slot `i` (masked): `elem_size()` bytes inside the
     /// mapping.
     pub fn slot(&self, i: u32) -> *mut u8 {
+        self.slot_ptr(i).as_ptr()
+    }
+
+    #[inline(always)]
+    fn slot_ptr(&self, i: u32) -> NonNull<u8> {
         let off = DATA_OFFSET + (((i & self.mask) as usize) << self.log2_elem_size);
         // SAFETY: (i & mask) <= mask, and Queue::new checked that
         // DATA_OFFSET + (mask + 1) << log2_elem_size <= len, so the slot and
-        // its elem_size bytes are inside the mapping.
-        unsafe { self.base.as_ptr().add(off) }
+        // its elem_size bytes are inside the mapping: the offset stays in
+        // the allocation, and an address inside a mapping is not null.
+        unsafe { NonNull::new_unchecked(self.base.as_ptr().add(off)) }
+    }
+
+    /// Copies the first `N` bytes of slot `i` (masked) out of the ring, if
+    /// the slots hold `N` bytes.
+    ///
+    /// The caller orders this after the other side's writes (an acquire
+    /// load of its index).
+    #[inline(always)]
+    pub fn read_slot<const N: usize>(&self, i: u32) -> Option<[u8; N]> {
+        if self.elem_size() < N {
+            return None;
+        }
+        let mut out = [0u8; N];
+        // SAFETY: slot_ptr(i) is elem_size() >= N bytes inside the mapping
+        // (see slot_ptr()), readable under Queue::new's contract; `out` is
+        // a local array, so the two do not overlap. A byte copy reads
+        // whatever the kernel wrote; every value of u8 is valid.
+        unsafe { core::ptr::copy_nonoverlapping(self.slot_ptr(i).as_ptr(), out.as_mut_ptr(), N) };
+        Some(out)
+    }
+}
+
+/// A [`Queue`] the producer writes, whose slots were checked, once, to
+/// hold `N` bytes (the fixed part of its entries, e.g. `sizeof(struct
+/// rxe_send_wqe)`): the slots it hands out need no further check of their
+/// size, and stores within their first `N` bytes at constant offsets none
+/// at all (see [`SlotMut`]).
+#[derive(Debug)]
+pub(crate) struct SlotRing<const N: usize> {
+    q: Queue,
+    /// `elem_size - N`.
+    spare: usize,
+}
+
+impl<const N: usize> SlotRing<N> {
+    /// Checks that `q`'s slots hold `N` bytes (and at least 8); gives `q`
+    /// back if they do not.
+    pub(crate) fn new(q: Queue) -> Result<SlotRing<N>, Queue> {
+        let len = q.elem_size();
+        if len < N || len < SLOT_ALIGN {
+            return Err(q);
+        }
+        Ok(SlotRing { spare: len - N, q })
+    }
+
+    /// The queue.
+    #[inline(always)]
+    pub(crate) fn queue(&self) -> &Queue {
+        &self.q
+    }
+
+    /// Slot `i` (masked), to be written.
+    #[inline(always)]
+    pub(crate) fn slot_mut(&mut self, i: u32) -> SlotMut<'_, N> {
+        // SAFETY: slot_ptr(i) is elem_size() = N + spare bytes inside the
+        // mapping (see slot_ptr(); SlotRing::new checked elem_size >= N),
+        // which Queue::new's contract keeps readable and writable while
+        // &mut self is borrowed; it is SLOT_ALIGN-aligned because the base
+        // is 8-aligned (Queue::new), DATA_OFFSET is a multiple of SLOT_ALIGN
+        // (asserted above) and elem_size, a power of two, is at least
+        // SLOT_ALIGN (SlotRing::new). The crate forms no Rust reference to
+        // slot memory.
+        unsafe { SlotMut::new(self.q.slot_ptr(i), self.spare) }
     }
 }
 
@@ -233,6 +319,7 @@ pub(crate) mod testing {
     //! A heap-backed stand-in for a kernel-created queue, with the kernel's
     //! side of the protocol, for tests.
     use super::*;
+    use zerocopy::IntoBytes;
 
     /// An aligned buffer laid out like `rxe_queue_buf`.
     pub struct FakeRing {
@@ -256,16 +343,13 @@ pub(crate) mod testing {
             self.buf.len() * 8
         }
         pub fn set_u32(&mut self, off: usize, v: u32) {
-            let bytes: &mut [u8] = zerocopy_bytes(&mut self.buf);
-            bytes[off..off + 4].copy_from_slice(&v.to_ne_bytes());
+            self.buf.as_mut_bytes()[off..off + 4].copy_from_slice(&v.to_ne_bytes());
         }
         pub fn get_u32(&self, off: usize) -> u32 {
-            let bytes = self.bytes();
-            u32::from_ne_bytes(bytes[off..off + 4].try_into().unwrap())
+            u32::from_ne_bytes(self.bytes()[off..off + 4].try_into().unwrap())
         }
         pub fn bytes(&self) -> &[u8] {
-            // SAFETY: a Vec<u64>'s buffer is valid for len*8 bytes of u8.
-            unsafe { core::slice::from_raw_parts(self.buf.as_ptr().cast(), self.buf.len() * 8) }
+            self.buf.as_bytes()
         }
         pub fn queue(&mut self, min: usize) -> Queue {
             let len = self.len();
@@ -273,12 +357,6 @@ pub(crate) mod testing {
             // Queue in every test that uses it.
             unsafe { Queue::new(self.base(), len, min).unwrap() }
         }
-    }
-
-    fn zerocopy_bytes(v: &mut [u64]) -> &mut [u8] {
-        // SAFETY: u64 has no invalid bit patterns as u8s and the length is
-        // scaled by 8.
-        unsafe { core::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), v.len() * 8) }
     }
 }
 
@@ -318,5 +396,30 @@ mod tests {
         let base = q.slot(0) as usize;
         let last = q.slot(u32::MAX) as usize;
         assert!(last >= base && last + q.elem_size() <= base - DATA_OFFSET + q.len());
+    }
+
+    #[test]
+    fn slot_views_are_checked_once_and_stay_inside() {
+        let mut r = FakeRing::new(8, 6); // 64-byte slots, the last one ending the buffer
+        let last = DATA_OFFSET + 7 * 64;
+        r.set_u32(last + 4, 0xabcd);
+        let q = r.queue(48);
+        // Reads: N bytes of a masked slot, if the slots hold them.
+        assert!(q.read_slot::<65>(7).is_none());
+        let b = q.read_slot::<8>(7 + 8 * 1000).unwrap();
+        assert_eq!(b[4..], 0xabcdu32.to_ne_bytes());
+        // Writes: slots smaller than N are refused once, at construction.
+        let q = SlotRing::<65>::new(q).unwrap_err();
+        let mut ring = SlotRing::<48>::new(q).unwrap();
+        let mut w = ring.slot_mut(u32::MAX); // masked: the last slot
+        assert_eq!(w.len(), 64);
+        w.u64(56, 0x1122_3344_5566_7788).unwrap();
+        assert!(w.u64(64, 1).is_err());
+        assert!(w.bytes(48, &[0xee; 17]).is_err());
+        assert_eq!(
+            r.bytes()[last + 56..],
+            0x1122_3344_5566_7788u64.to_ne_bytes()
+        );
+        assert_eq!(r.get_u32(last + 48), 0);
     }
 }

@@ -2,15 +2,21 @@
 //! Posting needs no system call: the kernel's responder reads the ring when
 //! a message arrives.
 
-use crate::queue::Queue;
-use crate::wqe::{put_u32, put_u64, recv, SGE_SIZE};
+use crate::queue::{Queue, SlotRing};
+use crate::slot::Refused;
+use crate::wqe::{recv, SGE_SIZE};
 use crate::wr::Sge;
 use crate::PostError;
+use uverbs_abi::rxe::{RxeDmaInfo, RxeRecvWqe};
+
+/// Bytes of a receive WQE before its SGEs.
+const HEADER: usize = recv::SGES;
+const _: () = assert!(core::mem::size_of::<RxeRecvWqe>() == HEADER);
 
 /// The producer side of an rxe RQ or SRQ.
 #[derive(Debug)]
 pub struct RecvQueue {
-    q: Queue,
+    q: SlotRing<HEADER>,
     prod: u32,
     max_sge: u32,
 }
@@ -19,25 +25,26 @@ impl RecvQueue {
     /// Wraps a validated RQ/SRQ ring; fails if a slot cannot hold `max_sge`
     /// SGEs.
     pub fn new(q: Queue, max_sge: u32) -> Result<RecvQueue, PostError> {
-        let need = recv::SGES + max_sge as usize * SGE_SIZE;
-        if q.elem_size() < need {
-            return Err(PostError::RingTooSmall {
-                elem_size: q.elem_size(),
-                need,
-            });
+        let need = HEADER + max_sge as usize * SGE_SIZE;
+        let elem_size = q.elem_size();
+        let too_small = PostError::RingTooSmall { elem_size, need };
+        if elem_size < need {
+            return Err(too_small);
         }
-        let prod = q.load_producer();
+        let q = SlotRing::new(q).map_err(|_| too_small)?;
+        let prod = q.queue().load_producer();
         Ok(RecvQueue { q, prod, max_sge })
     }
 
     /// Slots that can hold work requests.
     pub fn capacity(&self) -> u32 {
-        self.q.mask()
+        self.q.queue().mask()
     }
 
     /// Receives posted and not yet consumed by the kernel.
     pub fn outstanding(&self) -> u32 {
-        self.prod.wrapping_sub(self.q.load_consumer()) & self.q.mask()
+        let q = self.q.queue();
+        self.prod.wrapping_sub(q.load_consumer()) & q.mask()
     }
 
     /// Checks a receive against the queue's limits.
@@ -57,39 +64,46 @@ impl RecvQueue {
     /// # Safety
     /// Every SGE must name memory registered with its lkey that stays
     /// allocated while the device may write it.
+    #[allow(unsafe_code)] // the declaration only: the body is safe code
     pub unsafe fn post(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), PostError> {
+        self.post_checked(wr_id, sges)
+    }
+
+    /// [`RecvQueue::post`]: validate, build, publish.
+    #[inline(always)]
+    fn post_checked(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), PostError> {
         let length = self.validate(sges)?;
-        let next = self.q.next(self.prod);
-        if next == self.q.load_consumer() {
+        let q = self.q.queue();
+        let next = q.next(self.prod);
+        if next == q.load_consumer() {
             return Err(PostError::QueueFull);
         }
-        let mut h = [0u8; recv::SGES];
-        put_u64(&mut h, recv::WR_ID, wr_id);
-        put_u32(&mut h, recv::DMA_LENGTH, length);
-        put_u32(&mut h, recv::DMA_RESID, length);
-        put_u32(&mut h, recv::DMA_CUR_SGE, 0);
-        put_u32(&mut h, recv::DMA_NUM_SGE, sges.len() as u32);
-        put_u32(&mut h, recv::DMA_SGE_OFFSET, 0);
-        let slot = self.q.slot(self.prod);
-        // SAFETY: the slot is elem_size() bytes in the mapping and new()
-        // checked it holds the header and max_sge SGEs (validate() bounds
-        // sges.len()); the kernel reads it only after the release below.
-        unsafe {
-            core::ptr::copy_nonoverlapping(h.as_ptr(), slot, recv::SGES);
-            for (i, s) in sges.iter().enumerate() {
-                let mut e = [0u8; SGE_SIZE];
-                put_u64(&mut e, 0, s.addr);
-                put_u32(&mut e, 8, s.length);
-                put_u32(&mut e, 12, s.lkey);
-                core::ptr::copy_nonoverlapping(
-                    e.as_ptr(),
-                    slot.add(recv::SGES + i * SGE_SIZE),
-                    SGE_SIZE,
-                );
-            }
-        }
+        let mut w = self.q.slot_mut(self.prod);
+        let elem_size = w.len();
+        let refused = |r: Refused| PostError::RingTooSmall {
+            elem_size,
+            need: r.end(),
+        };
+        // The whole header, reserved fields included, then the SGEs (new()
+        // checked that max_sge of them fit, validate() bounds the count).
+        // The kernel reads the slot only after the release store below.
+        let header = RxeRecvWqe {
+            wr_id,
+            reserved: 0,
+            padding: 0,
+            dma: RxeDmaInfo {
+                length,
+                resid: length,
+                cur_sge: 0,
+                num_sge: sges.len() as u32,
+                sge_offset: 0,
+                reserved: 0,
+            },
+        };
+        w.put(0, header).map_err(refused)?;
+        w.sges(HEADER, sges).map_err(refused)?;
         self.prod = next;
-        self.q.store_producer(next);
+        self.q.queue().store_producer(next);
         Ok(())
     }
 }

@@ -6,8 +6,9 @@
 //! makes rxe run its requester for this QP). One doorbell may cover a whole
 //! list of posts.
 
-use crate::queue::Queue;
-use crate::wqe::{send, Slot, SGE_SIZE};
+use crate::queue::{Queue, SlotRing};
+use crate::slot::{Refused, SlotMut};
+use crate::wqe::{send, SGE_SIZE};
 use crate::wr::{as_sges, AddressHandle, AhAddr, AsSge, SendOp, SendWr};
 use crate::PostError;
 
@@ -20,7 +21,7 @@ const HEADER: usize = send::PAYLOAD;
 /// The producer side of an rxe SQ.
 #[derive(Debug)]
 pub struct SendQueue {
-    q: Queue,
+    q: SlotRing<HEADER>,
     prod: u32,
     ssn: u32,
     max_sge: u32,
@@ -36,15 +37,15 @@ impl SendQueue {
     /// a corrupted header).
     pub fn new(q: Queue, max_sge: u32, max_inline: u32, ud: bool) -> Result<SendQueue, PostError> {
         let need = HEADER + (max_sge as usize * SGE_SIZE).max(max_inline as usize);
-        if q.elem_size() < need {
-            return Err(PostError::RingTooSmall {
-                elem_size: q.elem_size(),
-                need,
-            });
+        let elem_size = q.elem_size();
+        let too_small = PostError::RingTooSmall { elem_size, need };
+        if elem_size < need {
+            return Err(too_small);
         }
+        let q = SlotRing::new(q).map_err(|_| too_small)?;
         // Start where the ring is: a fresh QP's indices are 0, but taking
         // the header's value keeps us in step with the kernel either way.
-        let prod = q.load_producer();
+        let prod = q.queue().load_producer();
         Ok(SendQueue {
             q,
             prod,
@@ -57,12 +58,13 @@ impl SendQueue {
 
     /// Slots that can hold work requests (one of the ring's stays empty).
     pub fn capacity(&self) -> u32 {
-        self.q.mask()
+        self.q.queue().mask()
     }
 
     /// Work requests posted but not yet consumed by the kernel.
     pub fn outstanding(&self) -> u32 {
-        self.prod.wrapping_sub(self.q.load_consumer()) & self.q.mask()
+        let q = self.q.queue();
+        self.prod.wrapping_sub(q.load_consumer()) & q.mask()
     }
 
     /// Validates `wr` against the queue's limits without posting it, and
@@ -132,7 +134,17 @@ impl SendQueue {
     /// promise is what keeps the memory alive and unaliased while the
     /// device uses it).
     #[inline]
+    #[allow(unsafe_code)] // the declaration only: the body is safe code
     pub unsafe fn post<S: AsSge, A: AddressHandle>(
+        &mut self,
+        wr: &SendWr<'_, S, A>,
+    ) -> Result<(), PostError> {
+        self.post_checked(wr)
+    }
+
+    /// [`SendQueue::post`]: validate, build, publish.
+    #[inline(always)]
+    fn post_checked<S: AsSge, A: AddressHandle>(
         &mut self,
         wr: &SendWr<'_, S, A>,
     ) -> Result<(), PostError> {
@@ -144,106 +156,114 @@ impl SendQueue {
             },
             None => 0,
         };
-        let next = self.q.next(self.prod);
-        if next == self.q.load_consumer() {
+        let q = self.q.queue();
+        let next = q.next(self.prod);
+        if next == q.load_consumer() {
             return Err(PostError::QueueFull);
         }
-        let slot = self.q.slot(self.prod);
-        let inline = wr.inline.is_some();
-        let flags = wr.send_flags() | if inline { INLINE } else { 0 };
-        let opcode = wr.op.opcode();
-        let remote = wr.op.remote().unwrap_or_default();
-        // Immediates travel big-endian; the WQE holds them in wire order.
-        let imm = wr.op.imm().unwrap_or(0).to_be();
-        // Alignment: the base is 8-aligned (Queue::new checks), data starts
-        // at 384 and elem_size is a power of two >= 256, so the slot and
-        // every field offset below are naturally aligned. Plain stores
-        // suffice: the kernel reads the slot only after the release store
-        // of the producer index below.
-        // SAFETY: the slot is elem_size() bytes inside the mapping, which
-        // SendQueue::new checked holds HEADER + the largest valid payload.
-        unsafe {
-            let w = Slot(slot);
-            // Zero the opcode-specific union as rdma-core does, so that no
-            // field of another opcode carries a stale value from the slot's
-            // last use.
-            core::ptr::write_bytes(slot.add(send::WR_UNION), 0, send::WR_UNION_LEN);
-            w.u64(send::WR_ID, wr.wr_id);
-            w.u32(send::WR_RESERVED, 0);
-            w.u32(send::OPCODE, opcode);
-            w.u32(send::SEND_FLAGS, flags);
-            w.u32(send::EX_IMM, imm);
-            match wr.op {
-                SendOp::CompareSwap { compare, swap, .. } => {
-                    w.u64(send::ATOMIC_REMOTE_ADDR, remote.addr);
-                    w.u64(send::ATOMIC_COMPARE_ADD, compare);
-                    w.u64(send::ATOMIC_SWAP, swap);
-                    w.u32(send::ATOMIC_RKEY, remote.rkey);
-                }
-                SendOp::FetchAdd { add, .. } => {
-                    w.u64(send::ATOMIC_REMOTE_ADDR, remote.addr);
-                    w.u64(send::ATOMIC_COMPARE_ADD, add);
-                    w.u32(send::ATOMIC_RKEY, remote.rkey);
-                }
-                SendOp::Write(_) | SendOp::WriteWithImm(..) | SendOp::Read(_) => {
-                    w.u64(send::RDMA_REMOTE_ADDR, remote.addr);
-                    w.u32(send::RDMA_RKEY, remote.rkey);
-                }
-                SendOp::Send | SendOp::SendWithImm(_) => {
-                    if let Some(ud) = wr.ud {
-                        w.u32(send::UD_REMOTE_QPN, ud.remote_qpn);
-                        w.u32(send::UD_REMOTE_QKEY, ud.remote_qkey);
-                        w.u32(send::UD_AH_NUM, ah_num);
-                    }
-                }
-            }
-            // Posted state; the kernel's requester fills its own fields,
-            // which start from zero as in a fresh WQE.
-            w.u32(send::STATUS, 0);
-            w.u32(send::STATE, 0);
-            w.u64(send::IOVA, remote.addr);
-            w.u32(send::MASK, 0);
-            w.u32(send::FIRST_PSN, 0);
-            w.u32(send::LAST_PSN, 0);
-            w.u32(send::ACK_LENGTH, 0);
-            w.u32(send::SSN, self.ssn);
-            w.u32(send::HAS_RD_ATOMIC, 0);
-            w.u32(send::DMA_CUR_SGE, 0);
-            w.u32(send::DMA_SGE_OFFSET, 0);
-            w.u32(send::DMA_RESERVED, 0);
-            // The SGEs are copied and summed in one pass; the length
-            // checks come after, and a failure leaves the slot unpublished.
-            let total: u64 = match wr.inline {
-                None => {
-                    let sges = as_sges(wr.sges);
-                    w.u32(send::DMA_NUM_SGE, sges.len() as u32);
-                    let mut total = 0u64;
-                    for (i, s) in sges.iter().enumerate() {
-                        let off = HEADER + i * SGE_SIZE;
-                        w.u64(off, s.addr);
-                        w.u32(off + 8, s.length);
-                        w.u32(off + 12, s.lkey);
-                        total += s.length as u64;
-                    }
-                    total
-                }
-                Some(data) => {
-                    // rdma-core reports the caller's SGE count here; the
-                    // kernel's inline path reads only length/resid, so one
-                    // piece is the honest count.
-                    w.u32(send::DMA_NUM_SGE, 1);
-                    core::ptr::copy_nonoverlapping(data.as_ptr(), slot.add(HEADER), data.len());
-                    data.len() as u64
-                }
-            };
-            let length = check_length(wr, total)?;
-            w.u32(send::DMA_LENGTH, length);
-            w.u32(send::DMA_RESID, length);
-        }
+        let mut w = self.q.slot_mut(self.prod);
+        // SendQueue::new checked that every valid request fits a slot, so
+        // no store is refused; if one were, the WQE stays unpublished.
+        let elem_size = w.len();
+        let refused = |r: Refused| PostError::RingTooSmall {
+            elem_size,
+            need: r.end(),
+        };
+        let total = write_wqe(&mut w, wr, ah_num, self.ssn).map_err(refused)?;
+        // The length checks come after the copy, and a failure leaves the
+        // slot unpublished.
+        let length = check_length(wr, total)?;
+        w.u32(send::DMA_LENGTH, length).map_err(refused)?;
+        w.u32(send::DMA_RESID, length).map_err(refused)?;
         self.ssn = self.ssn.wrapping_add(1);
         self.prod = next;
-        self.q.store_producer(next);
+        self.q.queue().store_producer(next);
         Ok(())
+    }
+}
+
+/// Writes the send WQE for `wr` into `w`, all but `dma.length` and
+/// `dma.resid`, and returns the payload's total length (SGEs copied and
+/// summed in one pass).
+///
+/// Every offset is a constant inside `struct rxe_send_wqe` (`HEADER`
+/// bytes, which the slot was checked to hold), so those stores cannot be
+/// refused and cost no check; only the payload's is checked. Plain stores
+/// suffice: the kernel reads the slot only after the release store of the
+/// producer index.
+#[inline(always)]
+fn write_wqe<S: AsSge, A>(
+    w: &mut SlotMut<'_, HEADER>,
+    wr: &SendWr<'_, S, A>,
+    ah_num: u32,
+    ssn: u32,
+) -> Result<u64, Refused> {
+    let inline = wr.inline.is_some();
+    let flags = wr.send_flags() | if inline { INLINE } else { 0 };
+    let opcode = wr.op.opcode();
+    let remote = wr.op.remote().unwrap_or_default();
+    // Immediates travel big-endian; the WQE holds them in wire order.
+    let imm = wr.op.imm().unwrap_or(0).to_be();
+    // Zero the opcode-specific union as rdma-core does, so that no field
+    // of another opcode carries a stale value from the slot's last use.
+    w.zero(send::WR_UNION, send::WR_UNION_LEN)?;
+    w.u64(send::WR_ID, wr.wr_id)?;
+    w.u32(send::WR_RESERVED, 0)?;
+    w.u32(send::OPCODE, opcode)?;
+    w.u32(send::SEND_FLAGS, flags)?;
+    w.u32(send::EX_IMM, imm)?;
+    match wr.op {
+        SendOp::CompareSwap { compare, swap, .. } => {
+            w.u64(send::ATOMIC_REMOTE_ADDR, remote.addr)?;
+            w.u64(send::ATOMIC_COMPARE_ADD, compare)?;
+            w.u64(send::ATOMIC_SWAP, swap)?;
+            w.u32(send::ATOMIC_RKEY, remote.rkey)?;
+        }
+        SendOp::FetchAdd { add, .. } => {
+            w.u64(send::ATOMIC_REMOTE_ADDR, remote.addr)?;
+            w.u64(send::ATOMIC_COMPARE_ADD, add)?;
+            w.u32(send::ATOMIC_RKEY, remote.rkey)?;
+        }
+        SendOp::Write(_) | SendOp::WriteWithImm(..) | SendOp::Read(_) => {
+            w.u64(send::RDMA_REMOTE_ADDR, remote.addr)?;
+            w.u32(send::RDMA_RKEY, remote.rkey)?;
+        }
+        SendOp::Send | SendOp::SendWithImm(_) => {
+            if let Some(ud) = wr.ud {
+                w.u32(send::UD_REMOTE_QPN, ud.remote_qpn)?;
+                w.u32(send::UD_REMOTE_QKEY, ud.remote_qkey)?;
+                w.u32(send::UD_AH_NUM, ah_num)?;
+            }
+        }
+    }
+    // Posted state; the kernel's requester fills its own fields, which
+    // start from zero as in a fresh WQE.
+    w.u32(send::STATUS, 0)?;
+    w.u32(send::STATE, 0)?;
+    w.u64(send::IOVA, remote.addr)?;
+    w.u32(send::MASK, 0)?;
+    w.u32(send::FIRST_PSN, 0)?;
+    w.u32(send::LAST_PSN, 0)?;
+    w.u32(send::ACK_LENGTH, 0)?;
+    w.u32(send::SSN, ssn)?;
+    w.u32(send::HAS_RD_ATOMIC, 0)?;
+    w.u32(send::DMA_CUR_SGE, 0)?;
+    w.u32(send::DMA_SGE_OFFSET, 0)?;
+    w.u32(send::DMA_RESERVED, 0)?;
+    match wr.inline {
+        None => {
+            let sges = as_sges(wr.sges);
+            w.u32(send::DMA_NUM_SGE, sges.len() as u32)?;
+            w.sges(send::PAYLOAD, sges)
+        }
+        Some(data) => {
+            // rdma-core reports the caller's SGE count here; the kernel's
+            // inline path reads only length/resid, so one piece is the
+            // honest count.
+            w.u32(send::DMA_NUM_SGE, 1)?;
+            w.bytes(send::PAYLOAD, data)?;
+            Ok(data.len() as u64)
+        }
     }
 }
 

@@ -2,8 +2,8 @@
 //! random sequences of posts and consumes across many wraps.
 
 use crate::queue::testing::FakeRing;
-use crate::queue::{CONSUMER_OFFSET, DATA_OFFSET, PRODUCER_OFFSET};
-use crate::wqe::{get_u32, get_u64, recv, send, WC_SIZE};
+use crate::queue::{CONSUMER_OFFSET, DATA_OFFSET, INDEX_MASK_OFFSET, PRODUCER_OFFSET};
+use crate::wqe::{get_u32, get_u64, recv, send, wc, WC_SIZE};
 use crate::*;
 use proptest::prelude::*;
 
@@ -18,7 +18,7 @@ const RDMA_WRITE_WITH_IMM: u32 = 1;
 
 /// The kernel's consumer: reads slot `cons`, advances the consumer index.
 fn kernel_consume(r: &mut FakeRing, elem: usize) -> Vec<u8> {
-    let mask = r.get_u32(4);
+    let mask = r.get_u32(INDEX_MASK_OFFSET);
     let cons = r.get_u32(CONSUMER_OFFSET);
     assert_ne!(
         cons,
@@ -213,8 +213,8 @@ proptest! {
                 let cons = r.get_u32(CONSUMER_OFFSET);
                 if (prod + 1) & 7 == cons { break; } // the kernel's full check
                 let off = DATA_OFFSET + prod as usize * 64;
-                r.set_u32(off, produced as u32);
-                r.set_u32(off + 8, 5); // status
+                r.set_u32(off + wc::WR_ID, produced as u32);
+                r.set_u32(off + wc::STATUS, WcStatus::WR_FLUSH_ERR.0);
                 r.set_u32(PRODUCER_OFFSET, (prod + 1) & 7);
                 produced += 1;
             }

@@ -91,42 +91,8 @@ pub mod wc {
     pub const PORT_NUM: usize = offset_of!(IbUverbsWc, port_num);
 }
 
-/// A WQE slot in a ring, written field by field.
-#[derive(Clone, Copy)]
-pub(crate) struct Slot(pub(crate) *mut u8);
-
-impl Slot {
-    /// # Safety
-    /// `off..off + 4` is inside the slot and 4-byte aligned.
-    #[inline(always)]
-    pub(crate) unsafe fn u32(self, off: usize, v: u32) {
-        debug_assert_eq!((self.0 as usize + off) % 4, 0);
-        // SAFETY: the caller's contract.
-        unsafe { self.0.add(off).cast::<u32>().write(v) }
-    }
-
-    /// # Safety
-    /// `off..off + 8` is inside the slot and 8-byte aligned.
-    #[inline(always)]
-    pub(crate) unsafe fn u64(self, off: usize, v: u64) {
-        debug_assert_eq!((self.0 as usize + off) % 8, 0);
-        // SAFETY: the caller's contract.
-        unsafe { self.0.add(off).cast::<u64>().write(v) }
-    }
-}
-
-/// Stores `v` at `off` of a little scratch buffer (native endianness, as the
-/// kernel reads these structs).
-#[inline(always)]
-pub(crate) fn put_u32(buf: &mut [u8], off: usize, v: u32) {
-    buf[off..off + 4].copy_from_slice(&v.to_ne_bytes());
-}
-
-#[inline(always)]
-pub(crate) fn put_u64(buf: &mut [u8], off: usize, v: u64) {
-    buf[off..off + 8].copy_from_slice(&v.to_ne_bytes());
-}
-
+/// Reads the `u32` at `off` of a copied-out entry (native endianness, as
+/// the kernel writes these structs).
 #[inline(always)]
 pub(crate) fn get_u32(buf: &[u8], off: usize) -> u32 {
     let mut b = [0u8; 4];
