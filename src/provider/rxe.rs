@@ -20,8 +20,9 @@ use rverbs_types::{as_sges, AddressHandle, AhAddr, RecvWr, SendWr};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use uverbs_abi::ioctl::RdmaDriverId;
+use uverbs_abi::rxe::{self, Mminfo};
 use uverbs_abi::verbs as v;
-use zerocopy::FromBytes;
+use zerocopy::{FromZeros, IntoBytes};
 
 /// The driver ABI versions rverbs speaks (`RXE_UVERBS_ABI_VERSION` 2;
 /// 1 differs only in what rverbs does not use).
@@ -52,24 +53,15 @@ pub(crate) fn open(fd: OwnedFd, path: CommandPath) -> Result<(Arc<Dev>, Opened, 
     Ok((dev, opened, super::Ctx::Rxe))
 }
 
-/// Reads `struct mminfo { u64 offset; u32 size; u32 pad; }` from udata.
-fn mminfo(b: &[u8]) -> Result<(u64, usize)> {
-    let offset = u64::read_from_prefix(b).map(|(v, _)| v).unwrap_or(0);
-    let size = b
-        .get(8..12)
-        .and_then(|s| u32::read_from_bytes(s).ok())
-        .unwrap_or(0);
-    if size == 0 {
-        return Err(Error::bad_answer("driver returned an empty queue mapping"));
-    }
-    Ok((offset, size as usize))
-}
-
 /// Maps the ring `mi` describes and checks its geometry for `elem` bytes
 /// per slot.
-fn map_ring(dev: &Dev, what: &'static str, mi: &[u8], elem: usize) -> Result<(Queue, Mapping)> {
-    let (offset, size) = mminfo(mi)?;
-    let map = Mapping::shared(dev.fd.as_fd(), what, size, offset)?;
+fn map_ring(dev: &Dev, what: &'static str, mi: &Mminfo, elem: usize) -> Result<(Queue, Mapping)> {
+    if mi.size == 0 {
+        return Err(Error::bad_answer(format!(
+            "{what}: the driver returned an empty queue mapping"
+        )));
+    }
+    let map = Mapping::shared(dev.fd.as_fd(), what, mi.size as usize, mi.offset)?;
     // SAFETY: the mapping is `size` bytes, page aligned, and is returned
     // with the Queue: every owner keeps both together and drops the Queue
     // first (the kernel's own ring memory stays valid for the kernel
@@ -86,12 +78,12 @@ pub(crate) struct CqRing {
 }
 
 pub(crate) fn create_cq(dev: &Arc<Dev>, req: &CqRequest) -> Result<CqParts> {
-    let mut udata = [0u8; 16]; // struct rxe_create_cq_resp { struct mminfo mi; }
-    let (handle, cqe) = cmd::cq::create(dev, req, &[], &mut udata)?;
+    let mut udata = rxe::RxeCreateCqResp::new_zeroed();
+    let (handle, cqe) = cmd::cq::create(dev, req, &[], udata.as_mut_bytes())?;
     let (q, map) = map_ring(
         dev,
         "mmap of the CQ ring",
-        &udata,
+        &udata.mi,
         provider_rxe::wqe::WC_SIZE,
     )?;
     Ok(CqParts {
@@ -118,12 +110,12 @@ impl CqRing {
     /// `RESIZE_CQ`: rxe moves the completions not yet polled into a new
     /// ring, which we map in place of the old one.
     pub(crate) fn resize(&mut self, dev: &Dev, cq: u32, cqe: u32) -> Result<u32> {
-        let mut udata = [0u8; 16]; // struct rxe_resize_cq_resp { struct mminfo mi; }
-        let granted = cmd::cq::resize(dev, cq, cqe, &mut udata)?;
+        let mut udata = rxe::RxeResizeCqResp::new_zeroed();
+        let granted = cmd::cq::resize(dev, cq, cqe, udata.as_mut_bytes())?;
         let (q, map) = map_ring(
             dev,
             "mmap of the resized CQ ring",
-            &udata,
+            &udata.mi,
             provider_rxe::wqe::WC_SIZE,
         )?;
         // The kernel no longer touches the old ring: it is unmapped here.
@@ -149,19 +141,19 @@ pub(crate) struct Rq {
 }
 
 pub(crate) fn create_qp(dev: &Arc<Dev>, init: &QpInit<'_>) -> Result<QpParts> {
-    let mut udata = [0u8; 32]; // struct rxe_create_qp_resp { rq_mi, sq_mi }
+    let mut udata = rxe::RxeCreateQpResp::new_zeroed();
     let mut req = init.cmd;
     if init.srq.is_some() {
         req.caps.max_recv_wr = 0;
     }
-    let created = cmd::qp::create(dev, &req, &[], &mut udata)?;
+    let created = cmd::qp::create(dev, &req, &[], udata.as_mut_bytes())?;
     let caps = created.caps;
     let bad =
         |what: &str, e: &dyn std::fmt::Display| Error::bad_answer(format!("CREATE_QP {what}: {e}"));
     let (sq_q, sq_map) = map_ring(
         dev,
         "mmap of the SQ ring",
-        &udata[16..],
+        &udata.sq_mi,
         provider_rxe::wqe::send::PAYLOAD,
     )?;
     let ud = init.qp_type == QpType::Ud;
@@ -174,7 +166,7 @@ pub(crate) fn create_qp(dev: &Arc<Dev>, init: &QpInit<'_>) -> Result<QpParts> {
             let (rq_q, rq_map) = map_ring(
                 dev,
                 "mmap of the RQ ring",
-                &udata[..16],
+                &udata.rq_mi,
                 provider_rxe::wqe::recv::SGES,
             )?;
             let rq = RecvQueue::new(rq_q, caps.max_recv_sge).map_err(|e| bad("RQ ring", &e))?;
@@ -196,12 +188,12 @@ pub(crate) fn create_qp(dev: &Arc<Dev>, init: &QpInit<'_>) -> Result<QpParts> {
 }
 
 pub(crate) fn create_srq(dev: &Arc<Dev>, req: &SrqRequest) -> Result<SrqParts> {
-    let mut udata = [0u8; 24]; // struct rxe_create_srq_resp { mi; srq_num; reserved; }
-    let (handle, resp) = cmd::srq::create(dev, req, &[], &mut udata)?;
+    let mut udata = rxe::RxeCreateSrqResp::new_zeroed();
+    let (handle, resp) = cmd::srq::create(dev, req, &[], udata.as_mut_bytes())?;
     let (q, map) = map_ring(
         dev,
         "mmap of the SRQ ring",
-        &udata[..16],
+        &udata.mi,
         provider_rxe::wqe::recv::SGES,
     )?;
     let rq = RecvQueue::new(q, resp.max_sge)
@@ -219,15 +211,17 @@ pub(crate) fn create_srq(dev: &Arc<Dev>, req: &SrqRequest) -> Result<SrqParts> {
 /// mmap_info_addr; }` as udata on every modify, and writes there only when
 /// resizing.
 pub(crate) fn modify_srq(dev: &Dev, srq: u32, mask: u32, limit: u32) -> Result<()> {
-    let mut mi = [0u64; 2];
-    let udata = (mi.as_mut_ptr() as u64).to_ne_bytes();
-    cmd::srq::modify(dev, srq, mask, limit, &udata)
+    let mut mi = Mminfo::new_zeroed();
+    let udata = rxe::RxeModifySrqCmd {
+        mmap_info_addr: mi.as_mut_bytes().as_mut_ptr() as u64,
+    };
+    cmd::srq::modify(dev, srq, mask, limit, udata.as_bytes())
 }
 
 pub(crate) fn create_ah(dev: &Arc<Dev>, pd: u32, attr: &v::IbUverbsAhAttr) -> Result<AhParts> {
-    let mut udata = [0u8; 8]; // struct rxe_create_ah_resp { ah_num; reserved; }
-    let handle = cmd::ah::create(dev, pd, attr, &mut udata)?;
-    let ah_num = u32::from_ne_bytes([udata[0], udata[1], udata[2], udata[3]]);
+    let mut udata = rxe::RxeCreateAhResp::new_zeroed();
+    let handle = cmd::ah::create(dev, pd, attr, udata.as_mut_bytes())?;
+    let ah_num = udata.ah_num;
     if ah_num == 0 {
         // Kernels before 5.10 gave no AH number and expected the AV in
         // every WQE; rverbs supports only the numbered form.
