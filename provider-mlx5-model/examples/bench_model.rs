@@ -12,16 +12,15 @@
 //! Not a test: it asserts only that every write landed and completed, so
 //! that a broken build cannot report a cheap-looking number.
 
-use provider_mlx5::wr::Payload;
 use provider_mlx5::{
-    Completion, CompletionQueue, QpQueues, Remote, SendOp, SendQueue, SendWr, Sge, Status,
+    AhAddr, CompletionQueue, QpQueues, Remote, SendOp, SendQueue, SendWr, Sge, Wc, WcStatus,
 };
 use provider_mlx5_model::harness::{Pair, PairCfg};
 
 /// Builds one WQE into the SQ ring and rings the doorbell (BlueFlame or
 /// the 8-byte doorbell, as the provider decides).
 #[inline(never)]
-fn bench_post(sq: &mut SendQueue, wr: &SendWr<'_>) {
+fn bench_post(sq: &mut SendQueue, wr: &SendWr<'_, Sge, AhAddr>) {
     // SAFETY: the SGE names the model's registered region, which outlives
     // the queue (the Pair owns both).
     if let Err(e) = unsafe { sq.post(wr) } {
@@ -30,9 +29,10 @@ fn bench_post(sq: &mut SendQueue, wr: &SendWr<'_>) {
     sq.ring();
 }
 
-/// Polls one CQE and resolves it to its work request.
+/// Polls one CQE, resolves it to its work request and decodes it into a
+/// `Wc`.
 #[inline(never)]
-fn bench_poll(cq: &mut CompletionQueue, qs: &mut [QpQueues<'_>], out: &mut [Completion]) -> usize {
+fn bench_poll(cq: &mut CompletionQueue, qs: &mut [QpQueues<'_>], out: &mut [Wc]) -> usize {
     match cq.poll(qs, out) {
         Ok(n) => n,
         Err(e) => panic!("bad CQE: {e:?}"),
@@ -46,7 +46,7 @@ fn main() {
         .unwrap_or(1000);
     let mut p = Pair::new(PairCfg::default());
     let (qa, qb) = (p.qpn(p.a), p.qpn(p.b));
-    let mut out = [Completion::default(); 1];
+    let mut out = [Wc::default(); 1];
     for i in 0..iters {
         let stamp = (i as u8).wrapping_mul(13).wrapping_add(1);
         p.write(p.a_mr, 0, &[stamp; 64]);
@@ -59,7 +59,7 @@ fn main() {
             addr: p.addr(p.b_mr, 128),
             rkey: p.rkey(p.b_mr),
         };
-        let wr = SendWr::new(i, SendOp::Write { remote }, Payload::Sges(&sge));
+        let wr = SendWr::new(i, SendOp::Write(remote), &sge);
         bench_post(&mut p.a_sq, &wr);
         // The device consumes the WQE and writes the CQE: not counted.
         p.dev.process();
@@ -80,7 +80,7 @@ fn main() {
         };
         assert_eq!(n, 1, "iteration {i}: no completion");
         assert_eq!(out[0].wr_id, i, "iteration {i}: wrong wr_id");
-        assert_eq!(out[0].status, Status::Success, "iteration {i}");
+        assert_eq!(out[0].status, WcStatus::SUCCESS, "iteration {i}");
         assert_eq!(
             p.read(p.b_mr, 128, 64),
             vec![stamp; 64],

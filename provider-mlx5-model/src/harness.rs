@@ -3,9 +3,7 @@
 
 use crate::mem::access;
 use crate::{Device, RecvSide};
-use provider_mlx5::{
-    BadCqe, Completion, CompletionQueue, QpQueues, RecvQueue, RecvTarget, SendQueue,
-};
+use provider_mlx5::{BadCqe, CompletionQueue, QpQueues, RecvQueue, RecvTarget, SendQueue, Wc};
 
 /// Sizes of a [`Pair`].
 #[derive(Debug, Clone, Copy)]
@@ -107,7 +105,7 @@ impl Pair {
     }
 
     /// Polls at most `max` completions.
-    pub fn poll(&mut self, max: usize) -> Result<Vec<Completion>, BadCqe> {
+    pub fn poll(&mut self, max: usize) -> Result<Vec<Wc>, BadCqe> {
         let (qa, qb) = (self.qpn(self.a), self.qpn(self.b));
         let mut qs = [
             QpQueues {
@@ -121,14 +119,14 @@ impl Pair {
                 rq: Some(RecvTarget::Rq(self.b_rq.records())),
             },
         ];
-        let mut out = vec![Completion::default(); max];
+        let mut out = vec![Wc::default(); max];
         let n = self.cq.poll(&mut qs[..], &mut out)?;
         out.truncate(n);
         Ok(out)
     }
 
     /// Polls until the CQ is empty.
-    pub fn drain(&mut self) -> Vec<Completion> {
+    pub fn drain(&mut self) -> Vec<Wc> {
         let mut all = Vec::new();
         loop {
             let got = self.poll(4).expect("no bad CQEs");

@@ -10,7 +10,8 @@
 //!
 //! Trust: the ring is written by the device. Each CQE is copied out with
 //! volatile reads after the ownership check and a [`barrier::from_device`];
-//! the QP number it names is resolved by the caller ([`WorkQueues`]) and its
+//! the QP number it names is resolved through a [`WorkQueues`] (a CQ's
+//! [`crate::registry`], or a fixed list of [`QpQueues`]) and its
 //! `wqe_counter` is masked and checked by the owning queue, so a corrupt
 //! CQE yields a [`BadCqe`], never an out-of-bounds access or a second
 //! completion of one request.
@@ -19,7 +20,7 @@
 use crate::barrier;
 use crate::cqe::{cqe_opcode, op_own, Cqe64, CQE64_SIZE};
 use crate::records::{RecvRecords, SendRecords, SrqRecords};
-use crate::wc::{decode, BadCqe, Completion};
+use crate::wc::{decode, BadCqe, Wc};
 use crate::LayoutError;
 use core::ptr::NonNull;
 use zerocopy::FromBytes;
@@ -57,7 +58,9 @@ impl RecvTarget<'_> {
 /// Finds the records of the queues a CQE's QP number (and SRQ number /
 /// user index, as the CQE carries it) refer to. A CQ may serve many QPs.
 /// The records are shared with the posting side ([`crate::records`]), so
-/// the poller needs no access to the queues themselves.
+/// the poller needs no access to the queues themselves. A CQ's
+/// [`crate::Poller`] resolves through its [`crate::Registry`]; tests and
+/// single-threaded users can pass [`QpQueues`].
 pub trait WorkQueues {
     /// The send queue of QP `qpn`.
     fn send_queue(&mut self, qpn: u32, srqn_uidx: u32) -> Option<&SendRecords>;
@@ -237,7 +240,9 @@ impl CompletionQueue {
     }
 
     /// Polls up to `out.len()` completions, oldest first, resolving each to
-    /// its request through `wqs`, and returns how many were written.
+    /// its request through `wqs` and decoding it into a [`Wc`] in place,
+    /// and returns how many were written (entries after those may have
+    /// been overwritten too).
     ///
     /// A CQE that resolves to no outstanding request ends the batch: if it
     /// is the first, it is consumed and returned as the error; otherwise
@@ -246,7 +251,7 @@ impl CompletionQueue {
     pub fn poll<Q: WorkQueues + ?Sized>(
         &mut self,
         wqs: &mut Q,
-        out: &mut [Completion],
+        out: &mut [Wc],
     ) -> Result<usize, BadCqe> {
         let start = self.ci;
         let mut n = 0;
@@ -254,8 +259,8 @@ impl CompletionQueue {
         while n < out.len() {
             let Some(cqe) = self.peek() else { break };
             wqs.at(self.ci);
-            match decode(&cqe, wqs) {
-                Ok(c) => out[n] = c,
+            match decode(&cqe, wqs, &mut out[n]) {
+                Ok(()) => {}
                 Err(e) => {
                     if n == 0 {
                         self.ci = self.ci.wrapping_add(1);

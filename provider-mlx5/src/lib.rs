@@ -12,11 +12,21 @@
 //!   a 64-bit doorbell or BlueFlame copy to write-combining MMIO, flush).
 //! - [`RecvQueue`] / [`SharedRecvQueue`]: scatter lists, the RCV (or SRQ)
 //!   doorbell record; the SRQ keeps its free list of WQEs.
-//! - [`CompletionQueue`]: CQEs taken by the owner-bit rule, decoded into
-//!   [`Completion`]s whose wr_ids come from the owning queue's records
-//!   (through [`WorkQueues`]), the SET_CI record, and arming. The records
-//!   ([`records`]) are shared between the posting queue and the poller on
-//!   atomics, so a QP and its CQ can be driven from different threads.
+//! - [`CompletionQueue`]: CQEs taken by the owner-bit rule, decoded
+//!   straight into the vocabulary's [`Wc`]s ([`wc`]) whose wr_ids come from
+//!   the owning queue's records (through [`WorkQueues`]), the SET_CI
+//!   record, and arming. The records ([`records`]) are shared between the
+//!   posting queue and the poller on atomics, so a QP and its CQ can be
+//!   driven from different threads.
+//! - [`registry`]: a CQ's table of the QPs on it ([`Registry`]) and the
+//!   [`Poller`] that resolves CQEs against it without a lock, including
+//!   those of QPs destroyed with completions still in the ring.
+//!
+//! Work requests and completions are the verbs vocabulary of
+//! `rverbs-types` ([`wr`], [`wc`]), which the safe API posts and reads as
+//! they are: [`SendQueue::post`] takes a [`SendWr`] over any SGE-shaped
+//! elements and any address handle carrying an mlx5 address vector. The
+//! mlx5 NOP, not an IB verb, is [`SendQueue::post_nop`].
 //!
 //! The barriers between those steps are named for their purpose
 //! ([`barrier`]), after rdma-core's `udma_barrier.h`.
@@ -35,7 +45,7 @@
 //! yields a wr_id. Indices this crate owns never live in shared memory.
 //!
 //! Not supported: scatter-to-CQE (create QPs without
-//! `MLX5_QP_FLAG_SCATTER_CQE`; such CQEs are reported as
+//! `MLX5_QP_FLAG_SCATTER_CQE`; such CQEs complete with `GENERAL_ERR`,
 //! [`Status::ScatteredToCqe`]), WQE signatures, memory-window and UMR work
 //! requests, send-with-invalidate, XRC, DC, raw packet QPs, CQE compression,
 //! CQ resize, the SRQ wait queue rdma-core keeps for ODP page faults,
@@ -62,6 +72,7 @@ pub mod barrier;
 pub mod cq;
 pub mod cqe;
 pub mod records;
+pub mod registry;
 pub mod rq;
 pub mod seg;
 pub mod setup;
@@ -74,11 +85,13 @@ pub mod wr;
 pub use cq::{CompletionQueue, CqConfig, CqScan, QpQueues, RecvTarget, WorkQueues};
 pub use cqe::Status;
 pub use records::{RecvRecords, SendRecords, SendRetired, SrqRecords};
+pub use registry::{next_id, Poller, QpEntry, RecvRecs, Registry};
 pub use rq::RecvQueue;
 pub use sq::{SendQueue, SqConfig};
 pub use srq::SharedRecvQueue;
-pub use wc::{BadCqe, Completion, WcFlags, WcOpcode};
-pub use wr::{Payload, Remote, SendFlags, SendOp, SendWr, Sge, UdDest};
+pub use wc::{BadCqe, Wc, WcFlags, WcOpcode, WcStatus};
+pub use wqe::Plan;
+pub use wr::{AddressHandle, AhAddr, AsSge, RecvWr, Remote, SendOp, SendWr, Sge, Ud};
 
 /// The transport of a QP, which decides the segments its send WQEs carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,13 +123,17 @@ pub enum PostError {
         /// The QP's limit.
         max: u32,
     },
-    /// Inline payloads are for SEND and RDMA WRITE only.
+    /// Inline payloads are for SEND and RDMA WRITE only (an empty one is
+    /// taken anywhere but on atomics).
     InlineNotAllowed {
         /// The mlx5 opcode.
         opcode: u8,
     },
-    /// A NOP carries no payload.
-    PayloadNotAllowed,
+    /// Both inline data and SGEs were given.
+    InlineAndSges,
+    /// The UD destination's address handle was not made by mlx5 (it
+    /// carries no address vector).
+    ForeignAddressHandle,
     /// The total length exceeds 2^31 bytes.
     TooLong {
         /// The total.
@@ -154,7 +171,10 @@ impl core::fmt::Display for PostError {
             PostError::InlineNotAllowed { opcode } => {
                 write!(f, "opcode {opcode:#x} cannot carry inline data")
             }
-            PostError::PayloadNotAllowed => write!(f, "a NOP carries no payload"),
+            PostError::InlineAndSges => write!(f, "both inline data and SGEs given"),
+            PostError::ForeignAddressHandle => {
+                write!(f, "the address handle was not made on an mlx5 device")
+            }
             PostError::TooLong { length } => write!(f, "total length {length} exceeds 2^31"),
             PostError::BadAtomic => write!(
                 f,

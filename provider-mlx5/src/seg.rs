@@ -14,6 +14,7 @@
 //! `tests/golden.rs`, together with the bytes each constructor produces
 //! against `mlx5dv.h`'s own static-inline setters).
 
+use rverbs_types::AhAddr;
 use zerocopy::byteorder::big_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
@@ -374,6 +375,13 @@ impl DatagramSeg {
         self.key = U64::new((qkey as u64) << 32);
         self.dqp_dct = U32::new(remote_qpn | EXTENDED_UD_AV);
         self
+    }
+
+    /// This address vector as an address handle's address
+    /// ([`AhAddr::Vector`]), the form UD sends read it in
+    /// ([`crate::SendQueue::post`]).
+    pub fn ah_addr(&self) -> AhAddr {
+        AhAddr::Vector(zerocopy::transmute!(*self))
     }
 }
 

@@ -20,9 +20,9 @@
 
 use crate::barrier;
 use crate::records::{SendRecords, SendRetired};
-use crate::seg::{fm_ce_se, CtrlSeg, OCTOWORD, WQEBB};
+use crate::seg::{fm_ce_se, opcode, CtrlSeg, DatagramSeg, OCTOWORD, WQEBB};
 use crate::wqe::{self, Cursor, Limits, Plan};
-use crate::wr::{SendFlags, SendWr};
+use crate::wr::{mlx5_opcode, AddressHandle, AhAddr, AsSge, SendWr};
 use crate::{LayoutError, PostError, QpType};
 use core::ptr::NonNull;
 use std::sync::Arc;
@@ -160,8 +160,34 @@ impl SendQueue {
     }
 
     /// Validates `wr` against the QP and sizes its WQE, without posting.
-    pub fn plan(&self, wr: &SendWr<'_>) -> Result<Plan, PostError> {
-        wqe::plan(&self.limits, wr)
+    #[inline]
+    pub fn plan<S: AsSge, A: AddressHandle>(
+        &self,
+        wr: &SendWr<'_, S, A>,
+    ) -> Result<Plan, PostError> {
+        self.check(wr).map(|(plan, _)| plan)
+    }
+
+    /// Every check of `wr`, and its UD address vector finished for this
+    /// send (the address handle's [`AhAddr::Vector`]; an AH number is
+    /// another provider's).
+    #[inline(always)]
+    fn check<S: AsSge, A: AddressHandle>(
+        &self,
+        wr: &SendWr<'_, S, A>,
+    ) -> Result<(Plan, Option<DatagramSeg>), PostError> {
+        let plan = wqe::plan(&self.limits, wr)?;
+        let av = match wr.ud {
+            None => None,
+            Some(u) => match u.ah.address() {
+                AhAddr::Vector(bytes) => {
+                    let av: DatagramSeg = zerocopy::transmute!(*bytes);
+                    Some(av.for_ud(u.remote_qpn, u.remote_qkey))
+                }
+                AhAddr::Number(_) => return Err(PostError::ForeignAddressHandle),
+            },
+        };
+        Ok((plan, av))
     }
 
     /// Builds the WQE for `wr` in the ring. Nothing reaches the device until
@@ -173,46 +199,89 @@ impl SendQueue {
     /// with the device reading it (or, for READ and atomics, writing it),
     /// until the request completes.
     #[inline]
-    pub unsafe fn post(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
-        let plan = self.plan(wr)?;
+    pub unsafe fn post<S: AsSge, A: AddressHandle>(
+        &mut self,
+        wr: &SendWr<'_, S, A>,
+    ) -> Result<(), PostError> {
+        let (plan, av) = self.check(wr)?;
+        if plan.bbs > self.free_wqebbs() {
+            return Err(PostError::QueueFull);
+        }
+        let start = self.cur_post;
+        let op = mlx5_opcode(&wr.op);
+        let ctrl = CtrlSeg::new(
+            start as u16,
+            op,
+            0,
+            self.cfg.qpn,
+            self.fm_ce_se(wr.signaled, wr.solicited, wr.fence),
+            plan.ds as u8,
+            0,
+            wr.op.imm().unwrap_or(0),
+        );
+        let mut cur = self.cursor(start);
+        wqe::write(&mut cur, &ctrl, wr, av.as_ref());
+        self.posted(start, plan, wr.wr_id, op);
+        Ok(())
+    }
+
+    /// Builds a NOP (`MLX5_OPCODE_NOP`: a WQE of one control segment that
+    /// only completes, not an IB verb) — useful to retire a run of
+    /// unsignaled WQEs. Its completion's opcode is [`crate::wc::NOP`].
+    /// Nothing reaches the device until [`SendQueue::ring`].
+    #[inline]
+    pub fn post_nop(&mut self, wr_id: u64, signaled: bool) -> Result<(), PostError> {
+        let plan = Plan::NOP;
         if plan.bbs > self.free_wqebbs() {
             return Err(PostError::QueueFull);
         }
         let start = self.cur_post;
         let ctrl = CtrlSeg::new(
             start as u16,
-            wr.op.opcode(),
+            opcode::NOP,
             0,
             self.cfg.qpn,
-            self.fm_ce_se(wr.flags),
+            self.fm_ce_se(signaled, false, false),
             plan.ds as u8,
             0,
-            wr.op.imm(),
+            0,
         );
-        let len = self.ring_len();
-        let off = (start as usize) * WQEBB;
-        // SAFETY: new()'s contract makes buf..buf+len ours to write, and
-        // check_layout made len a power of two; the WQE fits in the free
-        // blocks (checked above), so it overwrites no posted WQE.
-        let mut cur = unsafe { Cursor::new(self.buf.as_ptr(), len, off) };
-        wqe::write(&mut cur, &ctrl, wr);
-        self.records
-            .record(start, plan.bbs, wr.wr_id, wr.op.opcode());
-        self.cur_post = start.wrapping_add(plan.bbs);
-        self.pending += 1;
-        self.last = (start, plan);
+        self.cursor(start).put(&ctrl);
+        self.posted(start, plan, wr_id, opcode::NOP);
         Ok(())
     }
 
-    fn fm_ce_se(&self, flags: SendFlags) -> u8 {
+    /// A write position at block `start`, which must begin free blocks
+    /// enough for the WQE to be written.
+    #[inline(always)]
+    fn cursor(&mut self, start: u32) -> Cursor {
+        let len = self.ring_len();
+        let off = (start as usize) * WQEBB;
+        // SAFETY: new()'s contract makes buf..buf+len ours to write, and
+        // check_layout made len a power of two; the callers checked that
+        // the WQE fits in the free blocks, so it overwrites no posted WQE.
+        unsafe { Cursor::new(self.buf.as_ptr(), len, off) }
+    }
+
+    /// Records the WQE just written at `start` and moves past it.
+    #[inline(always)]
+    fn posted(&mut self, start: u32, plan: Plan, wr_id: u64, op: u8) {
+        self.records.record(start, plan.bbs, wr_id, op);
+        self.cur_post = start.wrapping_add(plan.bbs);
+        self.pending += 1;
+        self.last = (start, plan);
+    }
+
+    #[inline(always)]
+    fn fm_ce_se(&self, signaled: bool, solicited: bool, fence: bool) -> u8 {
         let mut v = 0;
-        if flags.contains(SendFlags::SIGNALED) || self.cfg.sig_all {
+        if signaled || self.cfg.sig_all {
             v |= fm_ce_se::CQ_UPDATE;
         }
-        if flags.contains(SendFlags::SOLICITED) {
+        if solicited {
             v |= fm_ce_se::SOLICITED;
         }
-        if flags.contains(SendFlags::FENCE) {
+        if fence {
             v |= fm_ce_se::FENCE;
         }
         v

@@ -10,7 +10,7 @@
 use crate::seg::{
     AtomicSeg, CtrlSeg, DataSeg, DatagramSeg, InlineSeg, RaddrSeg, MAX_DS, OCTOWORD, WQEBB,
 };
-use crate::wr::{Payload, SendOp, SendWr};
+use crate::wr::{as_sges, mlx5_opcode, AsSge, SendOp, SendWr, Sge};
 use crate::{PostError, QpType};
 use zerocopy::{Immutable, IntoBytes};
 
@@ -25,6 +25,15 @@ pub struct Plan {
     pub inline: bool,
 }
 
+impl Plan {
+    /// A NOP: the control segment alone.
+    pub(crate) const NOP: Plan = Plan {
+        ds: 1,
+        bbs: 1,
+        inline: false,
+    };
+}
+
 /// The QP limits a request is checked against.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
@@ -36,41 +45,42 @@ pub(crate) struct Limits {
 /// Octowords of the transport segment(s) after the control segment.
 fn transport_ds(qp_type: QpType, op: &SendOp) -> u32 {
     match (qp_type, op) {
-        (_, SendOp::Nop) => 0,
         (QpType::Ud, _) => (core::mem::size_of::<DatagramSeg>() / OCTOWORD) as u32,
-        (_, SendOp::Write { .. } | SendOp::WriteImm { .. } | SendOp::Read { .. }) => 1,
+        (_, SendOp::Write(_) | SendOp::WriteWithImm(..) | SendOp::Read(_)) => 1,
         (_, SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. }) => 2,
         _ => 0,
     }
 }
 
-/// Checks that the QP type takes this operation (and a UD destination iff
-/// it is UD).
-fn check_op(l: &Limits, wr: &SendWr<'_>) -> Result<(), PostError> {
+/// Checks that the QP type takes this operation, and a UD destination iff
+/// it is UD.
+fn check_op(l: &Limits, op: &SendOp, has_ud: bool) -> Result<(), PostError> {
     let ok = match l.qp_type {
-        QpType::Ud => matches!(wr.op, SendOp::Send | SendOp::SendImm { .. } | SendOp::Nop),
-        QpType::Uc => !matches!(
-            wr.op,
-            SendOp::Read { .. } | SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. }
-        ),
+        QpType::Ud => matches!(op, SendOp::Send | SendOp::SendWithImm(_)),
+        QpType::Uc => !op.reads_remote(),
         QpType::Rc => true,
     };
     if !ok {
         return Err(PostError::UnsupportedOp {
-            opcode: wr.op.opcode(),
+            opcode: mlx5_opcode(op),
         });
     }
     let is_ud = l.qp_type == QpType::Ud;
-    if is_ud != wr.ud.is_some() && !matches!(wr.op, SendOp::Nop) {
+    if is_ud != has_ud {
         return Err(PostError::UdMismatch { qp_is_ud: is_ud });
     }
     Ok(())
 }
 
 /// Octowords of the payload, after checking it against the limits.
-fn payload_ds(l: &Limits, wr: &SendWr<'_>) -> Result<u32, PostError> {
-    match wr.payload {
-        Payload::Sges(sges) => {
+fn payload_ds(
+    l: &Limits,
+    op: &SendOp,
+    sges: &[Sge],
+    inline: Option<&[u8]>,
+) -> Result<u32, PostError> {
+    match inline {
+        None => {
             if sges.len() > l.max_sge as usize {
                 return Err(PostError::TooManySges {
                     given: sges.len(),
@@ -81,31 +91,28 @@ fn payload_ds(l: &Limits, wr: &SendWr<'_>) -> Result<u32, PostError> {
             if length > 1 << 31 {
                 return Err(PostError::TooLong { length });
             }
-            if matches!(wr.op, SendOp::Nop) && !sges.is_empty() {
-                return Err(PostError::PayloadNotAllowed);
-            }
-            if wr.op.is_atomic() {
-                let aligned = wr.op.remote().is_some_and(|r| r.addr % 8 == 0);
+            if op.is_atomic() {
+                let aligned = op.remote().is_some_and(|r| r.addr % 8 == 0);
                 if sges.len() != 1 || sges[0].length != 8 || !aligned {
                     return Err(PostError::BadAtomic);
                 }
             }
             Ok(sges.iter().filter(|s| s.length != 0).count() as u32)
         }
-        Payload::Inline(data) => {
+        Some(data) => {
+            if !sges.is_empty() {
+                return Err(PostError::InlineAndSges);
+            }
             let allowed = matches!(
-                wr.op,
-                SendOp::Send
-                    | SendOp::SendImm { .. }
-                    | SendOp::Write { .. }
-                    | SendOp::WriteImm { .. }
+                op,
+                SendOp::Send | SendOp::SendWithImm(_) | SendOp::Write(_) | SendOp::WriteWithImm(..)
             );
             if !allowed && !data.is_empty() {
                 return Err(PostError::InlineNotAllowed {
-                    opcode: wr.op.opcode(),
+                    opcode: mlx5_opcode(op),
                 });
             }
-            if wr.op.is_atomic() {
+            if op.is_atomic() {
                 return Err(PostError::BadAtomic);
             }
             if data.len() > l.max_inline as usize {
@@ -120,16 +127,18 @@ fn payload_ds(l: &Limits, wr: &SendWr<'_>) -> Result<u32, PostError> {
 }
 
 /// Validates `wr` and sizes its WQE. Touches no memory.
-pub(crate) fn plan(l: &Limits, wr: &SendWr<'_>) -> Result<Plan, PostError> {
-    check_op(l, wr)?;
-    let ds = 1 + transport_ds(l.qp_type, &wr.op) + payload_ds(l, wr)?;
+#[inline]
+pub(crate) fn plan<S: AsSge, A>(l: &Limits, wr: &SendWr<'_, S, A>) -> Result<Plan, PostError> {
+    check_op(l, &wr.op, wr.ud.is_some())?;
+    let payload = payload_ds(l, &wr.op, as_sges(wr.sges), wr.inline)?;
+    let ds = 1 + transport_ds(l.qp_type, &wr.op) + payload;
     if ds > MAX_DS {
         return Err(PostError::WqeTooLarge { ds });
     }
     Ok(Plan {
         ds,
         bbs: (ds as usize * OCTOWORD).div_ceil(WQEBB) as u32,
-        inline: matches!(wr.payload, Payload::Inline(_)),
+        inline: wr.inline.is_some(),
     })
 }
 
@@ -198,14 +207,22 @@ impl Cursor {
 }
 
 /// Writes the WQE `plan` describes for `wr` at `cur`, control segment
-/// included.
-pub(crate) fn write(cur: &mut Cursor, ctrl: &CtrlSeg, wr: &SendWr<'_>) {
+/// included; `av` is the UD destination's address vector, finished for
+/// this send ([`DatagramSeg::for_ud`]). Zero-length SGEs are skipped (the
+/// device would read a zero byte count as 2 GiB).
+#[inline]
+pub(crate) fn write<S: AsSge, A>(
+    cur: &mut Cursor,
+    ctrl: &CtrlSeg,
+    wr: &SendWr<'_, S, A>,
+    av: Option<&DatagramSeg>,
+) {
     cur.put(ctrl);
-    if let (Some(ud), false) = (wr.ud, matches!(wr.op, SendOp::Nop)) {
-        cur.put(&ud.av.for_ud(ud.remote_qpn, ud.qkey));
+    if let Some(av) = av {
+        cur.put(av);
     }
     match wr.op {
-        SendOp::Write { remote } | SendOp::WriteImm { remote, .. } | SendOp::Read { remote } => {
+        SendOp::Write(remote) | SendOp::WriteWithImm(remote, _) | SendOp::Read(remote) => {
             cur.put(&RaddrSeg::new(remote.addr, remote.rkey));
         }
         SendOp::CompareSwap {
@@ -220,20 +237,20 @@ pub(crate) fn write(cur: &mut Cursor, ctrl: &CtrlSeg, wr: &SendWr<'_>) {
             cur.put(&RaddrSeg::new(remote.addr, remote.rkey));
             cur.put(&AtomicSeg::fetch_add(add));
         }
-        SendOp::Send | SendOp::SendImm { .. } | SendOp::Nop => {}
+        SendOp::Send | SendOp::SendWithImm(_) => {}
     }
-    match wr.payload {
-        Payload::Sges(sges) => {
-            for s in sges.iter().filter(|s| s.length != 0) {
+    match wr.inline {
+        None => {
+            for s in as_sges(wr.sges).iter().filter(|s| s.length != 0) {
                 cur.put(&DataSeg::new(s.length, s.lkey, s.addr));
             }
         }
-        Payload::Inline(data) if !data.is_empty() => {
+        Some(data) if !data.is_empty() => {
             cur.put(&InlineSeg::new(data.len() as u32));
             cur.put_bytes(data);
             cur.pad_to_octoword();
         }
-        Payload::Inline(_) => {}
+        Some(_) => {}
     }
 }
 

@@ -3,9 +3,8 @@
 //! out-of-order completions, and UD.
 
 use provider_mlx5::seg::DatagramSeg;
-use provider_mlx5::wr::Payload;
 use provider_mlx5::{
-    Completion, PostError, QpQueues, RecvTarget, SendOp, SendWr, Sge, Status, UdDest, WcFlags,
+    AhAddr, PostError, QpQueues, RecvTarget, SendOp, SendWr, Sge, Wc, WcFlags, WcStatus,
 };
 use provider_mlx5_model::exec::GRH;
 use provider_mlx5_model::harness::{Pair, PairCfg};
@@ -22,7 +21,10 @@ fn recv(p: &mut Pair, wr_id: u64, off: usize, len: u32) {
     unsafe { p.b_rq.post(wr_id, &sge) }.unwrap();
 }
 
-fn send(p: &mut Pair, wr: &SendWr<'_>) {
+/// A send request over plain SGEs, to an address vector on UD QPs.
+type Wr<'a> = SendWr<'a, Sge, AhAddr>;
+
+fn send(p: &mut Pair, wr: &Wr<'_>) {
     // SAFETY: every SGE in these tests names a model region.
     unsafe { p.a_sq.post(wr) }.unwrap();
 }
@@ -34,22 +36,13 @@ fn blueflame_for_single_small_inline_wqes_doorbell_otherwise() {
         recv(&mut p, 100 + i, i as usize * 64, 64);
     }
     let data = [7u8; 40];
-    send(
-        &mut p,
-        &SendWr::new(1, SendOp::Send, Payload::Inline(&data)),
-    );
+    send(&mut p, &SendWr::inline(1, SendOp::Send, &data));
     p.ring();
     let qp = &p.dev.qps[p.a];
     assert_eq!((qp.doorbells, qp.blueflame_copies), (1, 1));
     // Two WQEs in one ring: a doorbell of the last one's first 8 bytes.
-    send(
-        &mut p,
-        &SendWr::new(2, SendOp::Send, Payload::Inline(&data)),
-    );
-    send(
-        &mut p,
-        &SendWr::new(3, SendOp::Send, Payload::Inline(&data)),
-    );
+    send(&mut p, &SendWr::inline(2, SendOp::Send, &data));
+    send(&mut p, &SendWr::inline(3, SendOp::Send, &data));
     p.ring();
     // A single gather WQE, and a NOP (one octoword): doorbells.
     p.write(p.a_mr, 0, &data);
@@ -58,9 +51,9 @@ fn blueflame_for_single_small_inline_wqes_doorbell_otherwise() {
         length: 40,
         lkey: p.lkey(p.a_mr),
     }];
-    send(&mut p, &SendWr::new(4, SendOp::Send, Payload::Sges(&sge)));
+    send(&mut p, &SendWr::new(4, SendOp::Send, &sge));
     p.ring();
-    send(&mut p, &SendWr::new(5, SendOp::Nop, Payload::Sges(&[])));
+    p.a_sq.post_nop(5, true).unwrap();
     p.ring();
     let qp = &p.dev.qps[p.a];
     assert_eq!((qp.doorbells, qp.blueflame_copies), (4, 1));
@@ -75,10 +68,7 @@ fn blueflame_for_single_small_inline_wqes_doorbell_otherwise() {
         ..PairCfg::default()
     });
     recv(&mut p, 1, 0, 64);
-    send(
-        &mut p,
-        &SendWr::new(1, SendOp::Send, Payload::Inline(&data)),
-    );
+    send(&mut p, &SendWr::inline(1, SendOp::Send, &data));
     p.ring();
     assert_eq!(p.dev.qps[p.a].blueflame_copies, 0);
     assert_eq!(p.drain().len(), 2);
@@ -91,16 +81,13 @@ fn inline_data_wraps_to_the_ring_start() {
         ..PairCfg::default()
     });
     for i in 0..3 {
-        send(&mut p, &SendWr::new(i, SendOp::Nop, Payload::Sges(&[])));
+        p.a_sq.post_nop(i, true).unwrap();
     }
     p.ring();
     assert_eq!(p.drain().len(), 3);
     recv(&mut p, 9, 0, 128);
     let data: Vec<u8> = (0..100).collect();
-    send(
-        &mut p,
-        &SendWr::new(10, SendOp::Send, Payload::Inline(&data)),
-    );
+    send(&mut p, &SendWr::inline(10, SendOp::Send, &data));
     // WQE = ctrl + 4-byte header + 100 bytes + 8 pad = 128 bytes: the last
     // block of the ring, then the first.
     let ring = &p.dev.qps[p.a].sq;
@@ -152,7 +139,7 @@ fn srq_free_list_survives_out_of_order_completions() {
     let send = |sq: &mut provider_mlx5::SendQueue, i: u64| {
         let m = msg(i);
         // SAFETY: inline data only.
-        unsafe { sq.post(&SendWr::new(i, SendOp::Send, Payload::Inline(&m))) }.unwrap();
+        unsafe { sq.post(&Wr::inline(i, SendOp::Send, &m)) }.unwrap();
     };
     for i in 0..3 {
         send(&mut sq1, i);
@@ -169,7 +156,7 @@ fn srq_free_list_survives_out_of_order_completions() {
             sq: None,
             rq: Some(RecvTarget::Srq(srq.records())),
         };
-        let mut out = [Completion::default(); 16];
+        let mut out = [Wc::default(); 16];
         let n = cq.poll(&mut qs, &mut out).unwrap();
         out[..n].to_vec()
     };
@@ -197,7 +184,7 @@ fn srq_free_list_survives_out_of_order_completions() {
         [6, 20, 21, 22, 23, 24, 25]
     );
     for (c, i) in got.iter().zip(30..) {
-        assert_eq!(c.status, Status::Success);
+        assert_eq!(c.status, WcStatus::SUCCESS);
         assert_eq!(
             dev.mem.mrs[mr].buf.read((c.wr_id * 64) as usize, 24),
             msg(i)
@@ -216,7 +203,7 @@ fn srq_free_list_survives_out_of_order_completions() {
             rq: None,
         },
     ];
-    let mut out = [Completion::default(); 16];
+    let mut out = [Wc::default(); 16];
     assert_eq!(cq0.poll(&mut qs[..], &mut out), Ok(13));
 }
 
@@ -254,27 +241,22 @@ fn ud_send_lands_after_the_grh_area() {
         [9; 16],
     );
     let data = [0xabu8; 50];
-    let good = UdDest {
-        av,
-        remote_qpn: dev.qps[u2].qpn,
-        qkey: dev.qps[u2].qkey,
-    };
-    let wrong = UdDest {
-        qkey: good.qkey ^ 1,
-        ..good
-    };
-    for (id, dest) in [(1, &wrong), (2, &good)] {
-        let wr = SendWr {
-            ud: Some(dest),
-            ..SendWr::new(id, SendOp::SendImm { imm: 5 }, Payload::Inline(&data))
-        };
+    let ah = av.ah_addr();
+    let (qpn2, qkey2) = (dev.qps[u2].qpn, dev.qps[u2].qkey);
+    for (id, qkey) in [(1, qkey2 ^ 1), (2, qkey2)] {
+        let wr = Wr::inline(id, SendOp::SendWithImm(5), &data).to(&ah, qpn2, qkey);
         // SAFETY: inline data only.
         unsafe { sq.post(&wr) }.unwrap();
     }
-    let on_rc = SendWr::new(3, SendOp::Send, Payload::Inline(&data));
+    let on_rc = Wr::inline(3, SendOp::Send, &data);
     // SAFETY: rejected before anything is written.
     let refused = unsafe { sq.post(&on_rc) };
     assert_eq!(refused, Err(PostError::UdMismatch { qp_is_ud: true }));
+    // An address handle of another provider (an rxe AH number).
+    let foreign = Wr::inline(4, SendOp::Send, &data).to(&AhAddr::Number(7), qpn2, qkey2);
+    // SAFETY: rejected before anything is written.
+    let refused = unsafe { sq.post(&foreign) };
+    assert_eq!(refused, Err(PostError::ForeignAddressHandle));
     sq.ring();
     dev.process();
     let (n1, n2) = (dev.qps[u1].qpn, dev.qps[u2].qpn);
@@ -290,22 +272,22 @@ fn ud_send_lands_after_the_grh_area() {
             rq: Some(RecvTarget::Rq(rq2.records())),
         },
     ];
-    let mut out = [Completion::default(); 8];
+    let mut out = [Wc::default(); 8];
     let n = cq.poll(&mut qs[..], &mut out).unwrap();
     let r = out[..n]
         .iter()
-        .find(|c| c.qpn == n2)
+        .find(|c| c.qp_num == n2)
         .expect("the good datagram arrived");
     assert_eq!(
-        (r.wr_id, r.byte_len, r.src_qp, r.imm),
-        (77, (GRH + 50) as u32, n1, 5)
+        (r.wr_id, r.byte_len, r.src_qp, r.imm_data),
+        (77, (GRH + 50) as u32, n1, Some(5))
     );
     assert!(r.flags.contains(WcFlags::WITH_IMM));
     assert_eq!(dev.mem.mrs[mr].buf.read(GRH, 50), data);
     assert_eq!(
         out[..n]
             .iter()
-            .filter(|c| c.qpn == n1)
+            .filter(|c| c.qp_num == n1)
             .map(|c| c.wr_id)
             .collect::<Vec<_>>(),
         [1, 2]
@@ -351,7 +333,7 @@ fn srq_receive_polled_late_after_many_reposts() {
     let send = |sq: &mut provider_mlx5::SendQueue, i: u64| {
         let m = [i as u8; 16];
         // SAFETY: inline data only.
-        unsafe { sq.post(&SendWr::new(i, SendOp::Send, Payload::Inline(&m))) }.unwrap();
+        unsafe { sq.post(&Wr::inline(i, SendOp::Send, &m)) }.unwrap();
     };
     let mut next_id = 0;
     for _ in 0..7 {
@@ -374,7 +356,7 @@ fn srq_receive_polled_late_after_many_reposts() {
             rq: None,
         },
     ];
-    let mut out = [Completion::default(); 16];
+    let mut out = [Wc::default(); 16];
     assert_eq!(cq0.poll(&mut senders[..], &mut out), Ok(1));
     // Receive 0 has completed on c1, unpolled. Three rounds of six.
     let mut expect = 1..7u64;
@@ -414,7 +396,7 @@ fn srq_receive_polled_late_after_many_reposts() {
         rq: Some(RecvTarget::Srq(srq.records())),
     };
     let n = cq1.poll(&mut qs, &mut out).unwrap();
-    assert_eq!((n, out[0].wr_id, out[0].status), (1, 0, Status::Success));
+    assert_eq!((n, out[0].wr_id, out[0].status), (1, 0, WcStatus::SUCCESS));
     assert_eq!(cq1.poll(&mut qs, &mut out), Ok(0));
     assert_eq!(srq.outstanding(), 6);
 }

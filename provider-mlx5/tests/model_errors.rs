@@ -2,9 +2,8 @@
 //! CQEs, refused posts, and every named error status.
 
 use provider_mlx5::seg::DatagramSeg;
-use provider_mlx5::wr::Payload;
 use provider_mlx5::{
-    BadCqe, PostError, Remote, SendFlags, SendOp, SendWr, Sge, Status, UdDest, WcFlags, WcOpcode,
+    wc, AhAddr, BadCqe, PostError, Remote, SendOp, SendWr, Sge, Status, WcOpcode, WcStatus,
 };
 use provider_mlx5_model::cq::CqeSpec;
 use provider_mlx5_model::driver::{Bad, Driver, INJECTABLE};
@@ -20,7 +19,7 @@ fn recv(p: &mut Pair, wr_id: u64, off: usize, len: u32) {
     unsafe { p.b_rq.post(wr_id, &sge) }.unwrap();
 }
 
-fn send(p: &mut Pair, wr: &SendWr<'_>) {
+fn send(p: &mut Pair, wr: &SendWr<'_, Sge, AhAddr>) {
     // SAFETY: every SGE in these tests names a model region.
     unsafe { p.a_sq.post(wr) }.unwrap();
 }
@@ -36,7 +35,7 @@ fn arm_next_and_solicited() {
     p.cq.arm(false);
     p.dev.process();
     assert_eq!(events(&p), 0);
-    send(&mut p, &SendWr::new(1, SendOp::Send, Payload::Inline(&[1])));
+    send(&mut p, &SendWr::inline(1, SendOp::Send, &[1]));
     p.ring();
     assert_eq!(events(&p), 1);
     p.cq.ack_event();
@@ -44,21 +43,22 @@ fn arm_next_and_solicited() {
     // Solicited only: a plain SEND raises nothing, a solicited one does.
     p.cq.arm(true);
     p.dev.process();
-    send(&mut p, &SendWr::new(2, SendOp::Send, Payload::Inline(&[2])));
+    send(&mut p, &SendWr::inline(2, SendOp::Send, &[2]));
     p.ring();
     assert_eq!(events(&p), 1);
-    let mut wr = SendWr::new(3, SendOp::Send, Payload::Inline(&[3]));
-    wr.flags |= SendFlags::SOLICITED;
-    send(&mut p, &wr);
+    send(
+        &mut p,
+        &SendWr::inline(3, SendOp::Send, &[3]).solicited(true),
+    );
     p.ring();
     assert_eq!(events(&p), 2);
     p.cq.ack_event();
     let c = p.drain();
     assert!(c
         .iter()
-        .any(|c| c.wr_id == 2 && c.flags.contains(WcFlags::SOLICITED)));
+        .any(|c| c.wr_id == 2 && c.flags.contains(wc::SOLICITED)));
     // Arming with completions already waiting raises the event at once.
-    send(&mut p, &SendWr::new(4, SendOp::Send, Payload::Inline(&[4])));
+    send(&mut p, &SendWr::inline(4, SendOp::Send, &[4]));
     p.ring();
     p.cq.arm(false);
     p.dev.process();
@@ -73,10 +73,7 @@ fn corrupt_cqes_are_refused_and_nothing_is_completed_twice() {
     let mut p = Pair::new(PairCfg::default());
     let (qa, qb) = (p.qpn(p.a), p.qpn(p.b));
     recv(&mut p, 50, 0, 64);
-    send(
-        &mut p,
-        &SendWr::new(1, SendOp::Send, Payload::Inline(&[1; 8])),
-    );
+    send(&mut p, &SendWr::inline(1, SendOp::Send, &[1; 8]));
     p.ring();
     assert_eq!(p.drain().len(), 2);
     let push = |p: &mut Pair, spec: CqeSpec| p.dev.cqs[0].push(spec);
@@ -132,10 +129,7 @@ fn corrupt_cqes_are_refused_and_nothing_is_completed_twice() {
     // A two-block WQE, rung but not yet run: its second block, its counter
     // plus the ring size, and (before the ring) its own counter are refused.
     let data = [2u8; 60];
-    send(
-        &mut p,
-        &SendWr::new(2, SendOp::Send, Payload::Inline(&data)),
-    );
+    send(&mut p, &SendWr::inline(2, SendOp::Send, &data));
     push(&mut p, req(qa, 1));
     assert_eq!(
         p.poll(4),
@@ -163,7 +157,7 @@ fn corrupt_cqes_are_refused_and_nothing_is_completed_twice() {
     p.ring();
     let got = p.poll(8).unwrap();
     assert_eq!(
-        got.iter().map(|c| (c.qpn, c.wr_id)).collect::<Vec<_>>(),
+        got.iter().map(|c| (c.qp_num, c.wr_id)).collect::<Vec<_>>(),
         [(qa, 2), (qb, 51)]
     );
     assert_eq!(
@@ -176,7 +170,7 @@ fn corrupt_cqes_are_refused_and_nothing_is_completed_twice() {
     assert_eq!(p.poll(8), Ok(vec![]));
     // Traffic goes on.
     recv(&mut p, 52, 0, 64);
-    send(&mut p, &SendWr::new(3, SendOp::Send, Payload::Inline(&[3])));
+    send(&mut p, &SendWr::inline(3, SendOp::Send, &[3]));
     p.ring();
     assert_eq!(
         p.drain().iter().map(|c| c.wr_id).collect::<Vec<_>>(),
@@ -205,37 +199,33 @@ fn refused_posts_write_nothing() {
         addr: p.addr(p.b_mr, 4),
         rkey: p.rkey(p.b_mr),
     };
-    let av = UdDest {
-        av: DatagramSeg::default(),
-        remote_qpn: 1,
-        qkey: 1,
-    };
-    let cases: Vec<(SendWr<'_>, PostError)> = vec![
+    let av = DatagramSeg::default().ah_addr();
+    let cases: Vec<(SendWr<'_, Sge, AhAddr>, PostError)> = vec![
         (
-            SendWr::new(1, SendOp::Send, Payload::Sges(&five)),
+            SendWr::new(1, SendOp::Send, &five),
             PostError::TooManySges { given: 5, max: 4 },
         ),
         (
-            SendWr::new(1, SendOp::Send, Payload::Inline(&[0; 61])),
+            SendWr::inline(1, SendOp::Send, &[0; 61]),
             PostError::InlineTooLong { given: 61, max: 60 },
         ),
         (
-            SendWr::new(1, SendOp::Read { remote }, Payload::Inline(&[1])),
+            SendWr::inline(1, SendOp::Read(remote), &[1]),
             PostError::InlineNotAllowed { opcode: 0x10 },
         ),
         (
-            SendWr::new(1, SendOp::FetchAdd { remote, add: 1 }, Payload::Sges(&one)),
+            SendWr::new(1, SendOp::FetchAdd { remote, add: 1 }, &one),
             PostError::BadAtomic,
         ),
         (
-            SendWr::new(1, SendOp::Nop, Payload::Sges(&one)),
-            PostError::PayloadNotAllowed,
+            SendWr {
+                inline: Some(&[1]),
+                ..SendWr::new(1, SendOp::Send, &one)
+            },
+            PostError::InlineAndSges,
         ),
         (
-            SendWr {
-                ud: Some(&av),
-                ..SendWr::new(1, SendOp::Send, Payload::Sges(&[]))
-            },
+            SendWr::new(1, SendOp::Send, &[]).to(&av, 1, 1),
             PostError::UdMismatch { qp_is_ud: false },
         ),
     ];
@@ -245,19 +235,11 @@ fn refused_posts_write_nothing() {
     }
     assert_eq!(snapshot(&p), before);
     for i in 0..4 {
-        send(
-            &mut p,
-            &SendWr {
-                flags: SendFlags::empty(),
-                ..SendWr::new(i, SendOp::Nop, Payload::Sges(&[]))
-            },
-        );
+        p.a_sq.post_nop(i, false).unwrap();
     }
     let full = snapshot(&p);
     let post = p.a_sq.cur_post();
-    let nop = SendWr::new(9, SendOp::Nop, Payload::Sges(&[]));
-    // SAFETY: refused before anything is written.
-    let refused = unsafe { p.a_sq.post(&nop) };
+    let refused = p.a_sq.post_nop(9, true);
     assert_eq!(refused, Err(PostError::QueueFull));
     assert_eq!((snapshot(&p), p.a_sq.cur_post()), (full, post));
 }
@@ -275,16 +257,24 @@ fn every_syndrome_is_named_and_flushes_the_rest() {
     }
     // RNR: a SEND with no receive posted.
     let mut p = Pair::new(PairCfg::default());
-    send(&mut p, &SendWr::new(1, SendOp::Send, Payload::Inline(&[1])));
-    send(&mut p, &SendWr::new(2, SendOp::Nop, Payload::Sges(&[])));
+    send(&mut p, &SendWr::inline(1, SendOp::Send, &[1]));
+    p.a_sq.post_nop(2, true).unwrap();
     p.ring();
     let c = p.drain();
     assert_eq!(
-        c.iter().map(|c| (c.wr_id, c.status)).collect::<Vec<_>>(),
-        [(1, Status::RnrRetryExceeded), (2, Status::WrFlush)]
+        c.iter()
+            .map(|c| (c.wr_id, c.status, Status::of(c)))
+            .collect::<Vec<_>>(),
+        [
+            (1, WcStatus::RNR_RETRY_EXC_ERR, Status::RnrRetryExceeded),
+            (2, WcStatus::WR_FLUSH_ERR, Status::WrFlush)
+        ]
     );
     assert_eq!(
         (c[0].vendor_err, c[0].opcode),
-        (provider_mlx5_model::exec::VENDOR, WcOpcode::Send)
+        (
+            0x16 << 8 | provider_mlx5_model::exec::VENDOR as u32,
+            WcOpcode::SEND
+        )
     );
 }

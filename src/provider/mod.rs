@@ -303,7 +303,7 @@ impl CqRing {
     pub(crate) fn poll(&mut self, out: &mut [Wc]) -> usize {
         match self {
             CqRing::Rxe(r) => r.poll(out),
-            CqRing::Mlx5(p) => p.poll(out, mlx5::wc),
+            CqRing::Mlx5(p) => p.poll(out),
         }
     }
 
@@ -311,7 +311,7 @@ impl CqRing {
     pub(crate) fn discarded(&self) -> u64 {
         match self {
             CqRing::Rxe(_) => 0,
-            CqRing::Mlx5(p) => p.discarded,
+            CqRing::Mlx5(p) => p.discarded(),
         }
     }
 

@@ -12,9 +12,8 @@ mod post;
 
 use crate::exec::{syn, VENDOR};
 use crate::harness::Pair;
-use provider_mlx5::wr::Payload;
 use provider_mlx5::{
-    Completion, PostError, Remote, SendFlags, SendOp, SendWr, Sge, Status, WcFlags, WcOpcode,
+    wc, AhAddr, PostError, Remote, SendOp, SendWr, Sge, Status, Wc, WcFlags, WcOpcode, WcStatus,
 };
 use std::collections::VecDeque;
 
@@ -293,16 +292,16 @@ impl Driver {
         self.check_accounting();
     }
 
-    fn check(&mut self, c: &Completion) {
+    fn check(&mut self, c: &Wc) {
         self.seen += 1;
-        if c.qpn == self.p.qpn(self.p.a) {
+        if c.qp_num == self.p.qpn(self.p.a) {
             let e = self
                 .sends
                 .pop_front()
                 .unwrap_or_else(|| panic!("unexpected send completion {c:?}"));
             assert_eq!(
-                (c.wr_id, c.status),
-                (e.wr_id, e.status),
+                (c.wr_id, c.status, Status::of(c)),
+                (e.wr_id, e.status.wc_status(), e.status),
                 "send completion {c:?}, expected {e:?}"
             );
             if e.status.is_ok() {
@@ -318,7 +317,11 @@ impl Driver {
             check_vendor(c);
             return;
         }
-        assert_eq!(c.qpn, self.p.qpn(self.p.b), "completion for an unknown QP");
+        assert_eq!(
+            c.qp_num,
+            self.p.qpn(self.p.b),
+            "completion for an unknown QP"
+        );
         let r = self
             .recvs
             .pop_front()
@@ -326,13 +329,13 @@ impl Driver {
         assert_eq!(c.wr_id, r.wr_id, "receive completion out of order: {c:?}");
         match r.by {
             Some(RecvUse::Send { data, imm }) => {
-                assert_eq!(c.status, Status::Success, "{c:?}");
+                assert_eq!(c.status, WcStatus::SUCCESS, "{c:?}");
                 assert_eq!(
                     (c.opcode, c.byte_len, c.src_qp),
-                    (WcOpcode::Recv, data.len() as u32, self.p.qpn(self.p.a))
+                    (WcOpcode::RECV, data.len() as u32, self.p.qpn(self.p.a))
                 );
                 assert_eq!(c.flags.contains(WcFlags::WITH_IMM), imm.is_some(), "{c:?}");
-                assert_eq!(imm.unwrap_or(0), c.imm);
+                assert_eq!(imm, c.imm_data);
                 assert_eq!(
                     self.p.read(self.p.b_mr, r.slot * 64, data.len()),
                     data,
@@ -340,15 +343,17 @@ impl Driver {
                 );
             }
             Some(RecvUse::WriteImm { len, imm }) => {
-                assert_eq!(c.status, Status::Success, "{c:?}");
+                assert_eq!(c.status, WcStatus::SUCCESS, "{c:?}");
                 assert_eq!(
-                    (c.opcode, c.byte_len, c.imm),
-                    (WcOpcode::RecvRdmaWithImm, len, imm),
+                    (c.opcode, c.byte_len, c.imm_data),
+                    (WcOpcode::RECV_RDMA_WITH_IMM, len, Some(imm)),
                     "{c:?}"
                 );
                 assert!(c.flags.contains(WcFlags::WITH_IMM));
             }
-            Some(RecvUse::Fail(s)) => assert_eq!(c.status, s, "{c:?}"),
+            Some(RecvUse::Fail(s)) => {
+                assert_eq!((c.status, Status::of(c)), (s.wc_status(), s), "{c:?}")
+            }
             None => panic!("receive {c:?} completed without a consumer"),
         }
         check_vendor(c);
@@ -376,12 +381,16 @@ impl Driver {
     }
 }
 
-fn check_vendor(c: &Completion) {
-    match c.status {
+/// `vendor_err` keeps the CQE's vendor syndrome (low byte) and syndrome
+/// (next byte).
+fn check_vendor(c: &Wc) {
+    let vendor = (c.vendor_err & 0xff) as u8;
+    match Status::of(c) {
         Status::Success => assert_eq!(c.vendor_err, 0),
-        Status::WrFlush => assert_eq!(c.vendor_err, 0, "{c:?}"),
-        _ => assert_eq!(c.vendor_err, VENDOR, "{c:?}"),
+        Status::WrFlush => assert_eq!((vendor, wc::syndrome(c)), (0, syn::WR_FLUSH), "{c:?}"),
+        s => assert_eq!((vendor, wc::syndrome(c)), (VENDOR, s.syndrome()), "{c:?}"),
     }
+    assert_eq!(c.vendor_err >> 16, 0, "{c:?}");
 }
 
 /// The syndromes the model can be told to fail with.

@@ -3,10 +3,11 @@
 
 use super::*;
 
-/// A send request before it is posted.
+/// A send request before it is posted (`op` is `None` for a NOP).
 struct Request {
-    op: SendOp,
-    flags: SendFlags,
+    op: Option<SendOp>,
+    signaled: bool,
+    solicited: bool,
     data: Vec<u8>,
     inline: bool,
     sges: Vec<Sge>,
@@ -14,15 +15,11 @@ struct Request {
 }
 
 impl Request {
-    fn new(op: SendOp, signaled: bool, byte_len: u32) -> Request {
-        let flags = if signaled {
-            SendFlags::SIGNALED
-        } else {
-            SendFlags::empty()
-        };
+    fn new(op: Option<SendOp>, signaled: bool, byte_len: u32) -> Request {
         Request {
             op,
-            flags,
+            signaled,
+            solicited: false,
             data: Vec::new(),
             inline: false,
             sges: Vec::new(),
@@ -72,17 +69,17 @@ impl Driver {
                 equal,
                 signaled,
             } => {
-                let mut r = Request::new(SendOp::Nop, signaled, 8);
+                let mut r = Request::new(None, signaled, 8);
                 let (remote, old) = self.atomic_prep(slot, &mut r.sges);
                 let compare = if equal { old } else { old ^ 1 };
                 if !self.a_err && equal {
                     self.atomics[slot] = swap;
                 }
-                r.op = SendOp::CompareSwap {
+                r.op = Some(SendOp::CompareSwap {
                     remote,
                     compare,
                     swap,
-                };
+                });
                 r
             }
             Op::Faa {
@@ -90,15 +87,15 @@ impl Driver {
                 add,
                 signaled,
             } => {
-                let mut r = Request::new(SendOp::Nop, signaled, 8);
+                let mut r = Request::new(None, signaled, 8);
                 let (remote, old) = self.atomic_prep(slot, &mut r.sges);
                 if !self.a_err {
                     self.atomics[slot] = old.wrapping_add(add);
                 }
-                r.op = SendOp::FetchAdd { remote, add };
+                r.op = Some(SendOp::FetchAdd { remote, add });
                 r
             }
-            Op::Nop { signaled } => Request::new(SendOp::Nop, signaled, 0),
+            Op::Nop { signaled } => Request::new(None, signaled, 0),
             _ => unreachable!("not a send request"),
         };
         self.post_request(wr_id, r);
@@ -113,9 +110,9 @@ impl Driver {
         signaled: bool,
         solicited: bool,
     ) -> Request {
-        let op = imm.map_or(SendOp::Send, |imm| SendOp::SendImm { imm });
-        let mut r = Request::new(op, signaled, 0);
-        r.flags.set(SendFlags::SOLICITED, solicited);
+        let op = imm.map_or(SendOp::Send, SendOp::SendWithImm);
+        let mut r = Request::new(Some(op), signaled, 0);
+        r.solicited = solicited;
         r.data = pattern(wr_id, len);
         r.inline = inline;
         if !self.a_err {
@@ -140,11 +137,10 @@ impl Driver {
             addr: self.p.addr(self.p.b_mr, RDMA + off),
             rkey: self.p.rkey(self.p.b_mr),
         };
-        let op = imm.map_or(SendOp::Write { remote }, |imm| SendOp::WriteImm {
-            remote,
-            imm,
+        let op = imm.map_or(SendOp::Write(remote), |imm| {
+            SendOp::WriteWithImm(remote, imm)
         });
-        let mut r = Request::new(op, signaled, 0);
+        let mut r = Request::new(Some(op), signaled, 0);
         r.data = pattern(wr_id, len);
         r.inline = inline;
         if !self.a_err {
@@ -164,7 +160,7 @@ impl Driver {
             addr: self.p.addr(self.p.b_mr, RDMA + off),
             rkey: self.p.rkey(self.p.b_mr),
         };
-        let mut r = Request::new(SendOp::Read { remote }, signaled, len as u32);
+        let mut r = Request::new(Some(SendOp::Read(remote)), signaled, len as u32);
         let dst = READ_DST + (self.reads % 16) * 64;
         self.reads += 1;
         let lkey = self.p.lkey(self.p.a_mr);
@@ -193,24 +189,12 @@ impl Driver {
                 lkey,
             });
         }
-        let payload = if r.inline {
-            Payload::Inline(&r.data)
-        } else {
-            Payload::Sges(&r.sges)
-        };
-        let mut wr = SendWr {
-            wr_id,
-            op: r.op,
-            flags: r.flags,
-            payload,
-            ud: None,
-        };
         let status = if self.a_err {
             Status::WrFlush
         } else {
             Status::Success
         };
-        self.post(&mut wr, status, r.byte_len);
+        self.post(wr_id, &r, status);
     }
 
     /// The result SGE and target of an atomic on target `slot`, and the
@@ -249,34 +233,47 @@ impl Driver {
     /// for the largest request (so the queue always drains), and records
     /// the completion that must follow.
     #[allow(unsafe_code)] // posting names memory by address
-    fn post(&mut self, wr: &mut SendWr<'_>, status: Status, byte_len: u32) {
-        let need = self.p.a_sq.plan(wr).expect("driver requests are valid").bbs;
+    fn post(&mut self, wr_id: u64, r: &Request, status: Status) {
+        let wr = r.op.map(|op| {
+            let wr: SendWr<'_, Sge, AhAddr> = if r.inline {
+                SendWr::inline(wr_id, op, &r.data)
+            } else {
+                SendWr::new(wr_id, op, &r.sges)
+            };
+            wr.solicited(r.solicited)
+        });
+        let need = match &wr {
+            Some(wr) => self.p.a_sq.plan(wr).expect("driver requests are valid").bbs,
+            None => 1, // a NOP is its control segment
+        };
         assert!(need <= MAX_BBS);
-        if self.p.a_sq.free_wqebbs() - need < MAX_BBS {
-            wr.flags |= SendFlags::SIGNALED;
-        }
-        // SAFETY: every SGE names region a, registered and owned by the
-        // model, which outlives the queue.
-        match unsafe { self.p.a_sq.post(wr) } {
+        let signaled = r.signaled || self.p.a_sq.free_wqebbs() - need < MAX_BBS;
+        let posted = match wr {
+            // SAFETY: every SGE names region a, registered and owned by
+            // the model, which outlives the queue.
+            Some(wr) => unsafe { self.p.a_sq.post(&wr.signaled(signaled)) },
+            None => self.p.a_sq.post_nop(wr_id, signaled),
+        };
+        match posted {
             Ok(()) => {}
             Err(PostError::QueueFull) => panic!("SQ full after make_room"),
             Err(e) => panic!("post failed: {e}"),
         }
-        self.posted.push_back((wr.wr_id, need));
-        if wr.flags.contains(SendFlags::SIGNALED) || status != Status::Success {
-            let opcode = match wr.op {
-                SendOp::Send | SendOp::SendImm { .. } => WcOpcode::Send,
-                SendOp::Write { .. } | SendOp::WriteImm { .. } => WcOpcode::RdmaWrite,
-                SendOp::Read { .. } => WcOpcode::RdmaRead,
-                SendOp::CompareSwap { .. } => WcOpcode::CompSwap,
-                SendOp::FetchAdd { .. } => WcOpcode::FetchAdd,
-                SendOp::Nop => WcOpcode::Nop,
+        self.posted.push_back((wr_id, need));
+        if signaled || status != Status::Success {
+            let opcode = match r.op {
+                Some(SendOp::Send | SendOp::SendWithImm(_)) => WcOpcode::SEND,
+                Some(SendOp::Write(_) | SendOp::WriteWithImm(..)) => WcOpcode::RDMA_WRITE,
+                Some(SendOp::Read(_)) => WcOpcode::RDMA_READ,
+                Some(SendOp::CompareSwap { .. }) => WcOpcode::COMP_SWAP,
+                Some(SendOp::FetchAdd { .. }) => WcOpcode::FETCH_ADD,
+                None => wc::NOP,
             };
             self.sends.push_back(SendExp {
-                wr_id: wr.wr_id,
+                wr_id,
                 opcode,
                 status,
-                byte_len,
+                byte_len: r.byte_len,
             });
         }
     }
@@ -299,14 +296,14 @@ impl Driver {
         let (op, status) = match bad {
             Bad::Lkey => {
                 sge.lkey ^= 0x4000;
-                (SendOp::Send, Status::LocalProt)
+                (Some(SendOp::Send), Status::LocalProt)
             }
             Bad::Rkey => {
                 let remote = Remote {
                     addr: self.p.addr(b_mr, RDMA),
                     rkey: self.p.rkey(b_mr) ^ 0x4000,
                 };
-                (SendOp::Write { remote }, Status::RemoteAccess)
+                (Some(SendOp::Write(remote)), Status::RemoteAccess)
             }
             Bad::TooLong => {
                 self.consume_recv(RecvUse::Fail(Status::LocalLength));
@@ -314,27 +311,18 @@ impl Driver {
                 for r in self.recvs.iter_mut().filter(|r| r.by.is_none()) {
                     r.by = Some(RecvUse::Fail(Status::WrFlush));
                 }
-                (SendOp::Send, Status::RemoteInvalReq)
+                (Some(SendOp::Send), Status::RemoteInvalReq)
             }
             Bad::Inject(s) => {
                 self.p.dev.inject(self.p.a, s);
-                (SendOp::Nop, Status::from_syndrome(s))
+                (None, Status::from_syndrome(s))
             }
         };
-        let sges = [sge];
-        let payload = if matches!(op, SendOp::Nop) {
-            Payload::Sges(&[])
-        } else {
-            Payload::Sges(&sges)
-        };
-        let mut wr = SendWr {
-            wr_id,
-            op,
-            flags: SendFlags::empty(),
-            payload,
-            ud: None,
-        };
-        self.post(&mut wr, status, 0);
+        let mut r = Request::new(op, false, 0);
+        if op.is_some() {
+            r.sges.push(sge);
+        }
+        self.post(wr_id, &r, status);
         self.a_err = true;
     }
 }

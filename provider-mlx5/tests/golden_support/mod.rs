@@ -5,8 +5,8 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
-use provider_mlx5::seg::{DatagramSeg, WQEBB};
-use provider_mlx5::wr::{Payload, Remote, SendFlags, SendOp, SendWr, Sge, UdDest};
+use provider_mlx5::seg::{opcode, DatagramSeg, WQEBB};
+use provider_mlx5::wr::{mlx5_opcode, AhAddr, Remote, SendOp, SendWr, Sge};
 use provider_mlx5::{QpType, SendQueue, SqConfig};
 use std::fmt::Write as _;
 use std::process::Command;
@@ -186,7 +186,9 @@ pub struct WrInput {
     pub pi: u16,
     pub opcode: u8,
     pub qpn: u32,
-    pub flags: SendFlags,
+    pub signaled: bool,
+    pub solicited: bool,
+    pub fence: bool,
     pub fm_ce_se: u8,
     pub imm: u32,
     pub remote: Option<(u64, u32)>,
@@ -197,29 +199,27 @@ pub struct WrInput {
 }
 
 impl WrInput {
-    fn op(&self) -> SendOp {
+    /// The operation, or `None` for a NOP (kind 7).
+    fn op(&self) -> Option<SendOp> {
         let remote = self
             .remote
             .map(|(addr, rkey)| Remote { addr, rkey })
             .unwrap_or_default();
         let (a, b) = self.atomic.unwrap_or_default();
-        match self.kind {
+        Some(match self.kind {
             0 | 8 | 10 | 11 => SendOp::Send,
-            1 => SendOp::SendImm { imm: self.imm },
-            2 | 9 => SendOp::Write { remote },
-            3 => SendOp::WriteImm {
-                remote,
-                imm: self.imm,
-            },
-            4 => SendOp::Read { remote },
+            1 => SendOp::SendWithImm(self.imm),
+            2 | 9 => SendOp::Write(remote),
+            3 => SendOp::WriteWithImm(remote, self.imm),
+            4 => SendOp::Read(remote),
             5 => SendOp::CompareSwap {
                 remote,
                 compare: b,
                 swap: a,
             },
             6 => SendOp::FetchAdd { remote, add: a },
-            _ => SendOp::Nop,
-        }
+            _ => return None,
+        })
     }
 }
 
@@ -258,23 +258,23 @@ fn wr_input() -> impl Strategy<Value = WrInput> {
     )
         .prop_map(|raw: Raw| {
             let (kind, nops, fl, qpn, imm, remote, atomic, mut sges, data, d) = raw;
-            let flags = SendFlags::from_bits_truncate(fl);
+            // A NOP takes no solicited or fence bit (SendQueue::post_nop).
+            let fl = if kind == 7 { fl & 1 } else { fl };
+            let (signaled, solicited, fence) = (fl & 1 != 0, fl & 2 != 0, fl & 4 != 0);
             let mut w = WrInput {
                 kind,
                 nops,
                 pi: 0,
                 opcode: 0,
                 qpn,
-                flags,
-                fm_ce_se: [
-                    (SendFlags::SIGNALED, 0x08),
-                    (SendFlags::SOLICITED, 0x02),
-                    (SendFlags::FENCE, 0x80),
-                ]
-                .iter()
-                .filter(|(f, _)| flags.contains(*f))
-                .map(|(_, v)| v)
-                .sum(),
+                signaled,
+                solicited,
+                fence,
+                fm_ce_se: [(signaled, 0x08), (solicited, 0x02), (fence, 0x80)]
+                    .iter()
+                    .filter(|(f, _)| *f)
+                    .map(|(_, v)| v)
+                    .sum(),
                 imm: 0,
                 remote: None,
                 atomic: None,
@@ -308,7 +308,7 @@ fn wr_input() -> impl Strategy<Value = WrInput> {
             if kind >= 10 {
                 w.ud = Some(d);
             }
-            w.opcode = w.op().opcode();
+            w.opcode = w.op().map_or(opcode::NOP, |op| mlx5_opcode(&op));
             w
         })
 }
@@ -399,30 +399,30 @@ fn sq(scratch: &mut Scratch, w: &WrInput) -> SendQueue {
     }
 }
 
-fn with_wr<R>(w: &WrInput, f: impl FnOnce(&SendWr<'_>) -> R) -> R {
+/// Calls `f` with the request `w` describes (not a NOP).
+fn with_wr<R>(w: &WrInput, f: impl FnOnce(&SendWr<'_, Sge, AhAddr>) -> R) -> R {
     let sges: Vec<Sge> = w
         .sges
         .iter()
         .map(|&(addr, length, lkey)| Sge { addr, length, lkey })
         .collect();
-    let ud = w.ud.as_ref().map(|d| UdDest {
-        av: DatagramSeg::new(
+    let ah = w.ud.as_ref().map(|d| {
+        DatagramSeg::new(
             0, 0, false, d.sl, d.fl, d.rlid, d.rmac, d.tclass, d.hop, d.grh, d.rgid,
-        ),
-        remote_qpn: d.dqp & 0xff_ffff,
-        qkey: d.qkey,
+        )
+        .ah_addr()
     });
-    let payload = match &w.inline {
-        Some(d) => Payload::Inline(d),
-        None => Payload::Sges(&sges),
-    };
-    let wr = SendWr {
-        wr_id: 7,
-        op: w.op(),
-        flags: w.flags,
-        payload,
-        ud: ud.as_ref(),
-    };
+    let op = w.op().expect("not a NOP");
+    let mut wr = match &w.inline {
+        Some(d) => SendWr::inline(7, op, d),
+        None => SendWr::new(7, op, &sges),
+    }
+    .signaled(w.signaled)
+    .solicited(w.solicited)
+    .fence(w.fence);
+    if let (Some(d), Some(ah)) = (&w.ud, &ah) {
+        wr = wr.to(ah, d.dqp & 0xff_ffff, d.qkey);
+    }
     f(&wr)
 }
 
@@ -438,9 +438,14 @@ fn scratch() -> Scratch {
 fn post_prepare(w: &WrInput) -> (u16, u32) {
     let mut s = scratch();
     let q = sq(&mut s, w);
-    let bbs = with_wr(w, |wr| q.plan(wr))
-        .expect("generated requests are valid")
-        .bbs;
+    let bbs = match w.op() {
+        Some(_) => {
+            with_wr(w, |wr| q.plan(wr))
+                .expect("generated requests are valid")
+                .bbs
+        }
+        None => 1,
+    };
     ((w.nops % (16 - bbs + 1)) as u16, bbs)
 }
 
@@ -450,17 +455,21 @@ pub fn post_one(w: &WrInput) -> Vec<u8> {
     let mut s = scratch();
     let mut q = sq(&mut s, w);
     for i in 0..w.pi {
-        let nop = SendWr::new(i as u64, SendOp::Nop, Payload::Sges(&[]));
-        // SAFETY: a NOP names no memory.
-        unsafe { q.post(&nop) }.unwrap();
+        q.post_nop(i as u64, true).unwrap();
     }
-    let ds = with_wr(w, |wr| {
-        let ds = q.plan(wr).unwrap().ds;
-        // SAFETY: the device is not involved; the ring only stores the
-        // SGEs' numbers.
-        unsafe { q.post(wr) }.unwrap();
-        ds
-    });
+    let ds = match w.op() {
+        Some(_) => with_wr(w, |wr| {
+            let ds = q.plan(wr).unwrap().ds;
+            // SAFETY: the device is not involved; the ring only stores the
+            // SGEs' numbers.
+            unsafe { q.post(wr) }.unwrap();
+            ds
+        }),
+        None => {
+            q.post_nop(7, w.signaled).unwrap();
+            1
+        }
+    };
     drop(q);
     let start = w.pi as usize * WQEBB;
     (0..ds as usize * 16)

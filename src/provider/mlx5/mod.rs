@@ -10,22 +10,23 @@
 //! created over anonymous mappings we own (kept by the object's control
 //! half until the kernel destroyed the object, leaked if it refuses to);
 //! posting and polling never enter the kernel (`post`), and a CQ resolves
-//! completions through a registry of its QPs' records (`poll`). Sizes and
-//! udata come from `provider_mlx5::setup`, the address vector of an AH
-//! from `provider_mlx5::av`.
+//! completions through a registry of its QPs' records
+//! (`provider_mlx5::registry`: this module creates a CQ's registry, and
+//! registers and retires its QPs there). Sizes and udata come from
+//! `provider_mlx5::setup`, the address vector of an AH from
+//! `provider_mlx5::av`.
 //!
 //! **Not run on hardware**: there is no ConnectX here. What is verified
 //! is listed in the README; this module's kernel commands have never met
 //! an mlx5 kernel driver.
 
 mod dbrec;
-mod poll;
 mod post;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use poll::Poller;
-pub(crate) use post::{post_recv_list, post_send_list, post_srq_recv_list, wc};
+pub(crate) use post::{post_recv_list, post_send_list, post_srq_recv_list};
+pub(crate) use provider_mlx5::Poller;
 
 use super::{AhParts, CqParts, CqRing, DeviceInfo, QpInit, QpParts, RecvRing};
 use super::{Registration as AnyRegistration, SendRing, SrqParts, SrqShared};
@@ -37,8 +38,8 @@ use crate::cmd::srq::SrqRequest;
 use crate::cmd::{self, CommandPath, Dev};
 use crate::error::{Error, Result};
 use crate::sys::{self, Mapping};
-use poll::{QpEntry, RecvRecs, Registry};
 use provider_mlx5::setup::{self, DeviceLimits, UarLayout};
+use provider_mlx5::{QpEntry, RecvRecs, Registry};
 use std::os::fd::{AsFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -118,7 +119,7 @@ pub(crate) struct CqShared {
 }
 
 /// A QP's entries in its CQs' registries: retired when dropped, which the
-/// QP does after DESTROY_QP (see `poll`).
+/// QP does after DESTROY_QP (see `provider_mlx5::registry`).
 pub(crate) struct Registration {
     id: u64,
     registries: [Arc<Registry>; 2],
@@ -339,21 +340,14 @@ impl Ctx {
             (None, Some(SrqShared::Mlx5(r))) => Some(RecvRecs::Srq(r.clone())),
             (None, _) => None,
         };
-        let id = poll::next_id();
-        send_reg.add(QpEntry {
-            qpn: created.qpn,
+        let id = provider_mlx5::next_id();
+        send_reg.add(QpEntry::new(
+            created.qpn,
             id,
-            sq: Some(sq.shared_records()),
-            rq: None,
-            until: None,
-        });
-        recv_reg.add(QpEntry {
-            qpn: created.qpn,
-            id,
-            sq: None,
-            rq: recv_recs,
-            until: None,
-        });
+            Some(sq.shared_records()),
+            None,
+        ));
+        recv_reg.add(QpEntry::new(created.qpn, id, None, recv_recs));
         Ok(QpParts {
             created,
             caps,
@@ -483,11 +477,9 @@ impl Ctx {
             udp_sport: sys::random_u16().unwrap_or(std::process::id() as u16),
         };
         let av = address_vector(&av).map_err(|e| bad("CREATE_AH", &e))?;
-        let mut bytes = [0u8; rverbs_types::AV_LEN];
-        bytes.copy_from_slice(av.as_bytes());
         Ok(AhParts {
             handle,
-            addr: rverbs_types::AhAddr::Vector(bytes),
+            addr: av.ah_addr(),
         })
     }
 }

@@ -1,14 +1,17 @@
-//! The mlx5 glue's data path — work-request translation, one doorbell per
-//! list, errors named by index, the CQ's QP registry and the conversion to
-//! `Wc` — driven over the provider's software device model (no kernel, no
-//! hardware: the kernel commands of this module are not exercised here).
+//! The mlx5 glue's data path — the safe API's requests posted as they
+//! are, one doorbell per list, errors named by index, completions polled
+//! as `Wc`s through the CQ's registry — driven over the provider's
+//! software device model (no kernel, no hardware: the kernel commands of
+//! this module are not exercised here). The registry itself (tombstones,
+//! SRQ receives across CQs) is tested in provider-mlx5's
+//! `tests/model_registry.rs`.
 
-use super::poll::{next_id, Poller, QpEntry, RecvRecs, Registry};
-use super::post::{post_recv_list, post_send_list as post_send, wc};
+use super::post::{post_recv_list, post_send_list as post_send};
 use crate::error::Error;
 use crate::qp::{RecvWr, Remote, SendOp, SendWr};
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
 use crate::wr::Slice;
+use provider_mlx5::{next_id, Poller, QpEntry, RecvRecs, Registry};
 use provider_mlx5_model::mem::access;
 use provider_mlx5_model::{Device, RecvSide};
 use std::sync::Arc;
@@ -18,8 +21,6 @@ struct Bed {
     sq_a: provider_mlx5::SendQueue,
     rq_b: provider_mlx5::RecvQueue,
     poller: Poller,
-    registry: Arc<Registry>,
-    id_a: u64,
     dev: Device,
     a: usize,
     b: usize,
@@ -40,21 +41,18 @@ fn bed() -> Bed {
     let rq_b = dev.provider_rq(b, 4);
     let cq = dev.provider_cq(c);
     let registry = registry_of(&cq);
-    let id_a = next_id();
-    registry.add(entry(dev.qps[a].qpn, id_a, Some(&sq_a), None));
+    registry.add(entry(dev.qps[a].qpn, next_id(), Some(&sq_a), None));
     registry.add(entry(
         dev.qps[b].qpn,
         next_id(),
         None,
         Some(RecvRecs::Rq(rq_b.shared_records())),
     ));
-    let poller = Poller::new(cq, registry.clone());
+    let poller = Poller::new(cq, registry);
     Bed {
         sq_a,
         rq_b,
         poller,
-        registry,
-        id_a,
         dev,
         a,
         b,
@@ -75,13 +73,7 @@ fn entry(
     sq: Option<&provider_mlx5::SendQueue>,
     rq: Option<RecvRecs>,
 ) -> QpEntry {
-    QpEntry {
-        qpn,
-        id,
-        sq: sq.map(|q| q.shared_records()),
-        rq,
-        until: None,
-    }
+    QpEntry::new(qpn, id, sq.map(|q| q.shared_records()), rq)
 }
 
 impl Bed {
@@ -98,7 +90,7 @@ impl Bed {
     }
     fn poll(&mut self) -> Vec<Wc> {
         let mut out = [Wc::default(); 32];
-        let n = self.poller.poll(&mut out, wc);
+        let n = self.poller.poll(&mut out);
         out[..n].to_vec()
     }
 }
@@ -199,142 +191,4 @@ fn errors_map_to_named_statuses_and_flush() {
         [(1, WcStatus::REM_ACCESS_ERR), (2, WcStatus::WR_FLUSH_ERR)]
     );
     assert_ne!(wcs[0].vendor_err, 0, "the vendor syndrome is kept");
-}
-
-/// A QP is destroyed with a completion still in the ring and its number
-/// is reused at once: the old CQE is dropped (it lies before the
-/// tombstone's position), the new QP's completions are reported.
-#[test]
-fn a_destroyed_qps_cqes_are_dropped_and_its_number_can_be_reused() {
-    let mut t = bed();
-    let src = [t.slice(t.mr_a, 0, 8)];
-    let wr = [SendWr::new(5, SendOp::Write(t.remote(t.mr_b, 0)), &src)];
-    post_send(&mut t.sq_a, &wr).unwrap();
-    t.dev.process();
-    // As QpInner's drop does after DESTROY_QP.
-    let qpn_a = t.dev.qps[t.a].qpn;
-    t.registry.retire(t.id_a);
-    // A new QP of the same number registers (the model's QP a stands in
-    // for it, so its records are the same object).
-    t.registry.add(entry(qpn_a, next_id(), Some(&t.sq_a), None));
-    let wr = [SendWr::new(6, SendOp::Write(t.remote(t.mr_b, 0)), &src)];
-    post_send(&mut t.sq_a, &wr).unwrap();
-    t.dev.process();
-    let ids: Vec<u64> = t.poll().iter().map(|w| w.wr_id).collect();
-    assert_eq!(ids, [6]);
-    assert_eq!(t.poller.discarded, 1);
-    // A number registered again without the old incarnation retired (its
-    // drop still running): the add retires it.
-    let wr = [SendWr::new(7, SendOp::Write(t.remote(t.mr_b, 0)), &src)];
-    post_send(&mut t.sq_a, &wr).unwrap();
-    t.dev.process();
-    t.registry.add(entry(qpn_a, next_id(), Some(&t.sq_a), None));
-    let wr = [SendWr::new(8, SendOp::Write(t.remote(t.mr_b, 0)), &src)];
-    post_send(&mut t.sq_a, &wr).unwrap();
-    t.dev.process();
-    let ids: Vec<u64> = t.poll().iter().map(|w| w.wr_id).collect();
-    assert_eq!(ids, [8]);
-    assert_eq!(t.poller.discarded, 2);
-}
-
-/// Two QPs receive through one SRQ, on two CQs: each CQ resolves its QP's
-/// receives through the SRQ records the QPs registered, and the SRQ takes
-/// back what either completed.
-#[test]
-fn srq_receives_resolve_through_the_registry_of_each_cq() {
-    use super::post::post_srq_recv_list;
-    let mut dev = Device::new();
-    let (cs, c1, c2) = (dev.add_cq(64, 64), dev.add_cq(64, 64), dev.add_cq(64, 64));
-    let s = dev.add_srq(8, 6);
-    let a1 = dev.add_qp(false, 16, RecvSide::None, cs, cs, 256);
-    let a2 = dev.add_qp(false, 16, RecvSide::None, cs, cs, 256);
-    let b1 = dev.add_qp(false, 16, RecvSide::Srq(s), c1, c1, 256);
-    let b2 = dev.add_qp(false, 16, RecvSide::Srq(s), c2, c2, 256);
-    dev.connect(a1, b1);
-    dev.connect(a2, b2);
-    let mr = dev.mem.reg(4096, access::ALL);
-    let mut srq = dev.provider_srq(s, 2);
-    let mut sq1 = dev.provider_sq(a1, 1, 64, true);
-    let mut sq2 = dev.provider_sq(a2, 1, 64, true);
-    let (cq_s, cq1, cq2) = (
-        dev.provider_cq(cs),
-        dev.provider_cq(c1),
-        dev.provider_cq(c2),
-    );
-    let (reg_s, reg1, reg2) = (registry_of(&cq_s), registry_of(&cq1), registry_of(&cq2));
-    for (q, sq) in [(a1, &sq1), (a2, &sq2)] {
-        reg_s.add(entry(dev.qps[q].qpn, next_id(), Some(sq), None));
-    }
-    let mut ids = [0; 2];
-    for (k, (q, reg)) in [(b1, &reg1), (b2, &reg2)].into_iter().enumerate() {
-        ids[k] = next_id();
-        let rq = RecvRecs::Srq(srq.shared_records());
-        reg.add(entry(dev.qps[q].qpn, ids[k], None, Some(rq)));
-    }
-    let mut p_s = Poller::new(cq_s, reg_s);
-    let mut p1 = Poller::new(cq1, reg1.clone());
-    let mut p2 = Poller::new(cq2, reg2);
-    let (base, lkey) = (dev.mem.mrs[mr].buf.addr(), dev.mem.mrs[mr].lkey);
-    let mut out = [Wc::default(); 16];
-    let mut next = 0u64;
-    for round in 0..6u64 {
-        // Refill the SRQ (7 receives at most), one list per round.
-        let sl: Vec<[Slice<'static>; 1]> = (0..srq_room(&srq))
-            .map(|i| [Slice::raw_for_model(base + (next + i) % 32 * 64, 64, lkey)])
-            .collect();
-        let wrs: Vec<RecvWr<'_>> = sl
-            .iter()
-            .enumerate()
-            .map(|(i, s)| RecvWr {
-                wr_id: next + i as u64,
-                sges: s,
-            })
-            .collect();
-        next += wrs.len() as u64;
-        post_srq_recv_list(&mut srq, &wrs, "SRQ").unwrap();
-        let m = [round as u8; 8];
-        for (i, sq) in [&mut sq1, &mut sq2].into_iter().enumerate() {
-            let wr = [SendWr::inline(100 + i as u64, SendOp::Send, &m)];
-            post_send(sq, &wr).unwrap();
-        }
-        dev.process();
-        // Poll b2's CQ first: its receive came second off the SRQ.
-        let n2 = p2.poll(&mut out, wc);
-        let w2 = out[0];
-        let n1 = p1.poll(&mut out, wc);
-        let w1 = out[0];
-        assert_eq!((n1, n2), (1, 1), "round {round}");
-        assert_eq!(
-            (w1.opcode, w1.byte_len, w1.qp_num),
-            (WcOpcode::RECV, 8, dev.qps[b1].qpn)
-        );
-        assert_eq!(w2.qp_num, dev.qps[b2].qpn);
-        assert_eq!(
-            w2.wr_id,
-            w1.wr_id + 1,
-            "SRQ WQEs are consumed in list order"
-        );
-        assert_eq!(p_s.poll(&mut out, wc), 2);
-    }
-    assert_eq!(srq.outstanding(), 7 - 2);
-    assert_eq!(p1.discarded + p2.discarded + p_s.discarded, 0);
-    // b1 receives once more, then is destroyed before its CQ is polled:
-    // the receive's SRQ WQE still comes back (rdma-core's cq_clean frees
-    // it too), and the completion is dropped.
-    let m = [9u8; 8];
-    post_send(&mut sq1, &[SendWr::inline(200, SendOp::Send, &m)]).unwrap();
-    dev.process();
-    assert_eq!(p_s.poll(&mut out, wc), 1);
-    assert_eq!(
-        srq.outstanding(),
-        5,
-        "consumed by the device, not completed"
-    );
-    reg1.retire(ids[0]);
-    assert_eq!(p1.poll(&mut out, wc), 0);
-    assert_eq!((p1.discarded, srq.outstanding()), (1, 4));
-}
-
-fn srq_room(srq: &provider_mlx5::SharedRecvQueue) -> u64 {
-    (srq.capacity() - srq.outstanding()) as u64
 }

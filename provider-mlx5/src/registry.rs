@@ -1,11 +1,11 @@
-//! Polling an mlx5 CQ from the safe API: resolving a CQE's QP number to
-//! the records of the queue that posted the request.
+//! A CQ's registry of the QPs that use it, and the poller that resolves
+//! its CQEs against it.
 //!
-//! A `Cq` and the `Qp`s that use it are separate objects, possibly on
+//! A CQ and the QPs that use it are separate objects, possibly on
 //! different threads, so the poller cannot borrow the QPs' queues. Each
-//! QP instead registers the shared records of its queues
-//! (`provider_mlx5::records`) with its CQs when it is created; the registry
-//! is behind a lock, which only control paths take. The poller keeps its
+//! QP instead registers the shared records of its queues ([`crate::records`])
+//! with its CQs when it is created ([`Registry::add`]); the registry is
+//! behind a lock, which only control paths take. The [`Poller`] keeps its
 //! own copy of the table and refreshes it only when the registry's
 //! generation has moved (checked with one Acquire load per CQE), so the
 //! data path takes no lock and, in the steady state, allocates nothing; a
@@ -14,44 +14,63 @@
 //! Destroyed QPs: their CQEs may still be in the ring, and the device may
 //! give a new QP the same number. rdma-core removes them from the ring at
 //! destroy time (`__mlx5_cq_clean`, under the CQ lock). Here the QP's entry
-//! becomes a tombstone instead: after DESTROY_QP, nothing more is written
-//! for it, so its CQEs all lie before the end of what the device has
-//! handed to software at that moment (scanned from the consumer index the
-//! poller publishes). CQEs of that QP number before that position resolve
-//! against the dead QP's own records — so SRQ receives it consumed go back
-//! to the SRQ — and are dropped (counted in `discarded`); later ones
-//! belong to the live QP of that number, if any. Entries are identified
-//! by incarnation, never by QP number alone.
+//! becomes a tombstone instead ([`Registry::retire`]): after DESTROY_QP,
+//! nothing more is written for it, so its CQEs all lie before the end of
+//! what the device has handed to software at that moment (scanned from the
+//! consumer index the poller publishes). CQEs of that QP number before
+//! that position resolve against the dead QP's own records — so SRQ
+//! receives it consumed go back to the SRQ — and are dropped (counted in
+//! [`Poller::discarded`]); later ones belong to the live QP of that number,
+//! if any. Entries are identified by incarnation ([`next_id`]), never by
+//! QP number alone.
 
-use provider_mlx5::{
-    Completion, CompletionQueue, CqScan, RecvRecords, RecvTarget, SendRecords, SrqRecords,
-    WorkQueues,
-};
+use crate::cq::{CompletionQueue, CqScan, RecvTarget, WorkQueues};
+use crate::records::{RecvRecords, SendRecords, SrqRecords};
+use rverbs_types::Wc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The receive side a QP registered: its own RQ or its SRQ.
-#[derive(Clone)]
-pub(crate) enum RecvRecs {
+#[derive(Debug, Clone)]
+pub enum RecvRecs {
+    /// The QP's own receive queue.
     Rq(Arc<RecvRecords>),
+    /// The SRQ the QP was created with.
     Srq(Arc<SrqRecords>),
 }
 
 /// What one QP registered with one CQ.
-#[derive(Clone)]
-pub(crate) struct QpEntry {
-    pub(crate) qpn: u32,
-    /// This QP's incarnation (unique per process), which tells it from an
-    /// earlier or later QP of the same number.
-    pub(crate) id: u64,
-    pub(crate) sq: Option<Arc<SendRecords>>,
-    pub(crate) rq: Option<RecvRecs>,
-    /// Destroyed: CQEs before this position are this QP's.
-    pub(crate) until: Option<u32>,
+#[derive(Debug, Clone)]
+pub struct QpEntry {
+    /// The QP number.
+    pub qpn: u32,
+    /// This QP's incarnation (unique per process, from [`next_id`]), which
+    /// tells it from an earlier or later QP of the same number.
+    pub id: u64,
+    /// Its send queue's records, if this CQ is its send CQ.
+    pub sq: Option<Arc<SendRecords>>,
+    /// Its receive side, if this CQ is its receive CQ.
+    pub rq: Option<RecvRecs>,
+    /// Destroyed: CQEs before this position are this QP's. `None` when
+    /// registering.
+    pub until: Option<u32>,
+}
+
+impl QpEntry {
+    /// A live entry of QP `qpn`, incarnation `id`.
+    pub fn new(qpn: u32, id: u64, sq: Option<Arc<SendRecords>>, rq: Option<RecvRecs>) -> QpEntry {
+        QpEntry {
+            qpn,
+            id,
+            sq,
+            rq,
+            until: None,
+        }
+    }
 }
 
 /// A fresh incarnation number.
-pub(crate) fn next_id() -> u64 {
+pub fn next_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
@@ -63,19 +82,25 @@ fn before(pos: u32, until: u32) -> bool {
     (until.wrapping_sub(pos) as i32) > 0
 }
 
-/// The CQ's registry of QPs, shared by the CQ and every QP created on it.
-pub(crate) struct Registry {
+/// The CQ's registry of QPs, shared by the CQ's poller and every QP
+/// created on it.
+#[derive(Debug)]
+pub struct Registry {
     entries: Mutex<Vec<QpEntry>>,
     generation: AtomicU64,
     /// The poller's consumer index, published after each poll.
     consumed: AtomicU32,
     /// Reads the ring's ownership bits (the ring outlives every user of
-    /// the registry: the CqInner holding both is dropped last).
+    /// the registry: see [`Registry::new`]).
     scan: CqScan,
 }
 
 impl Registry {
-    pub(crate) fn new(scan: CqScan) -> Registry {
+    /// An empty registry for the CQ `scan` reads (from
+    /// [`CompletionQueue::scanner`], whose contract — the ring stays
+    /// mapped while the scan is used — must hold for as long as the
+    /// registry is used).
+    pub fn new(scan: CqScan) -> Registry {
         Registry {
             entries: Mutex::new(Vec::new()),
             generation: AtomicU64::new(0),
@@ -86,7 +111,7 @@ impl Registry {
 
     /// Adds `e`, or merges it into the entry of the same incarnation (a
     /// QP whose send and receive CQ are the same registers once per side).
-    pub(crate) fn add(&self, e: QpEntry) {
+    pub fn add(&self, e: QpEntry) {
         let mut v = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         self.prune(&mut v);
         // A live entry of this number but another incarnation is a QP the
@@ -112,7 +137,7 @@ impl Registry {
 
     /// Turns incarnation `id` into a tombstone, after the kernel destroyed
     /// the QP (so no CQE of it is written any more).
-    pub(crate) fn retire(&self, id: u64) {
+    pub fn retire(&self, id: u64) {
         let mut v = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         let end = self.end_of_written();
         // The first retirement counts (a QP on one CQ for both sides
@@ -141,6 +166,7 @@ impl Registry {
 }
 
 /// The poller's copy of the registry, and what it learnt in a batch.
+#[derive(Debug)]
 struct Table {
     registry: Arc<Registry>,
     entries: Vec<QpEntry>,
@@ -217,23 +243,26 @@ impl WorkQueues for Table {
     }
 }
 
-/// The poller's side of an mlx5 CQ (owned by the `Cq`, used through
-/// `&mut`).
-pub(crate) struct Poller {
-    pub(crate) cq: CompletionQueue,
+/// The consumer side of an mlx5 CQ with its registry: polls completions
+/// of every QP registered, drops those of destroyed QPs and CQEs that name
+/// nothing outstanding, and arms the CQ. Used through `&mut` by one thread
+/// at a time.
+#[derive(Debug)]
+pub struct Poller {
+    cq: CompletionQueue,
     table: Table,
-    scratch: [Completion; BATCH],
-    /// CQEs dropped: those of destroyed QPs, and any naming no registered
-    /// QP or no outstanding request.
-    pub(crate) discarded: u64,
+    discarded: u64,
     /// Completion events already accounted for in the arm sequence number.
-    pub(crate) events_seen: u64,
+    events_seen: u64,
 }
 
+/// CQEs polled per batch: the width of the stale-CQE mask.
 const BATCH: usize = 16;
 
 impl Poller {
-    pub(crate) fn new(cq: CompletionQueue, registry: Arc<Registry>) -> Poller {
+    /// The poller of `cq`, whose QPs register with `registry` (made over
+    /// `cq`'s scanner).
+    pub fn new(cq: CompletionQueue, registry: Arc<Registry>) -> Poller {
         Poller {
             cq,
             table: Table {
@@ -245,32 +274,51 @@ impl Poller {
                 stale: 0,
                 tombstones: 0,
             },
-            scratch: [Completion::default(); BATCH],
             discarded: 0,
             events_seen: 0,
         }
     }
 
-    /// Moves up to `out.len()` completions into `out`, converted by `conv`.
+    /// The CQ polled.
+    pub fn cq(&self) -> &CompletionQueue {
+        &self.cq
+    }
+
+    /// CQEs dropped so far: those of destroyed QPs, and any naming no
+    /// registered QP or no outstanding request.
+    pub fn discarded(&self) -> u64 {
+        self.discarded
+    }
+
+    /// Moves up to `out.len()` completions into `out`, oldest first, and
+    /// returns how many. Never blocks, never makes a system call; takes
+    /// no lock unless a QP was registered or retired since the last call.
     #[inline]
-    pub(crate) fn poll<T>(&mut self, out: &mut [T], conv: impl Fn(&Completion) -> T) -> usize {
+    pub fn poll(&mut self, out: &mut [Wc]) -> usize {
         let mut n = 0;
         while n < out.len() {
             let want = (out.len() - n).min(BATCH);
             self.table.batch_start = self.cq.consumer_index();
             self.table.stale = 0;
-            let r = self.cq.poll(&mut self.table, &mut self.scratch[..want]);
+            let r = self.cq.poll(&mut self.table, &mut out[n..n + want]);
             let stale = self.table.stale;
             match r {
                 Ok(0) => break,
                 Ok(got) => {
-                    for (i, c) in self.scratch[..got].iter().enumerate() {
-                        if stale & (1 << i) != 0 {
-                            self.discarded += 1;
-                        } else {
-                            out[n] = conv(c);
-                            n += 1;
+                    if stale == 0 {
+                        n += got;
+                    } else {
+                        // Close the gaps the dead QPs' completions leave.
+                        let mut kept = n;
+                        for i in 0..got {
+                            if stale & (1 << i) != 0 {
+                                self.discarded += 1;
+                            } else {
+                                out[kept] = out[n + i];
+                                kept += 1;
+                            }
                         }
+                        n = kept;
                     }
                     if got < want {
                         break;
@@ -292,11 +340,25 @@ impl Poller {
     /// advancing the arm sequence number once per completion event read
     /// since the last arm (rdma-core's `mlx5_cq_event`): `events` counts
     /// the events read for this CQ.
-    pub(crate) fn arm(&mut self, solicited_only: bool, events: u64) {
+    pub fn arm(&mut self, solicited_only: bool, events: u64) {
         while self.events_seen != events {
             self.cq.ack_event();
             self.events_seen = self.events_seen.wrapping_add(1);
         }
         self.cq.arm(solicited_only);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::before;
+
+    #[test]
+    fn positions_compare_across_the_wrap() {
+        assert!(before(5, 6));
+        assert!(!before(6, 6));
+        assert!(!before(7, 6));
+        assert!(before(u32::MAX, 2));
+        assert!(!before(2, u32::MAX));
     }
 }
