@@ -19,7 +19,7 @@
 
 use crate::barrier;
 use crate::cqe::{cqe_opcode, op_own, Cqe64, CQE64_SIZE};
-use crate::records::{RecvRecords, SendRecords, SrqRecords};
+use crate::lookup::WorkQueues;
 use crate::wc::{decode, BadCqe, Wc};
 use crate::LayoutError;
 use core::ptr::NonNull;
@@ -36,74 +36,6 @@ pub const ARM_NEXT: u32 = 0;
 /// Arm command: notify on the next solicited or error completion
 /// (`MLX5_CQ_DB_REQ_NOT_SOL`).
 pub const ARM_SOLICITED: u32 = 1 << 24;
-
-/// The receive side a QP's completions go to.
-#[derive(Debug, Clone, Copy)]
-pub enum RecvTarget<'a> {
-    /// The QP's own receive queue.
-    Rq(&'a RecvRecords),
-    /// The SRQ the QP was created with.
-    Srq(&'a SrqRecords),
-}
-
-impl RecvTarget<'_> {
-    pub(crate) fn complete(&self, wqe_counter: u16) -> Option<u64> {
-        match self {
-            RecvTarget::Rq(q) => q.complete(wqe_counter),
-            RecvTarget::Srq(q) => q.complete(wqe_counter),
-        }
-    }
-}
-
-/// Finds the records of the queues a CQE's QP number (and SRQ number /
-/// user index, as the CQE carries it) refer to. A CQ may serve many QPs.
-/// The records are shared with the posting side ([`crate::records`]), so
-/// the poller needs no access to the queues themselves. A CQ's
-/// [`crate::Poller`] resolves through its [`crate::Registry`]; tests and
-/// single-threaded users can pass [`QpQueues`].
-pub trait WorkQueues {
-    /// The send queue of QP `qpn`.
-    fn send_queue(&mut self, qpn: u32, srqn_uidx: u32) -> Option<&SendRecords>;
-    /// The receive queue or SRQ of QP `qpn`.
-    fn recv_queue(&mut self, qpn: u32, srqn_uidx: u32) -> Option<RecvTarget<'_>>;
-    /// Called before each CQE is resolved with its position (the CQ's
-    /// free-running consumer index), for lookups that depend on when a CQE
-    /// was written (a QP number reused after a destroy).
-    #[inline(always)]
-    fn at(&mut self, _ci: u32) {}
-}
-
-/// The queues of one QP, for [`CompletionQueue::poll`]; a slice of these
-/// serves a CQ shared by several QPs.
-#[derive(Debug, Clone, Copy)]
-pub struct QpQueues<'a> {
-    /// The QP number.
-    pub qpn: u32,
-    /// Its send queue's records, if this CQ is its send CQ.
-    pub sq: Option<&'a SendRecords>,
-    /// Its receive side, if this CQ is its receive CQ.
-    pub rq: Option<RecvTarget<'a>>,
-}
-
-impl WorkQueues for QpQueues<'_> {
-    fn send_queue(&mut self, qpn: u32, _: u32) -> Option<&SendRecords> {
-        (qpn == self.qpn).then_some(())?;
-        self.sq
-    }
-    fn recv_queue(&mut self, qpn: u32, _: u32) -> Option<RecvTarget<'_>> {
-        (qpn == self.qpn).then_some(())?;
-        self.rq
-    }
-}
-
-impl WorkQueues for [QpQueues<'_>] {
-    fn send_queue(&mut self, qpn: u32, u: u32) -> Option<&SendRecords> {
-        self.iter_mut().find(|q| q.qpn == qpn)?.send_queue(qpn, u)
-    }
-    fn recv_queue(&mut self, qpn: u32, u: u32) -> Option<RecvTarget<'_>> {
-        self.iter_mut().find(|q| q.qpn == qpn)?.recv_queue(qpn, u)
-    }
-}
 
 /// Fixed properties of a CQ, from its creation.
 #[derive(Debug, Clone, Copy)]

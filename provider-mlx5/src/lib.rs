@@ -71,6 +71,7 @@ pub mod barrier;
 
 pub mod cq;
 pub mod cqe;
+pub mod lookup;
 pub mod records;
 pub mod registry;
 pub mod rq;
@@ -82,8 +83,9 @@ pub mod wc;
 pub mod wqe;
 pub mod wr;
 
-pub use cq::{CompletionQueue, CqConfig, CqScan, QpQueues, RecvTarget, WorkQueues};
+pub use cq::{CompletionQueue, CqConfig, CqScan};
 pub use cqe::Status;
+pub use lookup::{QpQueues, RecvTarget, WorkQueues};
 pub use records::{RecvRecords, SendRecords, SendRetired, SrqRecords};
 pub use registry::{next_id, Poller, QpEntry, RecvRecs, Registry};
 pub use rq::RecvQueue;

@@ -24,7 +24,8 @@
 //! if any. Entries are identified by incarnation ([`next_id`]), never by
 //! QP number alone.
 
-use crate::cq::{CompletionQueue, CqScan, RecvTarget, WorkQueues};
+use crate::cq::{CompletionQueue, CqScan};
+use crate::lookup::{RecvTarget, WorkQueues};
 use crate::records::{RecvRecords, SendRecords, SrqRecords};
 use rverbs_types::Wc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

@@ -19,8 +19,8 @@
 //! - the CQE's solicited-event bit is [`SOLICITED`], bit 31 of the flags
 //!   (`ib_wc_flags` has no such flag; rdma-core drops the bit).
 
-use crate::cq::WorkQueues;
 use crate::cqe::{cqe_opcode, op_own, Cqe64, Status};
+use crate::lookup::WorkQueues;
 use crate::seg::opcode;
 pub use rverbs_types::{Wc, WcFlags, WcOpcode, WcStatus};
 

@@ -19,6 +19,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 use crate::cm::SockaddrIn6;
 use crate::layout::{ConstValue, NewerThanHeaders, StructLayout};
 
+mod checks;
 pub mod offsets;
 mod wqe;
 
@@ -317,7 +318,7 @@ pub fn layouts() -> Vec<StructLayout> {
             ],
         },
     ];
-    v.extend(wqe::layouts());
+    v.extend(checks::layouts());
     v
 }
 
@@ -335,7 +336,7 @@ pub fn newer_than_headers() -> Vec<NewerThanHeaders> {
         c: "RXE_UVERBS_ABI_VERSION",
         reason: "not in UAPI: drivers/infiniband/sw/rxe/rxe.h (value 2 since v4.8)",
     }];
-    v.extend(wqe::newer_than_headers());
+    v.extend(checks::newer_than_headers());
     v
 }
 
