@@ -165,7 +165,7 @@ impl Ctx {
     ) -> Result<CqParts> {
         let l = setup::cq_layout(req.cqe, &self.limits(info)?, self.page_size)
             .map_err(|e| bad("CREATE_CQ", &e))?;
-        let buf = Mapping::anonymous("mlx5 CQ buffer", l.buf_len)?;
+        let buf = crate::netlink::device_memory("mlx5 CQ buffer", l.buf_len)?;
         let db = self.db_pool.alloc()?;
         let uar = self.uar_ptr(self.uar.cq_doorbell_page(), 0)?;
         let cfg = provider_mlx5::CqConfig {
@@ -261,7 +261,7 @@ impl Ctx {
                 "CREATE_QP: max_send_wr 0 (a receive-only QP) is not supported on mlx5 by rverbs yet",
             ));
         }
-        let buf = Mapping::anonymous("mlx5 QP buffer", l.buf_len)?;
+        let buf = crate::netlink::device_memory("mlx5 QP buffer", l.buf_len)?;
         let db = self.db_pool.alloc()?;
         let udata = setup::create_qp_udata(
             &l,
@@ -372,7 +372,7 @@ impl Ctx {
     ) -> Result<SrqParts> {
         let l = setup::srq_layout(req.max_wr, req.max_sge, &self.limits(info)?, self.page_size)
             .map_err(|e| bad("CREATE_SRQ", &e))?;
-        let buf = Mapping::anonymous("mlx5 SRQ buffer", l.buf_len)?;
+        let buf = crate::netlink::device_memory("mlx5 SRQ buffer", l.buf_len)?;
         let db = self.db_pool.alloc()?;
         // SAFETY: a fresh mapping and a record slot of ours, kept by the
         // SRQ's control half until after DESTROY_SRQ.
