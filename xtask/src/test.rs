@@ -95,6 +95,8 @@ fn cargo_test(args: &[&str]) -> Result<(bool, Vec<String>)> {
 /// their executables: one for each file of `vm-tests/tests/`, or an error.
 fn build_vm_tests() -> Result<Vec<(String, PathBuf)>> {
     build_rverbs()?;
+    // The library's examples, which vm-tests/tests/examples.rs runs.
+    crate::host::run(cargo().args(["build", "--quiet", "-p", "rverbs", "--examples"]))?;
     let out = cargo()
         .args(["test", "-p", VM_TESTS_PACKAGE, "--tests", "--no-run"])
         .stdout(Stdio::null())

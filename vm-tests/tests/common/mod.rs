@@ -61,6 +61,25 @@ pub fn rverbs_bin() -> &'static str {
     })
 }
 
+/// The path of the root crate's example `name` (built by `cargo xtask
+/// test` before the VM tests), in the profile directory above this test's
+/// `deps/`.
+pub fn example_bin(name: &str) -> String {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("cargo's profile directory")
+        .join("examples")
+        .join(name);
+    assert!(
+        dir.is_file(),
+        "{} is missing: build it with `cargo build -p rverbs --examples` (`cargo xtask test` does)",
+        dir.display()
+    );
+    dir.into_os_string().into_string().expect("UTF-8 path")
+}
+
 /// Kills a background process if the test panics before waiting for it.
 pub struct Background(pub Option<Child>);
 
