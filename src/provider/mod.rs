@@ -264,18 +264,17 @@ impl SendRing {
         dev: &Dev,
         wrs: &[SendWr<'_, Slice<'_>, A>],
     ) -> Result<()> {
-        let (posted, refused) = match self {
+        match self {
             SendRing::Rxe(q) => {
-                let r = post_list(wrs, "send queue", |wr| rxe::post_send(&mut q.sq, wr));
-                if r.0 > 0 {
+                let (posted, refused) =
+                    post_list(wrs, "send queue", |wr| rxe::post_send(&mut q.sq, wr));
+                if posted > 0 {
                     q.doorbell.ring(dev)?;
                 }
-                r
+                refused.map_or(Ok(()), Err)
             }
-            SendRing::Mlx5(q) => return mlx5::post_send_list(q, wrs),
-        };
-        let _ = posted;
-        refused.map_or(Ok(()), Err)
+            SendRing::Mlx5(q) => mlx5::post_send_list(q, wrs),
+        }
     }
 }
 
