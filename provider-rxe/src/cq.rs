@@ -52,6 +52,7 @@ impl CompletionQueue {
 
     /// Copies up to `out.len()` completions out of the ring, oldest first,
     /// and returns how many. Never blocks, never makes a system call.
+    #[inline]
     pub fn poll(&mut self, out: &mut [Wc]) -> usize {
         // One acquire load of the producer covers every slot before it.
         let prod = self.q.load_producer();

@@ -208,34 +208,40 @@ impl Queue {
     }
 
     /// Acquire-loads the producer index, masked.
+    #[inline]
     pub fn load_producer(&self) -> u32 {
         self.word::<PRODUCER_OFFSET>().load(Ordering::Acquire) & self.mask
     }
 
     /// Acquire-loads the consumer index, masked.
+    #[inline]
     pub fn load_consumer(&self) -> u32 {
         self.word::<CONSUMER_OFFSET>().load(Ordering::Acquire) & self.mask
     }
 
     /// Release-stores the producer index (after the slot is written).
+    #[inline]
     pub fn store_producer(&self, v: u32) {
         self.word::<PRODUCER_OFFSET>()
             .store(v & self.mask, Ordering::Release)
     }
 
     /// Release-stores the consumer index (after the slot is read).
+    #[inline]
     pub fn store_consumer(&self, v: u32) {
         self.word::<CONSUMER_OFFSET>()
             .store(v & self.mask, Ordering::Release)
     }
 
     /// The next index after `i`.
+    #[inline]
     pub fn next(&self, i: u32) -> u32 {
         i.wrapping_add(1) & self.mask
     }
 
     /// The address of slot `i` (masked): `elem_size()` bytes inside the
     /// mapping.
+    #[inline]
     pub fn slot(&self, i: u32) -> *mut u8 {
         self.slot_ptr(i).as_ptr()
     }

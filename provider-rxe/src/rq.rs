@@ -65,6 +65,7 @@ impl RecvQueue {
     /// Every SGE must name memory registered with its lkey that stays
     /// allocated while the device may write it.
     #[allow(unsafe_code)] // the declaration only: the body is safe code
+    #[inline]
     pub unsafe fn post(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), PostError> {
         self.post_checked(wr_id, sges)
     }
