@@ -1,10 +1,11 @@
-//! The rxe posting path's cost per work request, over a ring in plain
-//! memory: post one signaled single-SGE RDMA WRITE, one signaled 64-byte
-//! inline SEND and one single-SGE receive. Run under callgrind; the figure
-//! is inclusive instructions / calls of [`bench_post_write`],
-//! [`bench_post_send`] and [`bench_post_recv`], which contain only provider
-//! code — the kernel's side (reading the slot, advancing the consumer
-//! index) happens between the calls and is not counted.
+//! The rxe data path's cost per operation, over rings in plain memory:
+//! post one signaled single-SGE RDMA WRITE, one signaled 64-byte inline
+//! SEND and one single-SGE receive, and poll a CQ that holds one completion
+//! (and one that holds none). Run under callgrind; the figure is inclusive
+//! instructions / calls of the `bench_*` functions, which contain only
+//! provider code — the kernel's side (reading the slot, advancing the
+//! consumer index, writing a CQE) happens between the calls and is not
+//! counted.
 //!
 //! ```text
 //! cargo build --release -p provider-rxe --example bench_ring
@@ -16,8 +17,10 @@
 //! it, so that a broken build cannot report a cheap-looking number.
 
 use core::ptr::NonNull;
-use provider_rxe::wqe::{recv, send, SGE_SIZE};
-use provider_rxe::{AhAddr, Queue, RecvQueue, Remote, SendOp, SendQueue, SendWr, Sge};
+use provider_rxe::wqe::{recv, send, wc, SGE_SIZE, WC_SIZE};
+use provider_rxe::{
+    AhAddr, CompletionQueue, Queue, RecvQueue, Remote, SendOp, SendQueue, SendWr, Sge, Wc, WcStatus,
+};
 use uverbs_abi::rxe::offsets::queue_buf;
 
 /// Requests over plain SGEs, on a connected QP (no address handles).
@@ -122,6 +125,34 @@ fn bench_post_recv(rq: &mut RecvQueue, wr_id: u64, sges: &[Sge]) {
     }
 }
 
+/// Polls a CQ that holds exactly one completion.
+#[inline(never)]
+fn bench_poll_one(cq: &mut CompletionQueue, out: &mut [Wc]) -> usize {
+    cq.poll(out)
+}
+
+/// Polls a CQ that holds none (for one entry, which also keeps the linker
+/// from folding this function into `bench_poll_one`).
+#[inline(never)]
+fn bench_poll_empty(cq: &mut CompletionQueue, out: &mut [Wc]) -> usize {
+    cq.poll(&mut out[..1])
+}
+
+/// The kernel's producer: writes one successful completion of `wr_id` at
+/// the producer index and publishes it (release).
+fn kernel_complete(k: &Queue, wr_id: u64) {
+    let prod = k.load_producer();
+    let slot = k.slot(prod);
+    // SAFETY: slot(prod) is elem_size() >= WC_SIZE bytes inside the ring,
+    // which the provider reads only after the release store below.
+    unsafe {
+        core::ptr::write_bytes(slot, 0, WC_SIZE);
+        slot.add(wc::WR_ID).cast::<u64>().write_unaligned(wr_id);
+        slot.add(wc::BYTE_LEN).cast::<u32>().write_unaligned(64);
+    }
+    k.store_producer(k.next(prod));
+}
+
 fn main() {
     let iters: u64 = std::env::args()
         .nth(1)
@@ -175,8 +206,22 @@ fn main() {
             assert_eq!(get_u64(w, recv::SGES), sge[0].addr);
         });
     }
+    let mut cq_ring = Ring::new(WC_SIZE);
+    let mut cq = CompletionQueue::new(cq_ring.queue(WC_SIZE));
+    let cq_kernel = cq_ring.queue(WC_SIZE);
+    let mut out = [Wc::default(); 4];
+    for i in 0..iters {
+        kernel_complete(&cq_kernel, i);
+        assert_eq!(bench_poll_one(&mut cq, &mut out), 1, "iteration {i}: poll");
+        assert_eq!((out[0].wr_id, out[0].status), (i, WcStatus::SUCCESS));
+        assert_eq!(
+            bench_poll_empty(&mut cq, &mut out),
+            0,
+            "iteration {i}: empty"
+        );
+    }
     println!(
-        "rxe ring ({} and {} byte slots): {iters} WRITEs, 64-byte inline SENDs and receives posted and checked",
+        "rxe ring ({} and {} byte slots): {iters} WRITEs, 64-byte inline SENDs and receives posted and checked, {iters} completions polled",
         1u32 << sq_ring.log2,
         1u32 << rq_ring.log2
     );

@@ -213,12 +213,16 @@ fn splice_mlx5(report: &str, mlx5: &str) -> String {
     out
 }
 
-/// The mlx5 data path on the software device model, under callgrind on
-/// the host (no kernel involved): instructions per call of building and
-/// ringing one single-SGE RDMA WRITE, and of polling its CQE. Returns the
-/// report's table.
-fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
-    crate::host::ensure_host_packages()?;
+/// One host-side provider benchmark: a release example that calls each
+/// measured function (`bench_*`, `#[inline(never)]`, provider code only)
+/// exactly `MLX5_ITERS` times, run under callgrind. Returns the table rows
+/// and the per-call figures, in `rows` order.
+fn host_bench(
+    out_dir: &std::path::Path,
+    package: &str,
+    example: &str,
+    rows: &[(&str, &str)],
+) -> Result<(String, Vec<f64>)> {
     crate::host::run(
         Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
             .current_dir(workspace_root())
@@ -227,17 +231,14 @@ fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
                 "--release",
                 "--quiet",
                 "-p",
-                "provider-mlx5-model",
+                package,
                 "--example",
-                "bench_model",
+                example,
             ]),
     )?;
-    let bin = target_dir()
-        .join("release")
-        .join("examples")
-        .join("bench_model");
+    let bin = target_dir().join("release").join("examples").join(example);
     std::fs::create_dir_all(out_dir).map_err(|e| e.to_string())?;
-    let cg = out_dir.join("callgrind.mlx5");
+    let cg = out_dir.join(format!("callgrind.{example}"));
     let st = Command::new("valgrind")
         .arg("--tool=callgrind")
         .arg(format!("--callgrind-out-file={}", cg.display()))
@@ -247,23 +248,14 @@ fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
         .map_err(|e| format!("valgrind: {e}"))?;
     if !st.status.success() {
         return Err(format!(
-            "the mlx5 model benchmark failed: {}",
+            "the {example} benchmark failed: {}",
             String::from_utf8_lossy(&st.stderr)
         ));
     }
     let calls = callees(&cg);
-    let mut md = format!("\n{MLX5_MARK} (callgrind, host, {MLX5_ITERS} iterations) | calls | inclusive Ir | per call |\n| --- | --- | --- | --- |\n");
+    let mut md = String::new();
     let mut per_call = Vec::new();
-    for (label, needle) in [
-        (
-            "build + ring one signaled single-SGE RDMA WRITE (`SendQueue::post` + `ring`)",
-            "bench_post",
-        ),
-        (
-            "poll its CQE (`CompletionQueue::poll`, wr_id resolved)",
-            "bench_poll",
-        ),
-    ] {
+    for (label, needle) in rows {
         let (n, ir) = calls
             .iter()
             .filter(|((_, f), _)| f.ends_with(needle))
@@ -280,12 +272,67 @@ fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
         per_call.push(per);
         let _ = writeln!(md, "| {label} | {n} | {ir} | {per:.0} |");
     }
+    Ok((md, per_call))
+}
+
+/// The providers' data paths on the host, under callgrind (no kernel
+/// involved): mlx5 over the software device model (build and ring one
+/// single-SGE RDMA WRITE, poll its CQE), rxe over rings in plain memory
+/// (posts, and a poll that returns one completion and one that returns
+/// none). Returns the report's section.
+fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
+    crate::host::ensure_host_packages()?;
+    let (mlx5, m) = host_bench(
+        out_dir,
+        "provider-mlx5-model",
+        "bench_model",
+        &[
+            (
+                "build + ring one signaled single-SGE RDMA WRITE (`SendQueue::post` + `ring`)",
+                "bench_post",
+            ),
+            (
+                "poll its CQE (`CompletionQueue::poll`, wr_id resolved)",
+                "bench_poll",
+            ),
+        ],
+    )?;
+    let (rxe, r) = host_bench(
+        out_dir,
+        "provider-rxe",
+        "bench_ring",
+        &[
+            (
+                "post one signaled single-SGE RDMA WRITE (`SendQueue::post`)",
+                "bench_post_write",
+            ),
+            ("post one signaled 64-byte inline SEND", "bench_post_send"),
+            (
+                "post one single-SGE receive (`RecvQueue::post`)",
+                "bench_post_recv",
+            ),
+            (
+                "poll a CQ holding one completion (`CompletionQueue::poll`)",
+                "bench_poll_one",
+            ),
+            ("poll an empty CQ", "bench_poll_empty"),
+        ],
+    )?;
+    let mut md = format!("\n{MLX5_MARK} (callgrind, host, {MLX5_ITERS} iterations) | calls | inclusive Ir | per call |\n| --- | --- | --- | --- |\n");
+    md.push_str(&mlx5);
     let _ = writeln!(
         md,
         "\nmlx5 on the device model: post one single-SGE RDMA WRITE (build + doorbell): {:.0} instr/call; poll one CQE: {:.0} instr/call; {MLX5_ITERS} calls each.",
-        per_call[0], per_call[1]
+        m[0], m[1]
     );
     md.push_str("\nThe model's own work (consuming the WQE, moving the data, writing the CQE) runs between the two calls and is not counted. Not hardware: no MMIO latency, no write-combining effects.\n");
+    let _ = write!(md, "\n| rxe provider over rings in plain memory (callgrind, host, {MLX5_ITERS} iterations) | calls | inclusive Ir | per call |\n| --- | --- | --- | --- |\n");
+    md.push_str(&rxe);
+    let _ = writeln!(
+        md,
+        "\nrxe provider alone: WRITE {:.0}, inline SEND {:.0}, receive {:.0}, poll returning one completion {:.0}, empty poll {:.0} instr/call (the safe API adds its dispatch; the VM figures above include it and the doorbell).",
+        r[0], r[1], r[2], r[3], r[4]
+    );
     std::fs::write(out_dir.join("mlx5.md"), &md).map_err(|e| e.to_string())?;
     Ok(md)
 }
