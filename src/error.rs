@@ -124,6 +124,15 @@ pub enum Error {
         /// Why.
         what: String,
     },
+    /// A device cannot be deleted without waiting: these processes hold it
+    /// open (`(pid, command name)`), and the kernel would block the delete
+    /// until they close it.
+    DeviceInUse {
+        /// The device.
+        device: String,
+        /// Who holds it.
+        holders: Vec<(u32, String)>,
+    },
     /// An rdma_cm command failed (which command, on which id, errno).
     Cm(rverbs_cm::Error),
     /// An rdma_cm id got another event than the one it waited for (an
@@ -196,6 +205,17 @@ impl fmt::Display for Error {
             }
             Error::InvalidWorkRequest { index, what } => {
                 write!(f, "work request {index} rejected: {what}")
+            }
+            Error::DeviceInUse { device, holders } => {
+                write!(f, "device {device} is in use by")?;
+                for (i, (pid, comm)) in holders.iter().enumerate() {
+                    let sep = if i == 0 { " " } else { ", " };
+                    write!(f, "{sep}pid {pid} ({comm})")?;
+                }
+                write!(
+                    f,
+                    ": deleting it would block until they close it (delete with --wait to do that)"
+                )
             }
             Error::Cm(e) => write!(f, "{e}"),
             Error::CmEvent {

@@ -355,14 +355,68 @@ fn check_name(what: &str, name: &str, max: usize) -> Result<()> {
     }
 }
 
-/// Deletes a link by device name (`rdma link delete NAME`).
+/// Deletes a link by device name (`rdma link delete NAME`), unless a
+/// process holds the device open: then it fails with
+/// [`Error::DeviceInUse`] naming them, because the kernel would block the
+/// delete until they close it (rxe cannot take a device away from its
+/// users). [`link_delete_wait`] waits instead.
 pub fn link_delete(name: &str) -> Result<()> {
+    delete(name, false)
+}
+
+/// Deletes a link by device name, waiting (in the kernel) for every
+/// process that holds it open to close it — which never happens if one of
+/// them is the caller.
+pub fn link_delete_wait(name: &str) -> Result<()> {
+    delete(name, true)
+}
+
+/// The processes that hold `dev_path` open: `(pid, command name)`, read
+/// from `/proc/*/fd` (processes whose fds this one may not read are not
+/// seen).
+pub fn holders_of(dev_path: &std::path::Path) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        if fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == dev_path))
+        {
+            let comm = std::fs::read_to_string(p.path().join("comm")).unwrap_or_default();
+            out.push((pid, comm.trim().to_string()));
+        }
+    }
+    out
+}
+
+fn delete(name: &str, wait: bool) -> Result<()> {
     let dev = devices()?
         .into_iter()
         .find(|d| d.name == name)
         .ok_or_else(|| Error::NoDevice {
             name: Some(name.to_string()),
         })?;
+    if !wait {
+        // A device without a uverbs node has no user-space holders.
+        if let Ok(c) = chardev(dev.index) {
+            let path = std::path::Path::new("/dev/infiniband").join(&c.name);
+            let holders = holders_of(&path);
+            if !holders.is_empty() {
+                return Err(Error::DeviceInUse {
+                    device: name.to_string(),
+                    holders,
+                });
+            }
+        }
+    }
     let req = Request::new(v::RDMA_NLDEV_CMD_DELLINK, v::NLM_F_ACK)
         .u32(v::RDMA_NLDEV_ATTR_DEV_INDEX, dev.index);
     transact("RDMA_NLDEV_CMD_DELLINK (link delete)", req).map(|_| ())

@@ -95,13 +95,25 @@ fn cli_errors_name_what_is_wrong() {
 }
 
 #[test]
-fn deleting_a_device_in_use_waits_for_its_users() {
+fn deleting_a_device_in_use_names_its_users_or_waits_for_them() {
     netlink::link_add("rxe2", "rxe", "veth1").expect("link add rxe2");
     let ctx = Context::open_by_name(Some("rxe2")).unwrap();
     let pd = ctx.alloc_pd().unwrap();
+    // Without waiting: refused at once, naming this process.
+    let start = std::time::Instant::now();
+    match netlink::link_delete("rxe2") {
+        Err(rverbs::Error::DeviceInUse { device, holders }) => {
+            assert_eq!(device, "rxe2");
+            let me = std::process::id();
+            assert!(holders.iter().any(|(pid, _)| *pid == me), "{holders:?}");
+        }
+        other => panic!("expected DeviceInUse, got {other:?}"),
+    }
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert!(Device::find(Some("rxe2")).is_ok(), "still there");
     // rxe cannot disassociate a user context, so the kernel's unregister
-    // waits for every user to close the device: the delete blocks.
-    let deleter = std::thread::spawn(|| netlink::link_delete("rxe2"));
+    // waits for every user to close the device: the waiting delete blocks.
+    let deleter = std::thread::spawn(|| netlink::link_delete_wait("rxe2"));
     let event = ctx.wait_async_event(3_000).unwrap();
     let ev = if event {
         Some(ctx.get_async_event().unwrap())

@@ -30,6 +30,10 @@ pub enum LinkCmd {
     Delete {
         /// The device's name.
         name: String,
+        /// Wait for the processes that hold the device open to close it
+        /// (without it, a device in use is not deleted and they are named).
+        #[arg(long)]
+        wait: bool,
     },
 }
 
@@ -88,7 +92,8 @@ pub fn link(cmd: Option<&LinkCmd>) -> Result<ExitCode> {
             netlink::link_add(name, link_type, netdev)
                 .map_err(|e| explain(e, name, link_type, netdev))?;
         }
-        Some(LinkCmd::Delete { name }) => netlink::link_delete(name)?,
+        Some(LinkCmd::Delete { name, wait: false }) => netlink::link_delete(name)?,
+        Some(LinkCmd::Delete { name, wait: true }) => netlink::link_delete_wait(name)?,
     }
     Ok(ExitCode::SUCCESS)
 }
