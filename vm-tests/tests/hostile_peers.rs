@@ -455,11 +455,12 @@ fn a_silent_tcp_peer_times_out_both_roles() {
 }
 
 /// A pingpong message whose GID field holds a two-byte UTF-8 character
-/// (this used to panic: "byte index 2 is not a char boundary").
+/// across the boundary of two digit pairs (this used to panic: "byte index
+/// 2 is not a char boundary").
 fn pingpong_msg_with_utf8_gid() -> Vec<u8> {
-    let mut m = b"0000:000011:a2f3b0:".to_vec();
+    let mut m = b"0000:000011:a2f3b0:0".to_vec();
     m.extend_from_slice("é".as_bytes());
-    m.extend_from_slice(&[b'0'; 30]);
+    m.extend_from_slice(&[b'0'; 29]);
     m.push(0);
     assert_eq!(m.len(), 52);
     m
@@ -467,9 +468,9 @@ fn pingpong_msg_with_utf8_gid() -> Vec<u8> {
 
 /// The same for perf's 96-byte message.
 fn perf_msg_with_utf8_gid() -> Vec<u8> {
-    let mut m = b"000011:a2f3b0:".to_vec();
+    let mut m = b"000011:a2f3b0:0".to_vec();
     m.extend_from_slice("é".as_bytes());
-    m.extend_from_slice(&[b'0'; 30]);
+    m.extend_from_slice(&[b'0'; 29]);
     m.extend_from_slice(b":00001234:00007f0000001000");
     m.resize(96, 0);
     m

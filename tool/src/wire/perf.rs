@@ -108,11 +108,14 @@ mod tests {
         }
         .encode();
         // The hostile message that used to panic the server: a two-byte
-        // UTF-8 character inside the 32 bytes of the GID field.
-        let mut m = good;
-        m[14..16].copy_from_slice("é".as_bytes());
-        let e = Peer::decode(&m).unwrap_err();
-        assert_eq!(e.reason, "GID is not 32 hex digits");
+        // UTF-8 character inside the 32 bytes of the GID field, across two
+        // digit pairs (and on a pair).
+        for at in [15, 14] {
+            let mut m = good;
+            m[at..at + 2].copy_from_slice("é".as_bytes());
+            let e = Peer::decode(&m).unwrap_err();
+            assert_eq!(e.reason, "GID is not 32 hex digits");
+        }
         let cases: [(&[u8], &str); 5] = [
             (b"", "1 fields, expected 5 (QPN:PSN:GID:RKEY:ADDR)"),
             (

@@ -98,21 +98,23 @@ mod tests {
     }
 
     /// The hostile message that used to panic the tool ("byte index 2 is
-    /// not a char boundary"): a two-byte UTF-8 character in the GID field.
+    /// not a char boundary"): a two-byte UTF-8 character in the GID field,
+    /// across two digit pairs; and one on a pair.
     #[test]
     fn a_multibyte_character_in_the_gid_is_an_error() {
-        let mut m = Dest {
-            lid: 0,
-            qpn: 1,
-            psn: 2,
-            gid: [0; 16],
+        for at in [20, 19, 49] {
+            let mut m = Dest {
+                lid: 0,
+                qpn: 1,
+                psn: 2,
+                gid: [0; 16],
+            }
+            .encode();
+            m[at..at + 2].copy_from_slice("é".as_bytes());
+            let e = Dest::decode(&m).unwrap_err();
+            assert_eq!(e.reason, "GID is not 32 hex digits");
+            assert!(e.to_string().contains("\\xc3\\xa9"), "{e}");
         }
-        .encode();
-        m[19..21].copy_from_slice("é".as_bytes());
-        m[21..51].fill(b'0');
-        let e = Dest::decode(&m).unwrap_err();
-        assert_eq!(e.reason, "GID is not 32 hex digits");
-        assert!(e.to_string().contains("\\xc3\\xa9"), "{e}");
     }
 
     #[test]
