@@ -677,3 +677,35 @@ fn mismatched_iteration_counts_end_with_a_named_error() {
     assert_eq!(server.status.code(), Some(1), "{}", server.show());
     assert!(!server.stderr.contains("panicked"), "{}", server.show());
 }
+
+#[test]
+fn a_stopped_rping_client_ends_the_server_in_bounded_time() {
+    // A peer that is alive but stuck (SIGSTOP): its kernel still answers
+    // at the transport level, but its next message never comes.
+    let e = env();
+    let port = port().to_string();
+    let common = ["-a", &e.addr, "-p", &port, "--timeout", TIMEOUT];
+    let server = Proc::spawn("rping server", rverbs(&["rping", "-s"]).args(common));
+    let start = Instant::now();
+    let mut client = loop {
+        let mut c = Proc::spawn(
+            "rping client",
+            rverbs(&["rping", "-c", "-v", "-C", "0"]).args(common),
+        );
+        if c.wait_for("ping data: rdma-ping-", Duration::from_secs(10)) {
+            break c;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no connection");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let pid = client.child.as_ref().unwrap().id().to_string();
+    let stop = Command::new("kill").args(["-STOP", &pid]).status().unwrap();
+    assert!(stop.success());
+    let t0 = Instant::now();
+    let end = server.end(t0);
+    end.assert_named_failure(
+        "rping server with a stopped client",
+        &["waiting for a completion from the peer: nothing for 2 s"],
+    );
+    client.kill9();
+}
