@@ -117,6 +117,16 @@ mod tests {
         }
     }
 
+    /// The input the `tool_wire` fuzz target found in about a second when
+    /// run against the old decoder ("end byte index 2 is not a char
+    /// boundary; it is inside 'Л'").
+    #[test]
+    fn fuzz_crash_old_decoder_cyrillic_in_the_gid() {
+        let input = b"7:d7:70D03:0\xd0\x9b7:70D04:000000000000000000000022:";
+        let e = Dest::decode(input).unwrap_err();
+        assert_eq!(e.reason, "GID is not 32 hex digits");
+    }
+
     #[test]
     fn malformed_messages_are_named() {
         let cases: [(&[u8], &str); 8] = [
