@@ -5,7 +5,7 @@
 //! so that a peer that died, disconnected or says nothing ends the program
 //! (non-zero) instead of hanging it.
 
-use rverbs::{CompChannel, Error, Result};
+use rverbs::{CompChannel, Error, Result, Wc, WcStatus};
 use std::io::{self, ErrorKind};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
@@ -144,6 +144,23 @@ impl Timeout {
     }
 }
 
+/// A completion in error, `what` followed by what its status usually
+/// means for a program talking to one peer.
+pub fn failed_completion(what: String, wc: &Wc) -> Error {
+    let why = match wc.status {
+        WcStatus::RETRY_EXC_ERR => "the peer never acknowledged it: it died, or its QP went away",
+        WcStatus::RNR_RETRY_EXC_ERR => {
+            "the peer had no receive posted for it: it stopped receiving"
+        }
+        WcStatus::WR_FLUSH_ERR => "flushed: the QP is in the error state after an earlier failure",
+        _ => "the work request failed",
+    };
+    Error::Io {
+        what,
+        source: io::Error::other(why),
+    }
+}
+
 /// A value given on the command line that cannot work.
 pub fn bad_value(what: impl Into<String>) -> Error {
     Error::InvalidArgument { what: what.into() }
@@ -187,6 +204,20 @@ mod tests {
             })
             .unwrap(),
             7
+        );
+    }
+
+    #[test]
+    fn failed_completions_say_what_the_status_means() {
+        let wc = Wc {
+            status: WcStatus::RETRY_EXC_ERR,
+            wr_id: 2,
+            ..Wc::default()
+        };
+        let e = failed_completion("Failed status X for wr_id 2".into(), &wc);
+        assert_eq!(
+            e.to_string(),
+            "Failed status X for wr_id 2: the peer never acknowledged it: it died, or its QP went away"
         );
     }
 

@@ -1,6 +1,6 @@
 //! Setting up the QP pair across two processes and running each test.
 
-use super::super::wait::{bad_value, Timeout};
+use super::super::wait::{bad_value, failed_completion, Timeout};
 use super::{report, PerfArgs, Test};
 use rverbs::{
     Access, AhAttr, CompChannel, Context, Cq, Error, Grh, Mr, Mtu, Qp, QpAttr, QpCaps, QpInit,
@@ -314,12 +314,13 @@ impl Bench {
                 }
             };
             if let Some(bad) = wc[..n].iter().find(|w| !w.is_ok()) {
-                return Err(Error::InvalidArgument {
-                    what: format!(
+                return Err(failed_completion(
+                    format!(
                         "completion with status {} (wr_id {})",
                         bad.status, bad.wr_id
                     ),
-                });
+                    bad,
+                ));
             }
             if n > 0 {
                 return Ok(n);

@@ -5,7 +5,7 @@
 //! Unlike the C tool, no wait is unbounded once a peer has connected (see
 //! [`super::wait`]), and the values given are checked before use.
 
-use super::wait::{bad_value, parse_timeout, Timeout, DEFAULT_SECS};
+use super::wait::{bad_value, failed_completion, parse_timeout, Timeout, DEFAULT_SECS};
 use clap::Args;
 use rverbs::{
     Access, AhAttr, CompChannel, Context, Cq, Error, Grh, Mr, Mtu, Qp, QpAttr, QpCaps, QpInit,
@@ -337,9 +337,10 @@ impl Pp {
             };
             for w in &wc[..n] {
                 if !w.is_ok() {
-                    return Err(Error::InvalidArgument {
-                        what: format!("Failed status {} for wr_id {}", w.status, w.wr_id),
-                    });
+                    return Err(failed_completion(
+                        format!("Failed status {} for wr_id {}", w.status, w.wr_id),
+                        w,
+                    ));
                 }
                 match w.wr_id {
                     SEND_WRID => scnt += 1,
