@@ -96,8 +96,10 @@ fn read_trim(p: &Path) -> Result<String> {
 }
 
 /// Parses `xxxx:xxxx:xxxx:xxxx` (how sysfs prints GUIDs) into the GUID's
-/// value (the big-endian number the text spells).
-pub(crate) fn parse_guid(s: &str) -> Option<u64> {
+/// value (the big-endian number the text spells). Public, hidden, for the
+/// fuzz targets.
+#[doc(hidden)]
+pub fn parse_guid(s: &str) -> Option<u64> {
     let hex: String = s.trim().split(':').collect();
     if hex.len() != 16 {
         return None;

@@ -87,6 +87,22 @@ fn messages(mut b: &[u8]) -> Result<Vec<Msg<'_>>> {
     Ok(out)
 }
 
+/// Reads one reply datagram as [`transact`] and the listings do: its
+/// messages, each one's attributes, each attribute's value as every type;
+/// returns how many attributes it found. Public, hidden, for the fuzz
+/// targets (malformed bytes must be an error, never a panic).
+#[doc(hidden)]
+pub fn parse_reply(datagram: &[u8]) -> Result<usize> {
+    let mut n = 0;
+    for m in messages(datagram)? {
+        for a in attrs(m.payload)? {
+            let _ = (a.u8(), a.u32(), a.u64(), a.str());
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
 /// A request under construction: header, then attributes.
 pub(crate) struct Request {
     buf: Vec<u8>,

@@ -417,10 +417,13 @@ fn port_attr(r: &v::IbUverbsQueryPortResp) -> PortAttr {
     }
 }
 
-/// Parses sysfs's `fe80:0000:…` GID text.
-pub(crate) fn parse_gid(s: &str) -> Option<[u8; 16]> {
+/// Parses sysfs's `fe80:0000:…` GID text; `None` for anything else (never
+/// panics: public, hidden, for the fuzz targets).
+#[doc(hidden)]
+pub fn parse_gid(s: &str) -> Option<[u8; 16]> {
     let hex: String = s.trim().split(':').collect();
-    if hex.len() != 32 {
+    // ASCII only: the byte slicing below must not cut a character.
+    if hex.len() != 32 || !hex.is_ascii() {
         return None;
     }
     let mut g = [0u8; 16];
@@ -428,4 +431,21 @@ pub(crate) fn parse_gid(s: &str) -> Option<[u8; 16]> {
         *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
     }
     Some(g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_gid;
+
+    #[test]
+    fn gid_text_parses_and_bad_text_is_none() {
+        let g = parse_gid("fe80:0000:0000:0000:5054:00ff:fe12:3456\n").unwrap();
+        assert_eq!(g[..2], [0xfe, 0x80]);
+        assert_eq!(g[15], 0x56);
+        assert_eq!(parse_gid("fe80::1"), None);
+        // A two-byte character among the 32 bytes used to panic ("byte
+        // index … is not a char boundary").
+        assert_eq!(parse_gid("fé0:0000:0000:0000:5054:00ff:fe12:345"), None);
+        assert_eq!(parse_gid(&"é".repeat(16)), None);
+    }
 }

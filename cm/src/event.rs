@@ -95,7 +95,10 @@ pub struct Event {
 }
 
 impl Event {
-    pub(crate) fn from_kernel(r: &c::RdmaUcmEventResp) -> Event {
+    /// Decodes a `GET_EVENT` answer (any bytes: the kernel's values are
+    /// kept, unknown ones included). Public, hidden, for the fuzz targets.
+    #[doc(hidden)]
+    pub fn from_kernel(r: &c::RdmaUcmEventResp) -> Event {
         let ud = r.ud();
         let mut ah_attr = [0u8; 32];
         for (chunk, w) in ah_attr.chunks_exact_mut(4).zip(ud.ah_attr) {

@@ -8,6 +8,7 @@
 
 mod bench;
 mod dist;
+mod fuzz;
 mod host;
 mod test;
 mod vm;

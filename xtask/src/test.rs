@@ -2,7 +2,8 @@
 //!
 //! `test` installs the Debian packages it needs, then runs, in order: the
 //! host tests (every workspace crate's unit, integration and doc tests,
-//! except `rverbs-vm-tests`, which needs a kernel with rxe), then every test
+//! except `rverbs-vm-tests`, which needs a kernel with rxe), each fuzz
+//! target of `fuzz/` for a few seconds (see `fuzz`), then every test
 //! of `vm-tests/tests/` inside one VM boot, then the test-bed checks that
 //! need their own boots (two hosts, exit statuses, the static binary). It
 //! ends with one line `N passed, N failed`; a VM that cannot boot counts as
@@ -165,6 +166,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     let mut tally = Tally::default();
     if host {
         host_tests(&mut tally)?;
+        fuzz_targets(&mut tally);
     }
     if in_vm {
         vm_tests(&mut tally);
@@ -203,6 +205,24 @@ fn host_tests(tally: &mut Tally) -> Result<()> {
         tally.fail(&format!("cargo test {}", args.join(" ")), "exited non-zero");
     }
     Ok(())
+}
+
+/// Each fuzz target, briefly: one pass or failure each (a missing nightly
+/// toolchain fails them, never skips them).
+fn fuzz_targets(tally: &mut Tally) {
+    println!(
+        "xtask: == fuzz targets ({}s each)",
+        crate::fuzz::SECONDS_EACH
+    );
+    let start = Instant::now();
+    for (target, r) in crate::fuzz::run_all() {
+        let what = format!("fuzz {target}");
+        match r {
+            Ok(()) => tally.pass(&what),
+            Err(e) => tally.fail(&what, &e),
+        }
+    }
+    println!("xtask: fuzzing took {:.0}s", start.elapsed().as_secs_f64());
 }
 
 fn vm_tests(tally: &mut Tally) {

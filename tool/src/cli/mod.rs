@@ -7,6 +7,7 @@ mod perf;
 mod pingpong;
 mod rping;
 mod selftest;
+mod wait;
 
 /// The classic rdma_cm client/server, shared with the root crate's
 /// `examples/cm_basic.rs` (the file is the example's; the tool includes it).

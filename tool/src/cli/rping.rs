@@ -7,24 +7,29 @@
 //! client compares sink and source. The data is rping's: `rdma-ping-N: `
 //! then letters cycling from `A`+N through `z`, NUL-terminated. Either side
 //! can be rdma-core's.
+//!
+//! Unlike rdma-core's, no wait after the connection request is unbounded
+//! (`--timeout`): a peer that dies or stops answering ends the program.
 
+use super::wait::{parse_timeout, Timeout, DEFAULT_SECS};
 use clap::Args;
 use rverbs::cm::{CmChannel, CmId, ConnParam, EventType, PortSpace};
 use rverbs::{
     Access, CompChannel, Cq, Error, Mr, Pd, Qp, QpCaps, QpInit, QpType, RecvWr, Remote, Result,
     SendOp, SendWr, Wc, WcOpcode, WcStatus,
 };
+use rverbs_tool::wire::rping::{Info, INFO_LEN};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// rping's send-queue depth and buffer limits.
 const SQ_DEPTH: u32 = 16;
 const BUFSIZE: usize = 64 * 1024;
 /// `sizeof(stringify(INT_MAX)) + sizeof(RPING_MSG_FMT)`.
 const MIN_BUFSIZE: usize = 11 + 15;
-/// `struct rping_rdma_info`: be64 buf, be32 rkey, be32 size.
-const INFO_LEN: usize = 16;
 
 #[derive(Args)]
 pub struct RpingArgs {
@@ -59,6 +64,11 @@ pub struct RpingArgs {
     /// Debug prints.
     #[arg(short = 'd')]
     debug: bool,
+    /// Give up after this many seconds without progress (no completion,
+    /// no connection event). A server waits for its client's connection
+    /// request without limit.
+    #[arg(long, value_name = "SECS", default_value = DEFAULT_SECS, value_parser = parse_timeout)]
+    timeout: Timeout,
 }
 
 fn invalid(what: impl Into<String>) -> Error {
@@ -90,6 +100,7 @@ struct Session {
     rdma_mr: Mr,
     start_mr: Option<Mr>,
     size: usize,
+    timeout: Timeout,
     _pd: Pd,
 }
 
@@ -104,7 +115,7 @@ enum Step {
 }
 
 impl Session {
-    fn new(id: &CmId, size: usize, client: bool) -> Result<Session> {
+    fn new(id: &CmId, size: usize, client: bool, timeout: Timeout) -> Result<Session> {
         let ctx = id.context()?;
         let pd = ctx.alloc_pd()?;
         let cc = ctx.create_comp_channel()?;
@@ -145,6 +156,7 @@ impl Session {
             rdma_mr,
             start_mr,
             size,
+            timeout,
             _pd: pd,
         })
     }
@@ -158,13 +170,9 @@ impl Session {
 
     /// SENDs the 16-byte buffer info (or, from the server, whatever is in
     /// the send buffer: rping's "go ahead" carries zeros).
-    fn send_info(&mut self, info: Option<(u64, u32, u32)>) -> Result<()> {
-        if let Some((addr, rkey, len)) = info {
-            let mut b = [0u8; INFO_LEN];
-            b[..8].copy_from_slice(&addr.to_be_bytes());
-            b[8..12].copy_from_slice(&rkey.to_be_bytes());
-            b[12..].copy_from_slice(&len.to_be_bytes());
-            self.send_mr.write(0, &b)?;
+    fn send_info(&mut self, info: Option<Info>) -> Result<()> {
+        if let Some(info) = info {
+            self.send_mr.write(0, &info.encode())?;
         }
         let sge = [self.send_mr.all()?];
         let mut wr = SendWr::new(1, SendOp::Send, &sge);
@@ -179,7 +187,8 @@ impl Session {
         self.qp.post_send(std::slice::from_ref(&wr))
     }
 
-    /// The next completion (sleeping on the completion channel).
+    /// The next completion (sleeping on the completion channel), at most
+    /// the timeout.
     fn next_wc(&mut self) -> Result<Wc> {
         let mut wc = [Wc::default(); 1];
         loop {
@@ -190,7 +199,8 @@ impl Session {
             if self.cq.poll(&mut wc) == 1 {
                 return Ok(wc[0]);
             }
-            self.cc.get_event()?;
+            self.timeout
+                .event(&self.cc, || "a completion from the peer".into())?;
         }
     }
 
@@ -220,9 +230,10 @@ impl Session {
                     let mut b = [0u8; INFO_LEN];
                     self.recv_mr.read(0, &mut b)?;
                     self.post_recv()?;
-                    let addr = u64::from_be_bytes(b[..8].try_into().unwrap_or_default());
-                    let rkey = u32::from_be_bytes(b[8..12].try_into().unwrap_or_default());
-                    let len = u32::from_be_bytes(b[12..].try_into().unwrap_or_default());
+                    let Info { addr, rkey, len } = Info::decode(&b).map_err(|e| Error::Io {
+                        what: "receiving the peer's buffer info".into(),
+                        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+                    })?;
                     return Ok(Step::Recv { addr, rkey, len });
                 }
                 op => return Ok(Step::Rdma(op)),
@@ -244,22 +255,62 @@ fn wrong_state(what: &str) -> Error {
     invalid(format!("rping protocol: expected {what}"))
 }
 
-/// Reads cm events until DISCONNECTED, as rping's cm thread does (the
-/// processing moves the QP to ERR, so the data path sees flushes).
-fn cm_thread(chan: Arc<CmChannel>, side: &'static str) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || loop {
-        match chan.get_event() {
-            Ok(ev) if ev.kind == EventType::DISCONNECTED => {
-                eprintln!("{side} DISCONNECT EVENT...");
-                return;
-            }
-            Ok(ev) => eprintln!("unhandled event: {}, ignoring", ev.name()),
-            Err(_) => return,
-        }
-    })
+/// rping's cm thread: reads cm events until DISCONNECTED (the processing
+/// moves the QP to ERR, so the data path sees flushes), or until told to
+/// stop.
+struct CmThread {
+    handle: std::thread::JoinHandle<()>,
+    stop: Arc<AtomicBool>,
 }
 
-fn expect(chan: &Arc<CmChannel>, want: EventType) -> Result<rverbs::cm::CmEvent> {
+impl CmThread {
+    fn spawn(chan: Arc<CmChannel>, side: &'static str) -> CmThread {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let handle = std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                match chan.poll(100) {
+                    Ok(false) => continue,
+                    Ok(true) => {}
+                    Err(_) => return,
+                }
+                match chan.get_event() {
+                    Ok(ev) if ev.kind == EventType::DISCONNECTED => {
+                        eprintln!("{side} DISCONNECT EVENT...");
+                        return;
+                    }
+                    Ok(ev) => eprintln!("unhandled event: {}, ignoring", ev.name()),
+                    Err(_) => return,
+                }
+            }
+        });
+        CmThread { handle, stop }
+    }
+
+    /// After our disconnect: waits for the DISCONNECTED event (the peer's
+    /// answer) at most `limit`, then stops the thread.
+    fn finish(self, limit: Duration) {
+        let until = Instant::now() + limit;
+        while !self.handle.is_finished() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.handle.join();
+    }
+}
+
+/// The next cm event, which must be `want`; at most `limit` (`None`: no
+/// limit, for a server's first connection request).
+fn expect(
+    chan: &Arc<CmChannel>,
+    want: EventType,
+    limit: Option<Timeout>,
+) -> Result<rverbs::cm::CmEvent> {
+    if let Some(t) = limit {
+        if !chan.poll(t.millis())? {
+            return Err(t.expired(want.name().unwrap_or("a connection event")));
+        }
+    }
     let ev = chan.get_event()?;
     if ev.kind != want {
         eprintln!("cma event {}, error {}", ev.name(), ev.status);
@@ -283,20 +334,24 @@ fn run_server(a: &RpingArgs) -> Result<()> {
     listen.bind(&addr)?;
     debug!(a, "rdma_listen");
     listen.listen(3)?;
-    let ev = expect(&chan, EventType::CONNECT_REQUEST)?;
+    let ev = expect(&chan, EventType::CONNECT_REQUEST, None)?;
     let id = ev
         .request
         .ok_or_else(|| invalid("CONNECT_REQUEST without a new id"))?;
     debug!(a, "child cma {}", id.uid());
-    let mut s = Session::new(&id, a.size, false)?;
+    let mut s = Session::new(&id, a.size, false, a.timeout)?;
     s.post_recv()?;
     debug!(a, "accepting client connection request");
     id.accept(&ConnParam::default())?;
-    expect(&chan, EventType::ESTABLISHED)?;
-    let cm = cm_thread(chan.clone(), "server");
+    expect(&chan, EventType::ESTABLISHED, Some(a.timeout))?;
+    let cm = CmThread::spawn(chan.clone(), "server");
     let r = serve(a, &mut s);
     let _ = id.disconnect();
-    let _ = cm.join();
+    cm.finish(if r.is_ok() {
+        a.timeout.duration()
+    } else {
+        Duration::ZERO
+    });
     if let Err(e) = &r {
         eprintln!("rping server failed: {e}");
     }
@@ -362,11 +417,11 @@ fn run_client(a: &RpingArgs) -> Result<()> {
     let chan = CmChannel::new()?;
     let id = chan.create_id(PortSpace::TCP)?;
     id.resolve_addr(src.as_ref(), &dst, 2000)?;
-    expect(&chan, EventType::ADDR_RESOLVED)?;
+    expect(&chan, EventType::ADDR_RESOLVED, Some(a.timeout))?;
     id.resolve_route(2000)?;
-    expect(&chan, EventType::ROUTE_RESOLVED)?;
+    expect(&chan, EventType::ROUTE_RESOLVED, Some(a.timeout))?;
     debug!(a, "rdma_resolve_addr - rdma_resolve_route successful");
-    let mut s = Session::new(&id, a.size, true)?;
+    let mut s = Session::new(&id, a.size, true, a.timeout)?;
     s.post_recv()?;
     id.connect(&ConnParam {
         responder_resources: 1,
@@ -375,12 +430,16 @@ fn run_client(a: &RpingArgs) -> Result<()> {
         rnr_retry_count: 7,
         ..ConnParam::default()
     })?;
-    expect(&chan, EventType::ESTABLISHED)?;
+    expect(&chan, EventType::ESTABLISHED, Some(a.timeout))?;
     debug!(a, "rdma_connect successful");
-    let cm = cm_thread(chan.clone(), "client");
+    let cm = CmThread::spawn(chan.clone(), "client");
     let r = ping(a, &mut s);
     let _ = id.disconnect();
-    let _ = cm.join();
+    cm.finish(if r.is_ok() {
+        a.timeout.duration()
+    } else {
+        Duration::ZERO
+    });
     if let Err(e) = &r {
         eprintln!("rping client failed: {e}");
     }
@@ -417,13 +476,21 @@ fn ping(a: &RpingArgs, s: &mut Session) -> Result<()> {
             m.write(0, &src)?;
             (m.addr(), m.rkey())
         };
-        s.send_info(Some((saddr, srkey, s.size as u32)))?;
+        s.send_info(Some(Info {
+            addr: saddr,
+            rkey: srkey,
+            len: s.size as u32,
+        }))?;
         match s.next_step()? {
             Step::Recv { .. } => {}
             Step::Disconnected => return Err(wrong_state("RDMA_WRITE_ADV")),
             Step::Rdma(_) => return Err(wrong_state("RDMA_WRITE_ADV")),
         }
-        let sink = (s.rdma_mr.addr(), s.rdma_mr.rkey(), s.size as u32);
+        let sink = Info {
+            addr: s.rdma_mr.addr(),
+            rkey: s.rdma_mr.rkey(),
+            len: s.size as u32,
+        };
         s.send_info(Some(sink))?;
         match s.next_step()? {
             Step::Recv { .. } => {}

@@ -6,8 +6,9 @@
 mod report;
 mod run;
 
+use super::wait::{bad_value, parse_timeout, Timeout, DEFAULT_SECS};
 use clap::{Args, ValueEnum};
-use rverbs::{Error, Result};
+use rverbs::Result;
 use std::process::ExitCode;
 
 /// Which operation, and whether latency or bandwidth.
@@ -66,20 +67,50 @@ pub struct PerfArgs {
     /// Copy small payloads into the WQE (sends and writes) when the QP allows.
     #[arg(short = 'I', long = "inline-size", default_value_t = 0)]
     pub inline: u32,
+    /// Give up after this many seconds without progress: no answer on the
+    /// TCP exchange, no completion, no event, no byte written by the peer
+    /// (the passive side of a one-sided test hears from the active side
+    /// over TCP while it runs). A server waits for its client to connect
+    /// without limit.
+    #[arg(long, value_name = "SECS", default_value = DEFAULT_SECS, value_parser = parse_timeout)]
+    pub timeout: Timeout,
     /// The server to connect to (none: be the server).
     pub server: Option<String>,
 }
 
 pub fn perf(a: &PerfArgs) -> Result<ExitCode> {
+    check_args(a)?;
+    run::run(a)
+}
+
+/// The checks that need no device (those against the device's limits are
+/// in [`run::run`]).
+fn check_args(a: &PerfArgs) -> Result<()> {
     if matches!(a.test, Test::AtomicLat | Test::AtomicBw) && a.size != 8 && a.size != 2 {
-        return Err(Error::InvalidArgument {
-            what: "atomics move 8 bytes: use -s 8".into(),
-        });
+        return Err(bad_value("atomics move 8 bytes: use -s 8"));
+    }
+    if a.iters == 0 {
+        return Err(bad_value("-n 0: at least one iteration is needed"));
+    }
+    if a.test == Test::SendLat && a.iters < 2 {
+        return Err(bad_value(format!(
+            "-n {}: send-lat leaves out its first round trip (the warm-up), so it needs at least 2",
+            a.iters
+        )));
+    }
+    if a.test == Test::WriteLat && a.size == 0 {
+        return Err(bad_value(
+            "-s 0: write-lat needs at least 1 byte (each side waits for the last byte of its buffer)",
+        ));
+    }
+    if a.tx_depth == 0 {
+        return Err(bad_value("-t 0: the send queue needs at least 1 entry"));
     }
     if a.batch == 0 || a.batch > a.tx_depth {
-        return Err(Error::InvalidArgument {
-            what: format!("--batch {} must be 1..=tx-depth ({})", a.batch, a.tx_depth),
-        });
+        return Err(bad_value(format!(
+            "--batch {} must be 1..=tx-depth ({})",
+            a.batch, a.tx_depth
+        )));
     }
-    run::run(a)
+    Ok(())
 }

@@ -1,66 +1,24 @@
 //! Setting up the QP pair across two processes and running each test.
 
+use super::super::wait::{bad_value, failed_completion, Timeout};
 use super::{report, PerfArgs, Test};
 use rverbs::{
     Access, AhAttr, CompChannel, Context, Cq, Error, Grh, Mr, Mtu, Qp, QpAttr, QpCaps, QpInit,
     QpType, RecvWr, Remote, Result, SendOp, SendWr, Wc,
 };
+use rverbs_tool::wire::perf::{Peer, MSG_LEN, PROGRESS, SYNC};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Signal one work request in this many on bandwidth tests (perftest's
 /// default CQ moderation).
 const CQ_MOD: u32 = 100;
 /// Receives kept posted by a send-bandwidth server.
 const RX_DEPTH: u32 = 512;
-
-/// What each side tells the other: QP, PSN, GID, and where its target
-/// buffer is.
-#[derive(Debug, Clone, Copy)]
-struct Peer {
-    qpn: u32,
-    psn: u32,
-    gid: [u8; 16],
-    rkey: u32,
-    addr: u64,
-}
-
-const MSG: usize = 96;
-
-impl Peer {
-    fn encode(&self) -> [u8; MSG] {
-        let gid: String = self.gid.iter().map(|b| format!("{b:02x}")).collect();
-        let s = format!(
-            "{:06x}:{:06x}:{gid}:{:08x}:{:016x}",
-            self.qpn, self.psn, self.rkey, self.addr
-        );
-        let mut m = [0u8; MSG];
-        m[..s.len()].copy_from_slice(s.as_bytes());
-        m
-    }
-
-    fn decode(m: &[u8]) -> Option<Peer> {
-        let end = m.iter().position(|&b| b == 0).unwrap_or(m.len());
-        let s = std::str::from_utf8(&m[..end]).ok()?;
-        let f: Vec<&str> = s.split(':').collect();
-        if f.len() != 5 || f[2].len() != 32 {
-            return None;
-        }
-        let mut gid = [0u8; 16];
-        for (i, b) in gid.iter_mut().enumerate() {
-            *b = u8::from_str_radix(&f[2][2 * i..2 * i + 2], 16).ok()?;
-        }
-        Some(Peer {
-            qpn: u32::from_str_radix(f[0], 16).ok()?,
-            psn: u32::from_str_radix(f[1], 16).ok()?,
-            gid,
-            rkey: u32::from_str_radix(f[3], 16).ok()?,
-            addr: u64::from_str_radix(f[4], 16).ok()?,
-        })
-    }
-}
+/// Latency samples reserved up front (more grow the vector as they come).
+const SAMPLES_RESERVED: u32 = 1 << 20;
 
 struct Bench {
     cq: Cq,
@@ -72,6 +30,33 @@ struct Bench {
     region: usize,
     remote: Remote,
     inline: bool,
+    /// The payload of inline sends and writes (its content does not matter
+    /// to the measurement).
+    zeros: Vec<u8>,
+    /// How long a wait may see no progress.
+    timeout: Timeout,
+    heartbeat: Heartbeat,
+}
+
+/// The active side's [`PROGRESS`] bytes: one every quarter of the timeout
+/// while it runs, so that a passive side (which sees no completions) knows
+/// it is alive.
+struct Heartbeat {
+    sock: TcpStream,
+    every: Duration,
+    last: Instant,
+}
+
+impl Heartbeat {
+    fn beat(&mut self, t: Timeout) -> Result<()> {
+        if self.last.elapsed() >= self.every {
+            self.sock
+                .write_all(&[PROGRESS])
+                .map_err(|e| t.tcp_error("telling the peer the test goes on", e))?;
+            self.last = Instant::now();
+        }
+        Ok(())
+    }
 }
 
 fn io(what: &str, e: std::io::Error) -> Error {
@@ -81,8 +66,40 @@ fn io(what: &str, e: std::io::Error) -> Error {
     }
 }
 
+/// Checks the sizes and depths asked for against the device's limits;
+/// returns the CQ size.
+fn check_limits(ctx: &Context, a: &PerfArgs) -> Result<u32> {
+    let dev = ctx.query_device()?;
+    if a.tx_depth > dev.max_qp_wr {
+        return Err(bad_value(format!(
+            "-t {}: larger than the device's max_qp_wr ({})",
+            a.tx_depth, dev.max_qp_wr
+        )));
+    }
+    let cqe = a
+        .tx_depth
+        .checked_mul(2)
+        .and_then(|d| d.checked_add(RX_DEPTH))
+        .filter(|&c| c <= dev.max_cqe)
+        .ok_or_else(|| {
+            bad_value(format!(
+                "-t {}: its CQ (2 x tx-depth + {RX_DEPTH} receives) exceeds the device's max_cqe ({})",
+                a.tx_depth, dev.max_cqe
+            ))
+        })?;
+    let port = ctx.query_port(a.ib_port)?;
+    if a.size > port.max_msg_sz {
+        return Err(bad_value(format!(
+            "-s {}: larger than the port's largest message ({} bytes)",
+            a.size, port.max_msg_sz
+        )));
+    }
+    Ok(cqe)
+}
+
 pub fn run(a: &PerfArgs) -> Result<ExitCode> {
     let ctx = Context::open_by_name(a.dev.as_deref())?;
+    let cqe = check_limits(&ctx, a)?;
     let region = (a.size.max(8) as usize).next_multiple_of(64);
     let channel = if a.events {
         Some(ctx.create_comp_channel()?)
@@ -94,8 +111,8 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
         region * 2,
         Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
     )?;
-    let depth = a.tx_depth.max(1);
-    let cq = ctx.create_cq(depth * 2 + RX_DEPTH, channel.as_ref(), 0)?;
+    let depth = a.tx_depth;
+    let cq = ctx.create_cq(cqe, channel.as_ref(), 0)?;
     let mut qp = pd.create_qp(&QpInit {
         qp_type: QpType::Rc,
         send_cq: &cq,
@@ -126,6 +143,13 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
         addr: mr.addr() + region as u64,
     };
     let (mut sock, peer) = exchange(a, &me)?;
+    let heartbeat = Heartbeat {
+        sock: sock
+            .try_clone()
+            .map_err(|e| io("cloning the TCP socket", e))?,
+        every: a.timeout.duration() / 4,
+        last: Instant::now(),
+    };
     let mut rtr = QpAttr::rtr(
         AhAttr {
             port_num: a.ib_port,
@@ -157,13 +181,19 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
             rkey: peer.rkey,
         },
         inline,
+        zeros: if inline {
+            vec![0; a.size as usize]
+        } else {
+            Vec::new()
+        },
+        timeout: a.timeout,
+        heartbeat,
     };
-    if let Some(ch) = &b.channel {
-        let _ = ch;
+    if b.channel.is_some() {
         b.cq.req_notify(false)?;
     }
     // Both sides are connected before either sends.
-    sync(&mut sock)?;
+    sync(&mut sock, a.timeout, "before the test")?;
     let client = a.server.is_some();
     match (a.test, client) {
         (Test::SendLat, _) => b.send_lat(a, client)?,
@@ -171,26 +201,29 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
         (Test::ReadLat | Test::AtomicLat, true) => b.one_sided_lat(a)?,
         (Test::SendBw, false) => b.send_bw_server(a)?,
         (Test::WriteBw | Test::ReadBw | Test::AtomicBw | Test::SendBw, true) => b.bw(a)?,
-        // The passive side of one-sided tests has nothing to do but wait.
+        // The passive side of one-sided tests has nothing to do but wait
+        // (in the sync below, hearing the active side's progress bytes).
         _ => {}
     }
-    sync(&mut sock)?;
+    sync(&mut sock, a.timeout, "at the end of the test")?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn exchange(a: &PerfArgs, me: &Peer) -> Result<(TcpStream, Peer)> {
+    let t = a.timeout;
     let mut s = match &a.server {
         Some(host) => {
+            // The server may not listen yet: try for ten seconds.
             let mut tries = 0;
             loop {
-                match TcpStream::connect((host.as_str(), a.port)) {
+                match t.connect(host, a.port) {
                     Ok(s) => break s,
                     Err(e) if tries > 100 => {
-                        return Err(io(&format!("connect to {host}:{}", a.port), e))
+                        return Err(t.tcp_error(&format!("connect to {host}:{}", a.port), e))
                     }
                     Err(_) => {
                         tries += 1;
-                        std::thread::sleep(std::time::Duration::from_millis(100));
+                        std::thread::sleep(Duration::from_millis(100));
                     }
                 }
             }
@@ -199,24 +232,49 @@ fn exchange(a: &PerfArgs, me: &Peer) -> Result<(TcpStream, Peer)> {
             let l = TcpListener::bind(("::", a.port))
                 .or_else(|_| TcpListener::bind(("0.0.0.0", a.port)))
                 .map_err(|e| io(&format!("listen on port {}", a.port), e))?;
-            l.accept().map_err(|e| io("accept", e))?.0
+            // No limit on waiting for a client; a limit on all after.
+            let s = l.accept().map_err(|e| io("accept", e))?.0;
+            t.bound(&s)?;
+            s
         }
     };
     s.write_all(&me.encode())
-        .map_err(|e| io("send local address", e))?;
-    let mut m = [0u8; MSG];
+        .map_err(|e| t.tcp_error("sending our address", e))?;
+    let mut m = [0u8; MSG_LEN];
     s.read_exact(&mut m)
-        .map_err(|e| io("read remote address", e))?;
-    let peer = Peer::decode(&m).ok_or_else(|| Error::InvalidArgument {
-        what: "malformed peer address".into(),
+        .map_err(|e| t.tcp_error("reading the peer's address", e))?;
+    let peer = Peer::decode(&m).map_err(|e| {
+        io(
+            "reading the peer's address",
+            std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        )
     })?;
     Ok((s, peer))
 }
 
-fn sync(s: &mut TcpStream) -> Result<()> {
-    s.write_all(b"S").map_err(|e| io("sync", e))?;
-    let mut b = [0u8; 1];
-    s.read_exact(&mut b).map_err(|e| io("sync", e))
+/// Tells the peer we reached the synchronisation point `at` and waits
+/// until it has too (skipping its progress bytes).
+fn sync(s: &mut TcpStream, t: Timeout, at: &str) -> Result<()> {
+    s.write_all(&[SYNC])
+        .map_err(|e| t.tcp_error(&format!("sync {at}"), e))?;
+    loop {
+        let mut b = [0u8; 1];
+        s.read_exact(&mut b)
+            .map_err(|e| t.tcp_error(&format!("waiting for the peer's sync {at}"), e))?;
+        match b[0] {
+            SYNC => return Ok(()),
+            PROGRESS => {}
+            other => {
+                return Err(io(
+                    &format!("waiting for the peer's sync {at}"),
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("unexpected byte {other:#04x} from the peer"),
+                    ),
+                ))
+            }
+        }
+    }
 }
 
 /// The library's `Qp::post_send`, out of line: the library's data path is
@@ -237,21 +295,32 @@ fn bench_poll(cq: &mut Cq, out: &mut [Wc]) -> usize {
 
 impl Bench {
     /// Polls (or waits for an event, then polls) until at least one
-    /// completion; fails on an error status.
-    fn next_completions(&mut self, wc: &mut [Wc]) -> Result<usize> {
+    /// completion, at most the timeout; fails on an error status. `what`
+    /// names what is awaited, for the timeout's error.
+    fn next_completions(&mut self, wc: &mut [Wc], what: impl Fn() -> String) -> Result<usize> {
         loop {
-            if let Some(ch) = &self.channel {
-                ch.get_event()?;
-                self.cq.req_notify(false)?;
-            }
-            let n = bench_poll(&mut self.cq, wc);
+            let n = match &self.channel {
+                Some(ch) => {
+                    self.timeout.event(ch, &what)?;
+                    self.cq.req_notify(false)?;
+                    bench_poll(&mut self.cq, wc)
+                }
+                None => {
+                    let cq = &mut self.cq;
+                    self.timeout.spin(&what, || {
+                        let n = bench_poll(cq, wc);
+                        Ok((n > 0).then_some(n))
+                    })?
+                }
+            };
             if let Some(bad) = wc[..n].iter().find(|w| !w.is_ok()) {
-                return Err(Error::InvalidArgument {
-                    what: format!(
+                return Err(failed_completion(
+                    format!(
                         "completion with status {} (wr_id {})",
                         bad.status, bad.wr_id
                     ),
-                });
+                    bad,
+                ));
             }
             if n > 0 {
                 return Ok(n);
@@ -270,10 +339,8 @@ impl Bench {
     fn send(&mut self, op: SendOp, len: u32, signaled: bool) -> Result<()> {
         let s = [self.mr.slice(0, len)?];
         let wr = if self.inline && !matches!(op, SendOp::Read(_)) {
-            // An inline payload is copied at post time; the content does
-            // not matter to the measurement, so send zeros from the stack.
-            const ZEROS: [u8; 4096] = [0; 4096];
-            SendWr::inline(0, op, &ZEROS[..len as usize])
+            // An inline payload is copied at post time.
+            SendWr::inline(0, op, &self.zeros[..len as usize])
         } else {
             SendWr::new(0, op, &s)
         };
@@ -282,7 +349,7 @@ impl Bench {
 
     fn send_lat(&mut self, a: &PerfArgs, client: bool) -> Result<()> {
         self.post_recv(16)?;
-        let mut samples = Vec::with_capacity(a.iters as usize);
+        let mut samples = Vec::with_capacity(a.iters.min(SAMPLES_RESERVED) as usize);
         let mut wc = [Wc::default(); 4];
         let mut last = Instant::now();
         // Receives that arrived but that the loop has not consumed yet.
@@ -293,7 +360,13 @@ impl Bench {
                 self.send(SendOp::Send, a.size, true)?;
             }
             while arrived == 0 {
-                let n = self.next_completions(&mut wc)?;
+                let n = self.next_completions(&mut wc, || {
+                    format!(
+                        "the peer's message {} of {} (does it use the same -n?)",
+                        samples.len() + 1,
+                        a.iters
+                    )
+                })?;
                 for w in &wc[..n] {
                     if w.opcode == rverbs::WcOpcode::RECV {
                         arrived += 1;
@@ -310,7 +383,8 @@ impl Bench {
             last = now;
         }
         if client {
-            report::latency(a.size, &mut samples[1..].to_vec());
+            // The first round trip is the warm-up.
+            report::latency(a.size, samples.get_mut(1..).unwrap_or_default());
         }
         Ok(())
     }
@@ -323,22 +397,30 @@ impl Bench {
             addr: self.remote.addr,
             rkey: self.remote.rkey,
         };
-        let mut samples = Vec::with_capacity(a.iters as usize);
+        let mut samples = Vec::with_capacity(a.iters.min(SAMPLES_RESERVED) as usize);
         let mut wc = [Wc::default(); 4];
         let mut t = Instant::now();
+        let what = |i: u32| {
+            move || {
+                format!(
+                    "the peer's RDMA WRITE {i} of {} (does it use the same -n and -s?)",
+                    a.iters
+                )
+            }
+        };
         for i in 1..=a.iters {
             let tag = (i % 251) as u8 + 1;
             if !client {
-                while self.mr.read_volatile_u8(last)? != tag {}
+                self.await_byte(last, tag, what(i))?;
             }
             self.mr.write(a.size as usize - 1, &[tag])?;
             let signaled = i % CQ_MOD == 0 || i == a.iters;
             self.send(SendOp::Write(remote), a.size, signaled)?;
             if signaled {
-                self.next_completions(&mut wc)?;
+                self.next_completions(&mut wc, || format!("the completion of our RDMA WRITE {i}"))?;
             }
             if client {
-                while self.mr.read_volatile_u8(last)? != tag {}
+                self.await_byte(last, tag, what(i))?;
             }
             let now = Instant::now();
             samples.push(now.duration_since(t).as_secs_f64() * 1e6 / 2.0);
@@ -348,6 +430,15 @@ impl Bench {
             report::latency(a.size, &mut samples);
         }
         Ok(())
+    }
+
+    /// Spins until the byte at `offset` of our MR is `value` (the peer's
+    /// RDMA WRITE landed), at most the timeout.
+    fn await_byte(&self, offset: usize, value: u8, what: impl FnOnce() -> String) -> Result<()> {
+        let mr = &self.mr;
+        self.timeout.spin(what, || {
+            Ok((mr.read_volatile_u8(offset)? == value).then_some(()))
+        })
     }
 
     fn op(&self, test: Test) -> SendOp {
@@ -369,13 +460,14 @@ impl Bench {
         } else {
             a.size
         };
-        let mut samples = Vec::with_capacity(a.iters as usize);
+        let mut samples = Vec::with_capacity(a.iters.min(SAMPLES_RESERVED) as usize);
         let mut wc = [Wc::default(); 4];
-        for _ in 0..a.iters {
+        for i in 1..=a.iters {
             let t = Instant::now();
             self.send(op, len, true)?;
-            self.next_completions(&mut wc)?;
+            self.next_completions(&mut wc, || format!("the completion of operation {i}"))?;
             samples.push(t.elapsed().as_secs_f64() * 1e6);
+            self.heartbeat.beat(self.timeout)?;
         }
         report::latency(len, &mut samples);
         Ok(())
@@ -397,6 +489,7 @@ impl Bench {
         // A clone of the MR handle, so that the slice does not borrow self.
         let mr = self.mr.clone();
         let s = [mr.slice(0, len)?];
+        let zeros = self.zeros.clone();
         let mut batch = Vec::with_capacity(a.batch as usize);
         while completed < a.iters {
             while posted < a.iters && posted - completed + a.batch.min(a.iters - posted) <= depth {
@@ -407,15 +500,21 @@ impl Bench {
                     // The wr_id carries the count this completion covers up to.
                     let mut wr = SendWr::new(posted as u64, op, &s).signaled(signaled);
                     if self.inline && !matches!(op, SendOp::Read(_) | SendOp::FetchAdd { .. }) {
-                        const ZEROS: [u8; 4096] = [0; 4096];
-                        wr = SendWr::inline(posted as u64, op, &ZEROS[..len as usize])
+                        wr = SendWr::inline(posted as u64, op, &zeros[..len as usize])
                             .signaled(signaled);
                     }
                     batch.push(wr);
                 }
                 bench_post_send(&mut self.qp, &batch)?;
             }
-            let n = self.next_completions(&mut wc)?;
+            let n = self.next_completions(&mut wc, || {
+                format!(
+                    "the completion of work request {} of {}",
+                    completed + 1,
+                    a.iters
+                )
+            })?;
+            self.heartbeat.beat(self.timeout)?;
             for w in &wc[..n] {
                 let upto = w.wr_id as u32;
                 if upto > completed {
@@ -440,7 +539,13 @@ impl Bench {
         let mut got = 0u32;
         let mut wc = [Wc::default(); 16];
         while got < a.iters {
-            let n = self.next_completions(&mut wc)? as u32;
+            let n = self.next_completions(&mut wc, || {
+                format!(
+                    "the client's message {} of {} (does it use the same -n?)",
+                    got + 1,
+                    a.iters
+                )
+            })? as u32;
             got += n;
             outstanding -= n;
             let want = (a.iters - got).min(RX_DEPTH.min(self.qp.caps().max_recv_wr));

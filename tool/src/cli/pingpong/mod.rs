@@ -1,19 +1,21 @@
 //! `rverbs pingpong`: wire-compatible with rdma-core's `ibv_rc_pingpong`
 //! (same options, the same TCP exchange on port 18515, the same traffic
 //! pattern and the same output lines), so either side can be ours or theirs.
+//!
+//! Unlike the C tool, no wait is unbounded once a peer has connected (see
+//! [`super::wait`]), and the values given are checked before use.
 
-mod wire;
-
+use super::wait::{bad_value, failed_completion, parse_timeout, Timeout, DEFAULT_SECS};
 use clap::Args;
 use rverbs::{
     Access, AhAttr, CompChannel, Context, Cq, Error, Grh, Mr, Mtu, Qp, QpAttr, QpCaps, QpInit,
     QpType, RecvWr, Result, SendOp, SendWr, Wc,
 };
+use rverbs_tool::wire::pingpong::{gid_to_string, Dest, MSG_LEN};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::ExitCode;
 use std::time::Instant;
-use wire::{gid_to_string, Dest, MSG_LEN};
 
 const RECV_WRID: u64 = 1;
 const SEND_WRID: u64 = 2;
@@ -53,6 +55,11 @@ pub struct PingpongArgs {
     /// Validate the received buffer.
     #[arg(short = 'c', long = "chk")]
     chk: bool,
+    /// Give up after this many seconds without progress: no answer on the
+    /// TCP exchange, no completion, no event. A server waits for its
+    /// client to connect without limit.
+    #[arg(long, value_name = "SECS", default_value = DEFAULT_SECS, value_parser = parse_timeout)]
+    timeout: Timeout,
     /// The server to connect to (none: be the server).
     server: Option<String>,
 }
@@ -81,7 +88,11 @@ pub fn pingpong(a: &PingpongArgs) -> Result<ExitCode> {
             })
         }
     };
+    if a.iters == 0 {
+        return Err(bad_value("-n 0: at least one message must be exchanged"));
+    }
     let ctx = Context::open_by_name(a.dev.as_deref())?;
+    check_limits(&ctx, a)?;
     let mut pp = Pp::new(&ctx, a)?;
     let posted = pp.post_recvs(a.rx_depth)?;
     if posted < a.rx_depth {
@@ -116,8 +127,8 @@ pub fn pingpong(a: &PingpongArgs) -> Result<ExitCode> {
     );
     let connect = |pp: &mut Pp, rem: &Dest| pp.connect(a, mtu, my.psn, rem);
     let rem = match &a.server {
-        Some(host) => client_exchange(host, a.port, &my)?,
-        None => server_exchange(a.port, &my, &mut pp, connect)?,
+        Some(host) => client_exchange(host, a.port, &my, a.timeout)?,
+        None => server_exchange(a.port, &my, &mut pp, connect, a.timeout)?,
     };
     println!(
         "  remote address: LID 0x{:04x}, QPN 0x{:06x}, PSN 0x{:06x}, GID {}",
@@ -168,6 +179,28 @@ pub fn pingpong(a: &PingpongArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Checks `-r` and `-s` against what the device can do: the receive queue
+/// and the CQ (`rx_depth + 1` entries) must fit, and a message must fit
+/// the port's largest.
+fn check_limits(ctx: &Context, a: &PingpongArgs) -> Result<()> {
+    let dev = ctx.query_device()?;
+    let max_rx = dev.max_qp_wr.min(dev.max_cqe.saturating_sub(1));
+    if a.rx_depth == 0 || a.rx_depth > max_rx {
+        return Err(bad_value(format!(
+            "-r {}: the receive depth must be 1 to {max_rx} (the device's max_qp_wr {} and max_cqe {})",
+            a.rx_depth, dev.max_qp_wr, dev.max_cqe
+        )));
+    }
+    let port = ctx.query_port(a.ib_port)?;
+    if a.size > port.max_msg_sz {
+        return Err(bad_value(format!(
+            "-s {}: larger than the port's largest message ({} bytes)",
+            a.size, port.max_msg_sz
+        )));
+    }
+    Ok(())
 }
 
 /// The byte `-c` stamps at offset `i` (see above).
@@ -281,22 +314,33 @@ impl Pp {
     fn run(&mut self, a: &PingpongArgs) -> Result<()> {
         let (mut scnt, mut rcnt, mut routs) = (0u32, 0u32, self.rx_depth);
         let mut wc = [Wc::default(); 2];
+        let what = |scnt: u32, rcnt: u32| {
+            format!(
+                "a completion (sent {scnt} and received {rcnt} of {} messages; does the peer use the same -n?)",
+                a.iters
+            )
+        };
         while rcnt < a.iters || scnt < a.iters {
-            if let Some(ch) = &self.channel {
-                ch.get_event()?;
+            let n = if let Some(ch) = &self.channel {
+                a.timeout.event(ch, || what(scnt, rcnt))?;
                 self.cq.req_notify(false)?;
-            }
-            let n = loop {
-                let n = self.cq.poll(&mut wc);
-                if n > 0 || self.channel.is_some() {
-                    break n;
-                }
+                self.cq.poll(&mut wc)
+            } else {
+                let cq = &mut self.cq;
+                a.timeout.spin(
+                    || what(scnt, rcnt),
+                    || {
+                        let n = cq.poll(&mut wc);
+                        Ok((n > 0).then_some(n))
+                    },
+                )?
             };
             for w in &wc[..n] {
                 if !w.is_ok() {
-                    return Err(Error::InvalidArgument {
-                        what: format!("Failed status {} for wr_id {}", w.status, w.wr_id),
-                    });
+                    return Err(failed_completion(
+                        format!("Failed status {} for wr_id {}", w.status, w.wr_id),
+                        w,
+                    ));
                 }
                 match w.wr_id {
                     SEND_WRID => scnt += 1,
@@ -342,19 +386,30 @@ fn io(what: &str, e: std::io::Error) -> Error {
     }
 }
 
-fn client_exchange(host: &str, port: u16, my: &Dest) -> Result<Dest> {
-    let mut s = TcpStream::connect((host, port))
-        .map_err(|e| io(&format!("Couldn't connect to {host}:{port}"), e))?;
-    s.write_all(&my.encode())
-        .map_err(|e| io("Couldn't send local address", e))?;
+/// The peer's address message, decoded; a malformed one is an error
+/// naming what was wrong.
+fn read_dest(s: &mut TcpStream, t: Timeout) -> Result<Dest> {
+    let what = "Couldn't read remote address";
     let mut msg = [0u8; MSG_LEN];
-    s.read_exact(&mut msg)
-        .map_err(|e| io("Couldn't read remote address", e))?;
-    s.write_all(b"done\0")
-        .map_err(|e| io("Couldn't write done", e))?;
-    Dest::decode(&msg).ok_or_else(|| Error::InvalidArgument {
-        what: "malformed remote address".into(),
+    s.read_exact(&mut msg).map_err(|e| t.tcp_error(what, e))?;
+    Dest::decode(&msg).map_err(|e| {
+        io(
+            what,
+            std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        )
     })
+}
+
+fn client_exchange(host: &str, port: u16, my: &Dest, t: Timeout) -> Result<Dest> {
+    let mut s = t
+        .connect(host, port)
+        .map_err(|e| t.tcp_error(&format!("Couldn't connect to {host}:{port}"), e))?;
+    s.write_all(&my.encode())
+        .map_err(|e| t.tcp_error("Couldn't send local address", e))?;
+    let rem = read_dest(&mut s, t)?;
+    s.write_all(b"done\0")
+        .map_err(|e| t.tcp_error("Couldn't write done", e))?;
+    Ok(rem)
 }
 
 fn server_exchange(
@@ -362,24 +417,23 @@ fn server_exchange(
     my: &Dest,
     pp: &mut Pp,
     connect: impl Fn(&mut Pp, &Dest) -> Result<()>,
+    t: Timeout,
 ) -> Result<Dest> {
     // Dual-stack like getaddrinfo(AI_PASSIVE): IPv6 any also takes IPv4.
     let l = TcpListener::bind(("::", port))
         .or_else(|_| TcpListener::bind(("0.0.0.0", port)))
         .map_err(|e| io(&format!("Couldn't listen to port {port}"), e))?;
+    // Waiting for a client has no limit (a server waits for its client);
+    // once one connected, every read and write on the exchange has.
     let (mut s, _) = l.accept().map_err(|e| io("accept() failed", e))?;
     drop(l);
-    let mut msg = [0u8; MSG_LEN];
-    s.read_exact(&mut msg)
-        .map_err(|e| io("Couldn't read remote address", e))?;
-    let rem = Dest::decode(&msg).ok_or_else(|| Error::InvalidArgument {
-        what: "malformed remote address".into(),
-    })?;
+    t.bound(&s)?;
+    let rem = read_dest(&mut s, t)?;
     connect(pp, &rem)?;
     s.write_all(&my.encode())
-        .map_err(|e| io("Couldn't send local address", e))?;
+        .map_err(|e| t.tcp_error("Couldn't send local address", e))?;
     // The client's "done": read whatever it sends (the C tool reads a whole
-    // message's worth and ignores it).
+    // message's worth and ignores it); at most the timeout.
     let mut done = [0u8; MSG_LEN];
     let _ = s.read(&mut done);
     Ok(rem)
