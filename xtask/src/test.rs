@@ -47,7 +47,7 @@ impl Tally {
 }
 
 /// `test result: ok. 3 passed; 0 failed; 0 ignored; ...` → (3, 0).
-fn parse_test_result(line: &str) -> Option<(u64, u64)> {
+pub(crate) fn parse_test_result(line: &str) -> Option<(u64, u64)> {
     let rest = line.trim().strip_prefix("test result: ")?;
     let mut passed = None;
     let mut failed = None;
@@ -202,7 +202,17 @@ fn host_tests(tally: &mut Tally) -> Result<()> {
     {
         tally.fail(&format!("cargo test {}", args.join(" ")), "exited non-zero");
     }
+    checkers(tally);
     Ok(())
+}
+
+/// Miri over the providers' tests and loom over provider-mlx5's records
+/// (`checkers.rs`): one counted line per run.
+fn checkers(tally: &mut Tally) {
+    crate::checkers::run(|what, result| match result {
+        Ok(()) => tally.pass(what),
+        Err(e) => tally.fail(what, &e),
+    });
 }
 
 fn vm_tests(tally: &mut Tally) {
