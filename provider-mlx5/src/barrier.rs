@@ -7,12 +7,12 @@
 //! MemRd/MemWr TLPs) of that memory or the CPU's stores to the device's
 //! registers (MMIO).
 //!
-//! | barrier | rdma-core | x86_64 | elsewhere (fallback) |
-//! | --- | --- | --- | --- |
-//! | [`to_device`] | `udma_to_device_barrier` | compiler fence | `fence(SeqCst)` |
-//! | [`from_device`] | `udma_from_device_barrier` | `lfence` | `fence(SeqCst)` |
-//! | [`wc_start`] | `mmio_wc_start` | `sfence` | `fence(SeqCst)` |
-//! | [`wc_flush`] | `mmio_flush_writes` | `sfence` | `fence(SeqCst)` |
+//! | barrier | rdma-core | x86_64 | elsewhere (fallback) | under Miri |
+//! | --- | --- | --- | --- | --- |
+//! | [`to_device`] | `udma_to_device_barrier` | compiler fence | `fence(SeqCst)` | compiler fence |
+//! | [`from_device`] | `udma_from_device_barrier` | `lfence` | `fence(SeqCst)` | `fence(Acquire)` |
+//! | [`wc_start`] | `mmio_wc_start` | `sfence` | `fence(SeqCst)` | `fence(Release)` |
+//! | [`wc_flush`] | `mmio_flush_writes` | `sfence` | `fence(SeqCst)` | `fence(Release)` |
 //!
 //! The x86_64 column is exactly what `udma_barrier.h` emits. The fallback is
 //! a full fence of the Rust memory model; it is **not** the instruction a
@@ -20,6 +20,15 @@
 //! order the outer-shareable domain the device sits in), so this crate
 //! should be ported with real instructions before it drives hardware on such
 //! a CPU.
+//!
+//! The last column is for Miri only (`cargo xtask test` runs the provider's
+//! tests over the device model under it): Miri cannot execute inline
+//! assembly, so `lfence` and `sfence` become the fences of the Rust memory
+//! model that order what the instruction orders — earlier loads before later
+//! accesses (Acquire), earlier stores before later stores (Release) — and
+//! no stronger, so that Miri's race detector is not shown more
+//! synchronisation than the real build has. They order nothing for a
+//! device; no build that drives hardware is ever made with `cfg(miri)`.
 #![allow(unsafe_code)] // raw memory shared with the device; each block says why it is sound
 
 use core::sync::atomic::{compiler_fence, Ordering};
@@ -51,13 +60,15 @@ pub fn to_device() {
 /// compiler barrier (the `asm!` block may touch memory).
 #[inline(always)]
 pub fn from_device() {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(miri)]
+    core::sync::atomic::fence(Ordering::Acquire);
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     // SAFETY: `lfence` only orders loads; it touches no memory and no
     // registers, and is part of SSE2, which every x86_64 CPU has.
     unsafe {
         core::arch::asm!("lfence", options(nostack, preserves_flags));
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(all(not(target_arch = "x86_64"), not(miri)))]
     core::sync::atomic::fence(Ordering::SeqCst);
 }
 
@@ -86,13 +97,15 @@ pub fn wc_flush() {
 
 #[inline(always)]
 fn sfence() {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(miri)]
+    core::sync::atomic::fence(Ordering::Release);
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     // SAFETY: `sfence` only orders stores; it touches no memory and no
     // registers, and is part of SSE, which every x86_64 CPU has.
     unsafe {
         core::arch::asm!("sfence", options(nostack, preserves_flags));
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(all(not(target_arch = "x86_64"), not(miri)))]
     core::sync::atomic::fence(Ordering::SeqCst);
 }
 

@@ -79,6 +79,7 @@ pub mod seg;
 pub mod setup;
 pub mod sq;
 pub mod srq;
+mod sync;
 pub mod wc;
 pub mod wqe;
 pub mod wr;

@@ -2,11 +2,13 @@
 //!
 //! - `vm-run [--two-hosts] [--timeout SECS] [-v] -- CMD [ARGS...]`: boot a
 //!   fresh VM with an rxe device and run CMD in it (see `vm`).
-//! - `test`: every test — host unit tests, the VM tests, the interop tests.
+//! - `test`: every test — host unit tests, Miri and loom, the VM tests, the
+//!   interop tests.
 //! - `demo`: the main job: boot the VM and show the device as rdma-core and
 //!   rverbs see it.
 
 mod bench;
+mod checkers;
 mod dist;
 mod fuzz;
 mod host;

@@ -2,8 +2,10 @@
 //!
 //! `test` installs the Debian packages it needs, then runs, in order: the
 //! host tests (every workspace crate's unit, integration and doc tests,
-//! except `rverbs-vm-tests`, which needs a kernel with rxe), each fuzz
-//! target of `fuzz/` for a few seconds (see `fuzz`), then every test
+//! except `rverbs-vm-tests`, which needs a kernel with rxe), Miri over the
+//! providers' tests and loom over provider-mlx5's shared records (see
+//! `checkers`), each fuzz target of `fuzz/` for a few seconds (see
+//! `fuzz`), then every test
 //! of `vm-tests/tests/` inside one VM boot, then the test-bed checks that
 //! need their own boots (two hosts, exit statuses, the static binary). It
 //! ends with one line `N passed, N failed`; a VM that cannot boot counts as
@@ -48,7 +50,7 @@ impl Tally {
 }
 
 /// `test result: ok. 3 passed; 0 failed; 0 ignored; ...` → (3, 0).
-fn parse_test_result(line: &str) -> Option<(u64, u64)> {
+pub(crate) fn parse_test_result(line: &str) -> Option<(u64, u64)> {
     let rest = line.trim().strip_prefix("test result: ")?;
     let mut passed = None;
     let mut failed = None;
@@ -204,6 +206,7 @@ fn host_tests(tally: &mut Tally) -> Result<()> {
     {
         tally.fail(&format!("cargo test {}", args.join(" ")), "exited non-zero");
     }
+    checkers(tally);
     Ok(())
 }
 
@@ -223,6 +226,15 @@ fn fuzz_targets(tally: &mut Tally) {
         }
     }
     println!("xtask: fuzzing took {:.0}s", start.elapsed().as_secs_f64());
+}
+
+/// Miri over the providers' tests and loom over provider-mlx5's records
+/// (`checkers.rs`): one counted line per run.
+fn checkers(tally: &mut Tally) {
+    crate::checkers::run(|what, result| match result {
+        Ok(()) => tally.pass(what),
+        Err(e) => tally.fail(what, &e),
+    });
 }
 
 fn vm_tests(tally: &mut Tally) {

@@ -1,0 +1,180 @@
+//! The two checkers `cargo xtask test` runs beside the host tests, one
+//! counted line per run:
+//!
+//! - **Miri** (nightly) over the providers' host tests, which drive their
+//!   `unsafe` ring code over heap memory: provider-rxe's tests against its
+//!   fake kernel side, provider-mlx5's unit tests and its integration tests
+//!   over the device model, except `model_loopback` (its random sequences of
+//!   hundreds of operations take minutes per case under Miri: one 2-case run
+//!   of a single test took four minutes, `many_wraps` over ten) and
+//!   `golden` (it compiles and runs a C program). What those two drive is
+//!   driven under Miri by the others too: every operation kind, the ring
+//!   wraps, BlueFlame copies, error CQEs, the SRQ free list and the
+//!   registry. Proptest cases are cut to [`MIRI_PROPTEST_CASES`]; isolation
+//!   is off so proptest can read its regression files (and so replays them).
+//! - **loom** over provider-mlx5's shared records (`tests/loom_records.rs`,
+//!   built with `--cfg loom` in its own target directory so that the normal
+//!   build is not invalidated).
+//!
+//! Miri needs the nightly toolchain with the `miri` and `rust-src`
+//! components: when `miri` is missing it is added with rustup, and if that
+//! fails the run fails, never skips.
+
+use crate::host::{target_dir, workspace_root, Result};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// Proptest cases per property under Miri (the normal run keeps 256).
+const MIRI_PROPTEST_CASES: &str = "4";
+
+/// The Miri runs: what each is called, and `cargo miri test`'s arguments.
+const MIRI_RUNS: [(&str, &[&str]); 2] = [
+    ("miri: provider-rxe tests", &["-p", "provider-rxe"]),
+    (
+        "miri: provider-mlx5 unit tests, model_directed, model_errors, model_registry",
+        &[
+            "-p",
+            "provider-mlx5",
+            "--lib",
+            "--test",
+            "model_directed",
+            "--test",
+            "model_errors",
+            "--test",
+            "model_registry",
+        ],
+    ),
+];
+
+/// Runs Miri and loom, handing `report` each run's name and result as it
+/// ends.
+pub fn run(mut report: impl FnMut(&str, Result<()>)) {
+    println!("xtask: == Miri and loom");
+    match ensure_miri() {
+        Ok(()) => {
+            for (what, args) in MIRI_RUNS {
+                report(what, timed(what, || miri_test(args)));
+            }
+        }
+        Err(e) => {
+            for (what, _) in MIRI_RUNS {
+                report(what, Err(e.clone()));
+            }
+        }
+    }
+    let what = "loom: provider-mlx5 records (tests/loom_records.rs)";
+    report(what, timed(what, loom_test));
+}
+
+fn timed(what: &str, f: impl FnOnce() -> Result<()>) -> Result<()> {
+    let start = Instant::now();
+    let r = f();
+    println!("xtask: {what}: {}s", start.elapsed().as_secs());
+    r
+}
+
+/// `rustup run nightly cargo ARGS` from the workspace root.
+fn nightly_cargo() -> Command {
+    let mut c = Command::new("rustup");
+    c.args(["run", "nightly", "cargo"])
+        .current_dir(workspace_root());
+    // The outer cargo's choice of toolchain must not leak into nightly's.
+    c.env_remove("RUSTUP_TOOLCHAIN").env_remove("CARGO");
+    c
+}
+
+fn miri_works() -> bool {
+    nightly_cargo()
+        .args(["miri", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Makes sure `cargo miri` runs on the nightly toolchain, adding the
+/// components if they are missing.
+fn ensure_miri() -> Result<()> {
+    if miri_works() {
+        return Ok(());
+    }
+    println!(
+        "xtask: Miri is missing; running rustup component add --toolchain nightly miri rust-src"
+    );
+    let added = Command::new("rustup")
+        .args([
+            "component",
+            "add",
+            "--toolchain",
+            "nightly",
+            "miri",
+            "rust-src",
+        ])
+        .status();
+    match added {
+        Ok(s) if s.success() && miri_works() => Ok(()),
+        Ok(s) if s.success() => Err("rustup added miri, but `cargo +nightly miri` still does not run".into()),
+        Ok(s) => Err(format!(
+            "Miri is not available and `rustup component add --toolchain nightly miri rust-src` failed ({s}): the Miri step needs the nightly toolchain with those components"
+        )),
+        Err(e) => Err(format!(
+            "Miri is not available and rustup cannot be run ({e}): the Miri step needs rustup's nightly toolchain with the miri and rust-src components"
+        )),
+    }
+}
+
+fn miri_test(args: &[&str]) -> Result<()> {
+    let mut c = nightly_cargo();
+    c.args(["miri", "test"])
+        .args(args)
+        .env("MIRIFLAGS", "-Zmiri-disable-isolation")
+        .env("PROPTEST_CASES", MIRI_PROPTEST_CASES);
+    run_libtest(c)
+}
+
+fn loom_test() -> Result<()> {
+    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let mut flags = std::env::var("RUSTFLAGS").unwrap_or_default();
+    flags.push_str(" --cfg loom");
+    c.current_dir(workspace_root())
+        .args([
+            "test",
+            "-p",
+            "provider-mlx5",
+            "--test",
+            "loom_records",
+            "--release",
+        ])
+        .arg("--target-dir")
+        .arg(target_dir().join("loom"))
+        .env("RUSTFLAGS", flags.trim());
+    run_libtest(c)
+}
+
+/// Runs a `cargo test`-like command, echoing its output: it must exit 0
+/// and its libtest summaries must show tests run and none failed.
+fn run_libtest(mut c: Command) -> Result<()> {
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot run {:?}: {e}", c.get_program()))?;
+    let (mut passed, mut failed) = (0u64, 0u64);
+    for line in BufReader::new(child.stdout.take().expect("piped")).lines() {
+        let line = line.map_err(|e| e.to_string())?;
+        println!("{line}");
+        if let Some((p, f)) = crate::test::parse_test_result(&line) {
+            passed += p;
+            failed += f;
+        }
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if !status.success() || failed > 0 {
+        return Err(format!("{passed} passed, {failed} failed ({status})"));
+    }
+    if passed == 0 {
+        return Err("ran no test".into());
+    }
+    Ok(())
+}
