@@ -198,12 +198,11 @@ impl Queue {
     #[inline(always)]
     fn word<const OFF: usize>(&self) -> &AtomicU32 {
         const { assert!(OFF % 4 == 0 && OFF + 4 <= DATA_OFFSET) };
-        // SAFETY: OFF + 4 <= DATA_OFFSET <= len (asserted above at compile
-        // time; Queue::new checks len before making any Queue), and OFF is
-        // 4-aligned from an 8-aligned base, so the word is inside the
-        // mapping and aligned for an AtomicU32; the mapping outlives &self
-        // (Queue::new's contract) and no Rust reference to it exists other
-        // than these atomics, which the kernel's atomic accesses match.
+        // The word lies inside the mapping (OFF + 4 <= DATA_OFFSET <= len:
+        // the assertion above, and Queue::new checks len) and is 4-aligned
+        // from an 8-aligned base; no Rust reference to it exists but these
+        // atomics, which match the kernel's atomic accesses.
+        // SAFETY: in bounds, aligned, alive for &self (Queue::new's contract).
         unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(OFF).cast()) }
     }
 
@@ -308,14 +307,11 @@ impl<const N: usize> SlotRing<N> {
     /// Slot `i` (masked), to be written.
     #[inline(always)]
     pub(crate) fn slot_mut(&mut self, i: u32) -> SlotMut<'_, N> {
-        // SAFETY: slot_ptr(i) is elem_size() = N + spare bytes inside the
-        // mapping (see slot_ptr(); SlotRing::new checked elem_size >= N),
-        // which Queue::new's contract keeps readable and writable while
-        // &mut self is borrowed; it is SLOT_ALIGN-aligned because the base
-        // is 8-aligned (Queue::new), DATA_OFFSET is a multiple of SLOT_ALIGN
-        // (asserted above) and elem_size, a power of two, is at least
-        // SLOT_ALIGN (SlotRing::new). The crate forms no Rust reference to
-        // slot memory.
+        // slot_ptr(i) is elem_size() = N + spare bytes inside the mapping
+        // (SlotRing::new checked elem_size >= N), SLOT_ALIGN-aligned (an
+        // 8-aligned base, DATA_OFFSET and elem_size multiples of it), and no
+        // Rust reference to slot memory exists.
+        // SAFETY: in bounds, aligned, writable while &mut self is borrowed.
         unsafe { SlotMut::new(self.q.slot_ptr(i), self.spare) }
     }
 }

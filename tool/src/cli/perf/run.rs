@@ -253,7 +253,7 @@ fn exchange(a: &PerfArgs, me: &Peer) -> Result<(TcpStream, Peer)> {
 }
 
 /// Tells the peer we reached the synchronisation point `at` and waits
-/// until it has too (skipping its progress bytes).
+/// until it has too (passing over its progress bytes).
 fn sync(s: &mut TcpStream, t: Timeout, at: &str) -> Result<()> {
     s.write_all(&[SYNC])
         .map_err(|e| t.tcp_error(&format!("sync {at}"), e))?;
