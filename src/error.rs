@@ -86,6 +86,15 @@ pub enum Error {
         /// What the limit is and how to raise it.
         what: String,
     },
+    /// The device (or the kernel) lacks what was asked for: which device,
+    /// and what, in words (an MR access flag the device does not offer, a
+    /// mapping the kernel will not pin).
+    Unsupported {
+        /// The device, when one is concerned.
+        device: String,
+        /// What is missing.
+        what: String,
+    },
     /// An argument was rejected before anything reached the kernel.
     InvalidArgument {
         /// What was wrong, in words.
@@ -186,6 +195,10 @@ impl fmt::Display for Error {
             Error::Kernel { op, errno } => write!(f, "{op} failed: {errno}"),
             Error::ResourceLimit { op, errno, what } => write!(f, "{op} failed: {errno}: {what}"),
             Error::InvalidArgument { what } => write!(f, "invalid argument: {what}"),
+            Error::Unsupported { device, what } if device.is_empty() => {
+                write!(f, "not supported: {what}")
+            }
+            Error::Unsupported { device, what } => write!(f, "{device}: not supported: {what}"),
             Error::NoDevice { name: Some(n) } => write!(f, "no RDMA device named {n}"),
             Error::NoDevice { name: None } => write!(f, "no RDMA device found"),
             Error::UnsupportedDriver { device, driver } => {

@@ -98,6 +98,54 @@
 //!     mr.slice(0, 64).unwrap()
 //! }
 //! ```
+//!
+//! The same holds for memory the program owns and registers
+//! ([`Pd::register`]): the MR takes the buffer and gives it back only from
+//! [`Mr::deregister`], after `DEREG_MR`.
+//!
+//! ```compile_fail
+//! // A registered Vec is the MR's: the program cannot grow (and so move)
+//! // it while the device may write it.
+//! fn grow(pd: &rverbs::Pd) {
+//!     let mut v = vec![0u8; 4096];
+//!     let mr = pd.register(v, rverbs::Access::LOCAL_WRITE).unwrap();
+//!     v.push(1);
+//! }
+//! ```
+//!
+//! ```compile_fail
+//! // A borrowed buffer cannot be registered: leaking the MR would leave
+//! // the device its rkey after the borrow ends.
+//! fn borrowed(pd: &rverbs::Pd, buf: &'static mut [u8]) {
+//!     let mr = pd.register(buf, rverbs::Access::LOCAL_WRITE).unwrap();
+//! }
+//! ```
+//!
+//! ```compile_fail
+//! // The buffer comes back only when no slice or view of the MR is alive.
+//! fn back_too_early(pd: &rverbs::Pd) {
+//!     let mr = pd.register(vec![0u8; 64], rverbs::Access::LOCAL_WRITE).unwrap();
+//!     let view = mr.cells(0, 64).unwrap();
+//!     let v: Vec<u8> = mr.deregister().unwrap();
+//!     view[0].store(1, std::sync::atomic::Ordering::Relaxed);
+//! }
+//! ```
+//!
+//! ```compile_fail
+//! // Memory rverbs does not own is registered only under `unsafe`.
+//! fn raw(pd: &rverbs::Pd, p: *mut u8) {
+//!     let mr = pd.register_raw(p, 64, rverbs::Access::LOCAL_WRITE).unwrap();
+//! }
+//! ```
+//!
+//! ```
+//! // What does compile: the buffer back after deregistration.
+//! fn round_trip(pd: &rverbs::Pd) -> rverbs::Result<Vec<u8>> {
+//!     let mr = pd.register(vec![0u8; 64], rverbs::Access::LOCAL_WRITE)?;
+//!     mr.write(0, b"in place")?;
+//!     Ok(mr.deregister().map_err(|e| rverbs::Error::InvalidArgument { what: e.to_string() })?)
+//! }
+//! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 // Unsafe code is opted into per module: the syscall boundary (`sys`), the
 // command layer that hands the kernel response buffers (`cmd`), the
@@ -135,7 +183,7 @@ pub use cq::{CompChannel, Cq};
 pub use device::{format_guid, Device, Driver, NodeType};
 pub use error::{Errno, Error, Result};
 pub use event::{AsyncEvent, EventType};
-pub use mr::{Access, Mr};
+pub use mr::{Access, DeregisterError, External, Mr, MrBuffer, Pages};
 pub use pd::Pd;
 pub use qp::{
     AhAttr, Grh, Mtu, Qp, QpAttr, QpCaps, QpInit, QpState, QpType, RecvWr, Remote, SendOp, SendWr,

@@ -165,6 +165,8 @@ pub(crate) struct Handle<K: Kind> {
     dev: Arc<Dev>,
     handle: u32,
     keep: Vec<Box<dyn Send + Sync>>,
+    /// Not yet destroyed ([`Handle::close`] destroys early).
+    live: bool,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -175,6 +177,7 @@ impl<K: Kind> Handle<K> {
             dev: dev.clone(),
             handle,
             keep: Vec::new(),
+            live: true,
             _kind: PhantomData,
         }
     }
@@ -189,14 +192,31 @@ impl<K: Kind> Handle<K> {
     pub(crate) fn keep(&mut self, mem: impl Send + Sync + 'static) {
         self.keep.push(Box::new(mem));
     }
+
+    /// Destroys the object now and says whether the kernel agreed: on
+    /// success what it kept is freed; on failure it is leaked (the kernel
+    /// still has the object). Either way nothing is left to do on drop.
+    pub(crate) fn close(mut self) -> Result<()> {
+        self.destroy_now()
+    }
+
+    fn destroy_now(&mut self) -> Result<()> {
+        if !std::mem::replace(&mut self.live, false) {
+            return Ok(());
+        }
+        let r = K::destroy(&self.dev, self.handle);
+        let keep = std::mem::take(&mut self.keep);
+        if r.is_err() {
+            // The kernel still has the object: what it or the device may
+            // touch must never return to the process.
+            std::mem::forget(keep);
+        }
+        r
+    }
 }
 
 impl<K: Kind> Drop for Handle<K> {
     fn drop(&mut self) {
-        if K::destroy(&self.dev, self.handle).is_err() {
-            // The kernel still has the object: what it or the device may
-            // touch must never return to the process.
-            std::mem::forget(std::mem::take(&mut self.keep));
-        }
+        let _ = self.destroy_now();
     }
 }

@@ -26,18 +26,20 @@ pub(crate) struct Registered {
     pub(crate) rkey: u32,
 }
 
-/// `REG_MR` of `len` bytes at `start` (also the I/O virtual address).
+/// `REG_MR` of `len` bytes at `start`, which work requests and peers
+/// address from `iova` on (`hca_va`; `start` itself for an ordinary MR).
 pub(crate) fn reg(
     dev: &Arc<Dev>,
     pd: u32,
     start: u64,
     len: u64,
+    iova: u64,
     access: u32,
 ) -> Result<Registered> {
     let mut c = v::IbUverbsRegMr::new_zeroed();
     c.start = start;
     c.length = len;
-    c.hca_va = start;
+    c.hca_va = iova;
     c.pd_handle = pd;
     c.access_flags = access;
     let r = dev.write0::<cmds::RegMr>("REG_MR", &c)?;

@@ -111,6 +111,42 @@ impl Mapping {
         Ok(m)
     }
 
+    /// Like [`Mapping::for_device`], in 2 MiB huge pages (`MAP_HUGETLB`):
+    /// `len` must be a multiple of 2 MiB. The kernel takes the pages from
+    /// its reserved pool (`vm.nr_hugepages`); with too few free, `mmap`
+    /// fails with `ENOMEM`, which the caller turns into advice.
+    pub fn huge_for_device(op: &'static str, len: usize, dont_fork: bool) -> Result<Mapping> {
+        const HUGE_2M: usize = 2 << 20;
+        if len == 0 || len % HUGE_2M != 0 {
+            return Err(Error::invalid(format!(
+                "{op}: {len} bytes is not a whole number of 2 MiB huge pages"
+            )));
+        }
+        // MAP_HUGE_2MB: log2(2 MiB) in the size field, so that a system
+        // whose default huge page is 1 GiB still gives 2 MiB pages.
+        let huge_2mb = 21 << libc::MAP_HUGE_SHIFT;
+        // SAFETY: a fresh private anonymous mapping, as in anonymous().
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB | huge_2mb,
+                -1,
+                0,
+            )
+        };
+        let m = Self::from_mmap(p, len, op)?;
+        if dont_fork {
+            // SAFETY: the range is this fresh mapping, owned by `m`.
+            let r = unsafe { libc::madvise(m.ptr.as_ptr().cast(), len, libc::MADV_DONTFORK) };
+            if r != 0 {
+                return Err(Error::kernel("madvise(MADV_DONTFORK)", Errno::last()));
+            }
+        }
+        Ok(m)
+    }
+
     fn from_mmap(p: *mut libc::c_void, len: usize, op: &'static str) -> Result<Mapping> {
         if p == libc::MAP_FAILED {
             return Err(Error::kernel(op, Errno::last()));

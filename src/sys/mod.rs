@@ -222,6 +222,14 @@ pub fn memlock_limit() -> Option<u64> {
     (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
 }
 
+/// `HugePages_Free` of `/proc/meminfo`: free pages of the default huge
+/// page size (`None` if it cannot be read).
+pub fn free_huge_pages() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("HugePages_Free:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Two random bytes, or `None` if the kernel has no entropy yet.
 pub fn random_u16() -> Option<u16> {
     let mut b = [0u8; 2];
