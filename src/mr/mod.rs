@@ -86,13 +86,15 @@ bitflags! {
         /// memory windows).
         const MW_BIND = 1 << 4;
         /// Zero-based addressing for windows bound to the MR (the MR's own
-        /// addressing is its IOVA: see [`Pd::register_iova`]).
+        /// addressing is its IOVA: see [`Pd::register_iova`]). rxe refuses
+        /// it for MRs (named [`Error::Unsupported`]).
         const ZERO_BASED = 1 << 5;
         /// On-demand paging: pages are faulted in when the device touches
         /// them, not pinned at registration (the device must offer ODP;
         /// rxe does from Linux 6.14).
         const ON_DEMAND = 1 << 6;
-        /// The memory is in huge pages (a hint some drivers use).
+        /// The memory is in huge pages (a hint some drivers use; rxe
+        /// refuses it, and needs none: [`Pd::alloc_mr_huge`] works without).
         const HUGETLB = 1 << 7;
         /// Peers may FLUSH to global visibility (Linux 6.2; the device must
         /// offer it).
@@ -339,7 +341,7 @@ impl Pd {
             access.bits(),
         ) {
             Ok(r) => r,
-            Err(e) => return Err(give_back(reg_hint(e, len), raw)),
+            Err(e) => return Err(give_back(reg_hint(e, self, access, len), raw)),
         };
         Ok(Mr {
             inner: Arc::new(MrInner {
@@ -420,17 +422,30 @@ fn check_access(pd: &Pd, access: Access) -> Result<()> {
 }
 
 /// REG_MR's errnos that have a cause rverbs can name: locked memory
-/// (ENOMEM under `RLIMIT_MEMLOCK`), and a file mapping the kernel will not
-/// pin for long (EFAULT).
-fn reg_hint(e: Error, len: usize) -> Error {
+/// (ENOMEM under `RLIMIT_MEMLOCK`), access flags the driver does not take
+/// for MRs (EOPNOTSUPP: rxe refuses ZERO_BASED and HUGETLB), and
+/// FLUSH_PERSISTENT over memory that is not persistent (EINVAL).
+fn reg_hint(e: Error, pd: &Pd, access: Access, len: usize) -> Error {
     let e = memlock_hint(e, len);
-    match &e {
-        Error::Kernel { op, errno } if errno.0 == libc::EFAULT => Error::Unsupported {
-            device: String::new(),
+    let Error::Kernel { op, errno } = &e else {
+        return e;
+    };
+    let basic = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
+    let extra = access - basic;
+    let device = pd.inner.ctx.device.name().to_string();
+    match errno.0 {
+        libc::EOPNOTSUPP if !extra.is_empty() => Error::Unsupported {
+            device,
             what: format!(
-                "{op} failed with {errno}: the kernel could not pin the buffer. A writable \
-                 shared file mapping is pinned only on tmpfs or hugetlbfs (Linux 6.5 on); \
-                 use a private mapping (memmap2's map_copy) or a file in /dev/shm"
+                "MR access {extra:?}: {op} failed with {errno}: the driver does not take \
+                 these flags for MRs"
+            ),
+        },
+        libc::EINVAL if access.contains(Access::FLUSH_PERSISTENT) => Error::Unsupported {
+            device,
+            what: format!(
+                "MR access FLUSH_PERSISTENT: {op} failed with {errno}: the buffer is not \
+                 persistent memory (pmem), which FLUSH to persistence needs"
             ),
         },
         _ => e,

@@ -54,7 +54,8 @@ pub fn as_sges<S: AsSge>(list: &[S]) -> &[Sge] {
 /// A remote buffer: address and rkey, as the peer advertised them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Remote {
-    /// The peer's virtual address.
+    /// The address in the peer MR's I/O virtual address space (its
+    /// buffer's own address unless it was registered at another IOVA).
     pub addr: u64,
     /// The peer MR's rkey.
     pub rkey: u32,

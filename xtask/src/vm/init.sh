@@ -62,11 +62,15 @@ for p in $(echo "$KEEP" | tr ':' ' '); do
     esac
 done
 mount -t tmpfs run /host/run || fail "cannot mount /run"
-mount -t tmpfs shm /host/dev/shm 2>/dev/null
+mkdir -p /host/dev/shm && mount -t tmpfs shm /host/dev/shm || fail "cannot mount /dev/shm"
 if [ -n "$OUTDIR" ]; then
     mount -t 9p -o trans=virtio,version=9p2000.L,rw out "/host$OUTDIR" ||
         fail "cannot mount the writable share at $OUTDIR"
 fi
+
+# A few 2 MiB huge pages (16 MiB of the guest's 2 GiB) for the tests of
+# MRs in huge pages; the tests also check the error when they run out.
+echo 8 > /proc/sys/vm/nr_hugepages || fail "cannot reserve huge pages"
 
 # Network and rxe, with the host's iproute2 (ip, rdma) through the chroot.
 H="chroot /host /usr/bin/env -i PATH=/usr/sbin:/usr/bin"
