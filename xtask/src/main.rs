@@ -1,9 +1,11 @@
 //! `cargo xtask`: the project's own tasks.
 //!
-//! - `vm-run [--two-hosts] [--timeout SECS] [-v] -- CMD [ARGS...]`: boot a
-//!   fresh VM with an rxe device and run CMD in it (see `vm`).
-//! - `test`: every test — host unit tests, Miri and loom, the VM tests, the
-//!   interop tests.
+//! - `vm-run [--kernel K] [--two-hosts] [--timeout SECS] [-v] -- CMD [ARGS...]`:
+//!   boot a fresh VM with an rxe device on Debian's kernel K (6.1, 6.12 or
+//!   7.2; `vm::kernels`) and run CMD in it (see `vm`).
+//! - `test [--kernel K|all]`: every test — host unit tests, Miri and loom,
+//!   the VM tests, the interop tests — on 6.12, and the VM and interop
+//!   tests on 6.1 and 7.2.
 //! - `demo`: the main job: boot the VM and show the device as rdma-core and
 //!   rverbs see it.
 

@@ -7,9 +7,11 @@
 //! `checkers`), each fuzz target of `fuzz/` for a few seconds (see
 //! `fuzz`), then every test
 //! of `vm-tests/tests/` inside one VM boot, then the test-bed checks that
-//! need their own boots (two hosts, exit statuses, the static binary). It
-//! ends with one line `N passed, N failed`; a VM that cannot boot counts as
-//! a failure, never as a skip.
+//! need their own boots (two hosts, exit statuses, the static binary), on
+//! the default kernel (6.12); then, on each other kernel (6.1, 7.2), the VM
+//! tests and the two-host pingpong interop. `--kernel K` runs the whole
+//! suite on K alone. It ends with one line `N passed, N failed`; a VM that
+//! cannot boot counts as a failure naming its kernel, never as a skip.
 
 use crate::host::{workspace_root, Result, TOOL_PACKAGE, VM_TESTS_PACKAGE};
 use crate::vm;
@@ -326,6 +328,13 @@ fn vm_tests(tally: &mut Tally, kernel: &'static vm::Kernel) {
                                 name,
                                 &format!("exited {rc} without a failing test (crash?)"),
                             );
+                        } else {
+                            // Counted by libtest's own summary; listed here
+                            // so the closing lines say which kernel failed.
+                            tally.failures.push(format!(
+                                "{}{name}: exited {rc} (its failing tests are above)",
+                                tally.label
+                            ));
                         }
                     }
                     None => tally.fail(name, "never finished in the VM"),
