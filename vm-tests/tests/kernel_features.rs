@@ -167,17 +167,6 @@ fn assert_unsupported<T: std::fmt::Debug>(r: rverbs::Result<T>, why: &str) {
     }
 }
 
-/// `X.Y` of the running kernel.
-fn kernel_series() -> String {
-    let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
-    let mut parts = r.trim().split(['.', '-', '+']);
-    format!(
-        "{}.{}",
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or("")
-    )
-}
-
 #[test]
 fn the_table_matches_each_kernel_the_suite_boots() {
     let f = features();
@@ -186,7 +175,7 @@ fn the_table_matches_each_kernel_the_suite_boots() {
     // the test knows versions: the library reads the kernel's answers.
     // Columns: ATOMIC_WRITE, FLUSH_GLOBAL, FLUSH_PERSISTENT, ODP,
     // ADVISE_MR.
-    let expected = match kernel_series().as_str() {
+    let expected = match common::kernel_series().as_str() {
         "6.1" => (false, false, false, false, false),
         "6.12" => (true, true, true, false, false),
         "7.2" => (true, true, true, true, true),
@@ -469,10 +458,14 @@ fn odp_on_7_2_drops_the_offset_in_the_page() {
     if f.odp.is_none() {
         // Nothing to pin where there is no ODP (6.1, 6.12): the refusal is
         // the test above.
-        assert_ne!(kernel_series(), "7.2", "{f}");
+        assert_ne!(common::kernel_series(), "7.2", "{f}");
         return;
     }
-    assert_eq!(kernel_series(), "7.2", "ODP found on another kernel:\n{f}");
+    assert_eq!(
+        common::kernel_series(),
+        "7.2",
+        "ODP found on another kernel:\n{f}"
+    );
     let mut p = pair();
     let map = MmapOptions::new().len(PAGE).map_anon().unwrap();
     let mr = p.pd.register(map, RW | Access::ON_DEMAND).unwrap();

@@ -146,3 +146,16 @@ pub fn show(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// `X.Y` of the running kernel (`6.1`, `6.12`, `7.2`), for the few tests
+/// that pin a behaviour one kernel's rxe has and another's lacks. The
+/// library never asks this: it reads features from the kernel.
+pub fn kernel_series() -> String {
+    let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("read osrelease");
+    let mut parts = r.trim().split(['.', '-', '+']);
+    format!(
+        "{}.{}",
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or("")
+    )
+}
