@@ -153,6 +153,9 @@ async fn serve_async(id: AsyncCmId, cq: AsyncCq, mut conn: Conn) -> Result<u64> 
             }
             ev = id.next_event() => {
                 if ev?.kind == EventType::DISCONNECTED {
+                    // Answer the peer's disconnect at once (its
+                    // `DISCONNECTED` waits for this).
+                    id.disconnect().await?;
                     return Ok(echoed);
                 }
             }
@@ -301,7 +304,14 @@ fn server_sync(addr: SocketAddr, connections: Option<u64>, size: usize) -> Resul
                 }));
                 ids.push(id);
             }
-            EventType::DISCONNECTED => gone += 1,
+            EventType::DISCONNECTED => {
+                // Answer the peer's disconnect at once (its
+                // `DISCONNECTED` waits for this) and let the id go.
+                if let Some(i) = ids.iter().position(|id: &CmId| id.uid() == ev.uid) {
+                    ids.swap_remove(i).disconnect()?;
+                }
+                gone += 1;
+            }
             _ => {}
         }
     }

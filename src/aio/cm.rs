@@ -186,14 +186,14 @@ impl AsyncCmId {
 
     /// Disconnects (the QP goes to ERR, so outstanding work flushes) and
     /// waits for `DISCONNECTED`. If the peer disconnected first and that
-    /// event was already delivered, returns at once. Events other than
-    /// `DISCONNECTED` met while waiting are dropped: the connection is
-    /// going away.
+    /// event was already delivered, this answers the peer's request (which
+    /// waits for the answer, or times out, before its own `DISCONNECTED`)
+    /// and returns at once. Events other than `DISCONNECTED` met while
+    /// waiting are dropped: the connection is going away.
     pub async fn disconnect(&self) -> Result<()> {
         if self.disconnected.load(Ordering::Relaxed) {
-            // The kernel moved the QP to ERR when the event was processed;
-            // there is nothing left to wait for.
-            return Ok(());
+            // Sends the DREP; there is no event left to wait for.
+            return self.id.disconnect();
         }
         self.id.disconnect()?;
         while self.next_event().await?.kind != EventType::DISCONNECTED {}

@@ -97,8 +97,16 @@ impl AsyncCq {
             let mut guard = ready!(self.ready.poll_read_ready(cx))
                 .map_err(|e| reactor("waiting for the completion channel", e))?;
             match guard.try_io(|_| nonblocking(self.chan.get_event())) {
-                // The event disarmed the CQ (reading it counted it).
-                Ok(Ok(Ok(_handle))) => self.armed = false,
+                // The event disarmed the CQ (reading it counted it). The
+                // channel is empty now: the CQ is its only one, each arm
+                // raises at most one event, and it is armed again only
+                // after its event was read. So the readiness is cleared
+                // without the read that would fail with EAGAIN; the next
+                // event, after the next arm, is a new edge for the reactor.
+                Ok(Ok(Ok(_handle))) => {
+                    self.armed = false;
+                    guard.clear_ready();
+                }
                 Ok(Ok(Err(e))) => return Poll::Ready(Err(e)),
                 Ok(Err(e)) => {
                     return Poll::Ready(Err(reactor("reading the completion channel", e)))

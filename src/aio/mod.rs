@@ -27,9 +27,12 @@
 //! queued on the channel until read, so the readiness the future waits
 //! for cannot be missed. Reading an event (which is also its
 //! acknowledgement: see [`CompChannel::get_event`](crate::CompChannel::get_event))
-//! marks the CQ unarmed, and the loop polls again. So a wait costs one
-//! `req_notify` and one event read; a CQ that keeps finding completions is
-//! never armed and makes no system call at all.
+//! marks the CQ unarmed, and the loop polls again. Since the CQ is armed
+//! again only after its event was read, at most one event is ever queued,
+//! so the read needs no second read to find the channel empty. A wait
+//! costs one `req_notify`, the reactor's `epoll_wait` and one event read;
+//! a CQ that keeps finding completions is never armed and makes no system
+//! call at all.
 //!
 //! Each `AsyncCq` has its own completion channel, made by
 //! [`AsyncCq::new`] and never handed out: with a shared channel, one CQ's
