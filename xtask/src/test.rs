@@ -98,8 +98,17 @@ fn cargo_test(args: &[&str]) -> Result<(bool, Vec<String>)> {
 /// their executables: one for each file of `vm-tests/tests/`, or an error.
 fn build_vm_tests() -> Result<Vec<(String, PathBuf)>> {
     build_rverbs()?;
-    // The library's examples, which vm-tests/tests/examples.rs runs.
-    crate::host::run(cargo().args(["build", "--quiet", "-p", "rverbs", "--examples"]))?;
+    // The library's examples, which vm-tests/tests/examples.rs and
+    // async_api.rs run (async_echo needs the `tokio` feature).
+    crate::host::run(cargo().args([
+        "build",
+        "--quiet",
+        "-p",
+        "rverbs",
+        "--examples",
+        "--features",
+        "tokio",
+    ]))?;
     let out = cargo()
         .args(["test", "-p", VM_TESTS_PACKAGE, "--tests", "--no-run"])
         .stdout(Stdio::null())
