@@ -124,3 +124,51 @@ fn nonblocking<T>(r: Result<T>) -> io::Result<Result<T>> {
         other => Ok(other),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_runtime_is_an_error_not_a_panic() {
+        let e = runtime("AsyncCq::new").expect_err("no runtime on this thread");
+        assert!(
+            e.to_string().contains("AsyncCq::new needs a tokio runtime"),
+            "{e}"
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap();
+        let _in = rt.enter();
+        runtime("AsyncCq::new").expect("inside a runtime");
+    }
+
+    #[test]
+    fn only_eagain_clears_the_readiness() {
+        let again: Result<u64> = Err(Error::kernel("read", Errno(libc::EAGAIN)));
+        assert_eq!(
+            nonblocking(again).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+        let other: Result<u64> = Err(Error::kernel("read", Errno(libc::EIO)));
+        let e = nonblocking(other).unwrap().unwrap_err();
+        assert_eq!(e.errno(), Some(Errno(libc::EIO)));
+        assert_eq!(nonblocking(Ok(7u64)).unwrap().unwrap(), 7);
+    }
+
+    /// The async objects can move between threads (a multi-threaded
+    /// runtime's tasks), and the shared ones be used from several.
+    #[test]
+    fn async_objects_are_send_and_the_shared_ones_sync() {
+        fn send<T: Send>() {}
+        fn sync<T: Sync>() {}
+        send::<AsyncCq>();
+        send::<AsyncCmId>();
+        sync::<AsyncCmId>();
+        send::<AsyncCmListener>();
+        sync::<AsyncCmListener>();
+        send::<AsyncEvents>();
+        sync::<AsyncEvents>();
+    }
+}

@@ -199,8 +199,14 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
 fn host_tests(tally: &mut Tally) -> Result<()> {
     println!("xtask: == host tests");
     // Every crate, all targets and doc tests (the root crate's compile-fail
-    // doc tests of the soundness rules among them), but the VM tests.
-    let args = ["--workspace", "--exclude", VM_TESTS_PACKAGE];
+    // doc tests of the soundness rules among them), but the VM tests; with
+    // every feature, so that `rverbs::aio`'s unit tests run too.
+    let args = [
+        "--workspace",
+        "--exclude",
+        VM_TESTS_PACKAGE,
+        "--all-features",
+    ];
     let (ok, lines) = cargo_test(&args)?;
     let seen = tally.libtest(&lines);
     if !ok && seen == 0 {
