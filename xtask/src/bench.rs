@@ -206,15 +206,14 @@ fn echo_table(lines: &[String]) -> String {
         let (s, a) = (get("sync"), get("async"));
         // One client: its round trip (lower is better); several: the
         // messages per second of all of them (higher is better).
-        let (label, pick, digits): (String, fn(&(f64, f64)) -> f64, usize) = if *clients == 1 {
-            (format!("round trip, 1 client x {msgs} (us)"), |x| x.0, 1)
+        let one = *clients == 1;
+        let label = if one {
+            format!("round trip, 1 client x {msgs} (us)")
         } else {
-            (
-                format!("messages/s, {clients} clients x {msgs}"),
-                |x| x.1,
-                0,
-            )
+            format!("messages/s, {clients} clients x {msgs}")
         };
+        let pick = |x: &(f64, f64)| if one { x.0 } else { x.1 };
+        let digits = if one { 1 } else { 0 };
         let (sv, av): (Vec<f64>, Vec<f64>) =
             (s.iter().map(pick).collect(), a.iter().map(pick).collect());
         let ratio = if sv.is_empty() || av.is_empty() {
