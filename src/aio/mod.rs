@@ -15,7 +15,7 @@
 //! sleeps until the kernel makes the fd readable. Everything works on a
 //! `current_thread` runtime; the runtime needs IO enabled (as tokio's own
 //! sockets do), and outside a runtime the constructors fail with
-//! [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+//! [`Error::InvalidArgument`].
 //!
 //! # Completions: the arm/poll race
 //! A completion channel fires once per arming, for the first completion
