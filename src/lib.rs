@@ -155,6 +155,8 @@
 #![warn(missing_docs)]
 
 pub mod ah;
+#[cfg(feature = "tokio")]
+pub mod aio;
 pub mod cm;
 #[allow(unsafe_code)]
 mod cmd;

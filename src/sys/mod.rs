@@ -1,8 +1,9 @@
 //! Every system call the root crate makes, and the one place that retries
 //! on `EINTR`: `write()` of a uverbs command, the verbs `ioctl()`, `read()`
-//! and `poll()` of event fds, the RDMA netlink socket, `mmap()` (see
-//! [`Mapping`]), and a few queries (page size, random bytes, interface
-//! names). Everything above works with the safe wrappers here.
+//! and `poll()` of event fds (and their `O_NONBLOCK`, see [`fd`]), the
+//! RDMA netlink socket, `mmap()` (see [`Mapping`]), and a few queries
+//! (page size, random bytes, interface names). Everything above works
+//! with the safe wrappers here.
 //!
 //! Why `libc` and not `rustix` or `nix`: what is left here is unsafe
 //! whatever the wrapper. A uverbs `write()` or `ioctl()` carries pointers
@@ -13,7 +14,12 @@
 //! removing an `unsafe` block that carries an invariant of ours; `libc` is
 //! already linked by `std`.
 
+mod fd;
 mod mapping;
+
+#[cfg(feature = "tokio")]
+pub use fd::register_readable;
+pub use fd::set_nonblocking;
 
 pub use mapping::Mapping;
 
