@@ -165,9 +165,11 @@ pub mod cq;
 pub mod device;
 pub mod error;
 pub mod event;
+pub mod features;
 #[allow(unsafe_code)] // MR memory, shared with the device
 pub mod mr;
 pub mod netlink;
+pub mod odp;
 pub mod pd;
 #[allow(unsafe_code)]
 mod provider;
@@ -185,7 +187,9 @@ pub use cq::{CompChannel, Cq};
 pub use device::{format_guid, Device, Driver, NodeType};
 pub use error::{Errno, Error, Result};
 pub use event::{AsyncEvent, EventType};
+pub use features::Features;
 pub use mr::{Access, DeregisterError, External, Mr, MrBuffer, Pages};
+pub use odp::Advice;
 pub use pd::Pd;
 pub use qp::{
     AhAttr, Grh, Mtu, Qp, QpAttr, QpCaps, QpInit, QpState, QpType, RecvWr, Remote, SendOp, SendWr,

@@ -49,3 +49,33 @@ pub(crate) fn reg(
         rkey: r.rkey,
     })
 }
+
+/// `UVERBS_METHOD_ADVISE_MR` (`ibv_advise_mr`): `advice` (an
+/// `ib_uverbs_advise_mr_advice`) over `sges`, each a `struct ib_uverbs_sge`
+/// naming an MR of `pd` by lkey. With `IB_UVERBS_ADVISE_MR_FLAG_FLUSH` in
+/// `flags` the kernel returns only once the pages are in. The method has no
+/// write() form: a kernel or driver without it answers EOPNOTSUPP or
+/// EPROTONOSUPPORT, which the caller names.
+pub(crate) fn advise(
+    dev: &Dev,
+    pd: u32,
+    advice: u32,
+    flags: u32,
+    sges: &[v::IbUverbsSge],
+) -> Result<()> {
+    use uverbs_abi::ioctl as io;
+    use zerocopy::IntoBytes;
+    let mut storage = [0u64; io::attr_buf_words(4)];
+    let mut attrs = dev.attrs(
+        &mut storage,
+        io::UVERBS_OBJECT_MR,
+        io::UVERBS_METHOD_ADVISE_MR,
+    );
+    attrs
+        .idr_in(io::UVERBS_ATTR_ADVISE_MR_PD_HANDLE, pd)
+        .const_in(io::UVERBS_ATTR_ADVISE_MR_ADVICE, u64::from(advice))
+        // FLAGS_IN: the kernel's uverbs_get_flags32() takes a u32 or a u64.
+        .u64_in(io::UVERBS_ATTR_ADVISE_MR_FLAGS, u64::from(flags))
+        .ptr_in(io::UVERBS_ATTR_ADVISE_MR_SGE_LIST, sges.as_bytes());
+    dev.ioctl("ADVISE_MR", &mut attrs)
+}

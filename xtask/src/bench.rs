@@ -519,6 +519,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         capture: true,
         out_dir: Some(out_dir.clone()),
         bare: None,
+        kernel: vm::kernels::DEFAULT,
     })?;
     let lines = &o.lines[0];
     std::fs::write(&raw_log, lines.join("\n")).map_err(|e| e.to_string())?;

@@ -79,6 +79,10 @@ pub const PACKAGES: &[&str] = &[
     "cpio",
     "kmod",
     "xz-utils",
+    // Newer kernels' modules may come zstd-compressed; the sid kernel
+    // fetch needs Debian's archive keyring (debian-archive-keyring).
+    "zstd",
+    "debian-archive-keyring",
     // Used inside the VM through the chroot of the host's root: iproute2
     // (ip, rdma) for the VM's network, rdma-core's tools as the interop
     // and benchmark peer.

@@ -1,9 +1,11 @@
 //! `cargo xtask`: the project's own tasks.
 //!
-//! - `vm-run [--two-hosts] [--timeout SECS] [-v] -- CMD [ARGS...]`: boot a
-//!   fresh VM with an rxe device and run CMD in it (see `vm`).
-//! - `test`: every test — host unit tests, Miri and loom, the VM tests, the
-//!   interop tests.
+//! - `vm-run [--kernel K] [--two-hosts] [--timeout SECS] [-v] -- CMD [ARGS...]`:
+//!   boot a fresh VM with an rxe device on Debian's kernel K (6.1, 6.12 or
+//!   7.2; `vm::kernels`) and run CMD in it (see `vm`).
+//! - `test [--kernel K|all]`: every test — host unit tests, Miri and loom,
+//!   the VM tests, the interop tests — on 6.12, and the VM and interop
+//!   tests on 6.1 and 7.2.
 //! - `demo`: the main job: boot the VM and show the device as rdma-core and
 //!   rverbs see it.
 
@@ -21,13 +23,18 @@ use std::time::Duration;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  vm-run [--two-hosts | --bare] [--timeout SECS] [-v] -- CMD [ARGS...]
-        boot a fresh VM with rxe0 and run CMD inside it (host paths);
+  vm-run [--kernel 6.1|6.12|7.2] [--two-hosts | --bare] [--timeout SECS] [-v] -- CMD [ARGS...]
+        boot a fresh VM with rxe0 and run CMD inside it (host paths), on
+        Debian's kernel of that series (default 6.12);
         with --two-hosts, RVERBS_PEER_CMD (if set) runs on the second VM;
         with --bare, the VM holds only busybox, the modules and the static
         rverbs (no host share, no rxe0: create it with rverbs link add)
-  vm-prepare   fetch the kernel and build the initramfs (cached in target/vm)
-  test         run every test: host, VM, interop; prints 'N passed, N failed'
+  vm-prepare [--kernel K|all]
+               fetch the kernel and build the initramfs (cached in target/vm)
+  test [--kernel K|all] [--host-only | --vm-only]
+               run every test: host, VM, interop; prints 'N passed, N failed';
+               all (the default): the whole suite on 6.12, the VM tests and
+               two-host interop on 6.1 and 7.2; K: the whole suite on K
   demo         boot the VM and show the rxe device through rdma-core and rverbs
   dist         build target/dist/rverbs: one static, stripped executable
   bench [--mlx5-only]
@@ -39,7 +46,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let res = match args.first().map(String::as_str) {
         Some("vm-run") => vm_run(&args[1..]),
-        Some("vm-prepare") => vm::prepare().map(|_| ExitCode::SUCCESS),
+        Some("vm-prepare") => vm_prepare(&args[1..]),
         Some("test") => test::run(&args[1..]),
         Some("demo") => test::demo(),
         Some("bench") => bench::run(&args[1..]),
@@ -59,6 +66,20 @@ fn main() -> ExitCode {
     }
 }
 
+/// `vm-prepare [--kernel K|all]`.
+fn vm_prepare(args: &[String]) -> host::Result<ExitCode> {
+    let kernels: Vec<&vm::Kernel> = match args {
+        [] => vec![vm::kernels::DEFAULT],
+        [flag, k] if flag == "--kernel" && k == "all" => vm::kernels::KERNELS.iter().collect(),
+        [flag, k] if flag == "--kernel" => vec![vm::Kernel::by_name(k)?],
+        _ => return Err(format!("vm-prepare: bad arguments\n{USAGE}")),
+    };
+    for k in kernels {
+        vm::prepare(k)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn vm_run(args: &[String]) -> host::Result<ExitCode> {
     let mut opts = vm::Options {
         two_hosts: false,
@@ -72,6 +93,7 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
         capture: false,
         out_dir: None,
         bare: None,
+        kernel: vm::kernels::DEFAULT,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -79,6 +101,12 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
             "--two-hosts" => opts.two_hosts = true,
             "--bare" => opts.bare = Some(dist::build()?),
             "-v" | "--verbose" => opts.verbose = true,
+            "--kernel" => {
+                let k = it
+                    .next()
+                    .ok_or("--kernel needs a kernel: 6.1, 6.12 or 7.2")?;
+                opts.kernel = vm::Kernel::by_name(k)?;
+            }
             "--timeout" => {
                 let v = it.next().ok_or("--timeout needs a number of seconds")?;
                 let secs: u64 = v

@@ -7,9 +7,11 @@
 //! `checkers`), each fuzz target of `fuzz/` for a few seconds (see
 //! `fuzz`), then every test
 //! of `vm-tests/tests/` inside one VM boot, then the test-bed checks that
-//! need their own boots (two hosts, exit statuses, the static binary). It
-//! ends with one line `N passed, N failed`; a VM that cannot boot counts as
-//! a failure, never as a skip.
+//! need their own boots (two hosts, exit statuses, the static binary), on
+//! the default kernel (6.12); then, on each other kernel (6.1, 7.2), the VM
+//! tests and the two-host pingpong interop. `--kernel K` runs the whole
+//! suite on K alone. It ends with one line `N passed, N failed`; a VM that
+//! cannot boot counts as a failure naming its kernel, never as a skip.
 
 use crate::host::{workspace_root, Result, TOOL_PACKAGE, VM_TESTS_PACKAGE};
 use crate::vm;
@@ -23,17 +25,20 @@ struct Tally {
     passed: u64,
     failed: u64,
     failures: Vec<String>,
+    /// Names the kernel of the VM checks being counted (`[Linux 6.1] `),
+    /// empty for the host's.
+    label: String,
 }
 
 impl Tally {
     fn pass(&mut self, what: &str) {
         self.passed += 1;
-        println!("xtask: PASS {what}");
+        println!("xtask: PASS {}{what}", self.label);
     }
     fn fail(&mut self, what: &str, why: &str) {
         self.failed += 1;
-        self.failures.push(format!("{what}: {why}"));
-        println!("xtask: FAIL {what}: {why}");
+        self.failures.push(format!("{}{what}: {why}", self.label));
+        println!("xtask: FAIL {}{what}: {why}", self.label);
     }
     /// Adds the counts of libtest's `test result:` lines in `lines`.
     fn libtest(&mut self, lines: &[String]) -> u64 {
@@ -159,15 +164,35 @@ fn build_vm_tests() -> Result<Vec<(String, PathBuf)>> {
     Ok(found)
 }
 
+/// Which kernels `test` boots, and how much runs on each.
+enum Kernels {
+    /// The whole suite on one kernel.
+    One(&'static vm::Kernel),
+    /// The whole suite on the default kernel (6.12), and the VM tests and
+    /// the two-host interop checks on every other kernel.
+    All,
+}
+
 pub fn run(args: &[String]) -> Result<ExitCode> {
     let (mut host, mut in_vm) = (true, true);
-    for a in args {
+    let mut kernels = Kernels::All;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
         match a.as_str() {
             "--host-only" => in_vm = false,
             "--vm-only" => host = false,
+            "--kernel" => {
+                let k = it
+                    .next()
+                    .ok_or("--kernel needs a kernel: 6.1, 6.12, 7.2 or all")?;
+                kernels = match k.as_str() {
+                    "all" => Kernels::All,
+                    k => Kernels::One(vm::Kernel::by_name(k)?),
+                };
+            }
             other => {
                 return Err(format!(
-                    "test: unknown option {other} (--host-only, --vm-only)"
+                    "test: unknown option {other} (--host-only, --vm-only, --kernel K|all)"
                 ))
             }
         }
@@ -180,8 +205,28 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         fuzz_targets(&mut tally);
     }
     if in_vm {
-        vm_tests(&mut tally);
-        testbed_checks(&mut tally);
+        let (full, others): (&vm::Kernel, Vec<&vm::Kernel>) = match kernels {
+            Kernels::One(k) => (k, Vec::new()),
+            Kernels::All => (
+                vm::kernels::DEFAULT,
+                vm::kernels::KERNELS
+                    .iter()
+                    .filter(|k| k.name != vm::kernels::DEFAULT.name)
+                    .collect(),
+            ),
+        };
+        let t = Instant::now();
+        tally.label = format!("[{full}] ");
+        vm_tests(&mut tally, full);
+        testbed_checks(&mut tally, full);
+        println!("xtask: {full}: {}s", t.elapsed().as_secs());
+        for k in others {
+            let t = Instant::now();
+            tally.label = format!("[{k}] ");
+            vm_tests(&mut tally, k);
+            interop_checks(&mut tally, k);
+            println!("xtask: {k}: {}s", t.elapsed().as_secs());
+        }
     }
     println!();
     for f in &tally.failures {
@@ -252,9 +297,9 @@ fn checkers(tally: &mut Tally) {
     });
 }
 
-fn vm_tests(tally: &mut Tally) {
-    println!("xtask: == VM tests (one boot, rxe0 on veth0)");
-    let tests = match vm::prepare().and_then(|_| build_vm_tests()) {
+fn vm_tests(tally: &mut Tally, kernel: &'static vm::Kernel) {
+    println!("xtask: == VM tests on {kernel} (one boot, rxe0 on veth0)");
+    let tests = match vm::prepare(kernel).and_then(|_| build_vm_tests()) {
         Ok(t) => t,
         Err(e) => return tally.fail("VM tests", &e),
     };
@@ -278,6 +323,7 @@ fn vm_tests(tally: &mut Tally) {
         capture: true,
         out_dir: None,
         bare: None,
+        kernel,
     };
     match vm::run(&opts) {
         Err(e) => tally.fail("VM tests", &format!("the VM could not run them: {e}")),
@@ -297,6 +343,13 @@ fn vm_tests(tally: &mut Tally) {
                                 name,
                                 &format!("exited {rc} without a failing test (crash?)"),
                             );
+                        } else {
+                            // Counted by libtest's own summary; listed here
+                            // so the closing lines say which kernel failed.
+                            tally.failures.push(format!(
+                                "{}{name}: exited {rc} (its failing tests are above)",
+                                tally.label
+                            ));
                         }
                     }
                     None => tally.fail(name, "never finished in the VM"),
@@ -306,10 +359,9 @@ fn vm_tests(tally: &mut Tally) {
     }
 }
 
-/// Checks of the test bed itself that need boots of their own.
-fn testbed_checks(tally: &mut Tally) {
-    println!("xtask: == test-bed checks");
-    let base = vm::Options {
+/// The options the test-bed checks start from.
+fn base_options(kernel: &'static vm::Kernel) -> vm::Options {
+    vm::Options {
         two_hosts: false,
         timeout: Duration::from_secs(300),
         cmd: Vec::new(),
@@ -319,7 +371,28 @@ fn testbed_checks(tally: &mut Tally) {
         capture: true,
         out_dir: None,
         bare: None,
-    };
+        kernel,
+    }
+}
+
+/// Two hosts, each on `kernel`: rverbs against rdma-core's
+/// ibv_rc_pingpong over a real network, in both roles. (rdma_cm interop
+/// against rdma-core runs in one VM on every kernel, in
+/// vm-tests/tests/cm_tools.rs; its two-host form only on the default
+/// kernel, to keep the whole run well under 30 minutes.)
+fn interop_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
+    println!("xtask: == two-host interop checks on {kernel}");
+    let base = base_options(kernel);
+    match build_rverbs() {
+        Ok(bin) => two_host_pingpong(tally, &base, &bin),
+        Err(e) => tally.fail("two hosts: rverbs pingpong", &e),
+    }
+}
+
+/// Checks of the test bed itself that need boots of their own.
+fn testbed_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
+    println!("xtask: == test-bed checks on {kernel}");
+    let base = base_options(kernel);
     // A failing command must fail the run.
     let what = "vm-run -- false exits non-zero";
     match vm::run(&vm::Options {
@@ -605,6 +678,7 @@ echo "== rverbs selftest -d $RVERBS_TEST_DEV"
         capture: false,
         out_dir: None,
         bare: None,
+        kernel: vm::kernels::DEFAULT,
     })?;
     Ok(if out.success() {
         ExitCode::SUCCESS

@@ -1,29 +1,17 @@
-//! The VM's kernel and initramfs, fetched and built once and cached under
-//! `target/vm/`.
+//! The VM's kernel and initramfs, fetched and built once per kernel and
+//! cached under `target/vm/`.
 //!
-//! The kernel is Debian's `linux-image-6.12.*+deb12-amd64` package, fetched
-//! with `apt-get download` and unpacked with `dpkg -x` (never installed on the
+//! The kernels are Debian's packages (see [`super::kernels`]), fetched with
+//! `apt-get download` and unpacked with `dpkg -x` (never installed on the
 //! host). The initramfs holds busybox, the modules rxe, uverbs, rdma_cm, 9p
 //! and virtio-net need (decompressed, in dependency order) and `/init`.
 
+use super::kernels::{Apt, Kernel};
 use crate::host::{apt_update_once, output, run, target_dir, Result};
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// Modules loaded at boot, roots of the dependency walk. `crc32_generic` is
-/// not a declared dependency of rdma_rxe, but rxe allocates the "crc32"
-/// crypto shash at link creation and fails with ENOENT without it.
-const ROOT_MODULES: &[&str] = &[
-    "crc32_generic",
-    "rdma_rxe",
-    "rdma_ucm",
-    "veth",
-    "9p",
-    "9pnet_virtio",
-    "virtio_net",
-];
 
 /// Bump when the initramfs layout changes in a way the hash of init.sh and
 /// the module list does not capture.
@@ -38,32 +26,39 @@ pub struct Image {
     pub initramfs: PathBuf,
 }
 
-/// Returns the cached image, fetching and building what is missing.
-pub fn ensure() -> Result<Image> {
-    ensure_with("", INIT_SH)
+/// Returns the cached image of kernel `k`, fetching and building what is
+/// missing.
+pub fn ensure(k: &Kernel) -> Result<Image> {
+    ensure_with(k, "", INIT_SH)
 }
 
 /// The bare image: the same kernel and modules, an init with no host share
 /// and no iproute2 (see init-bare.sh).
-pub fn ensure_bare() -> Result<Image> {
-    ensure_with("bare-", INIT_BARE_SH)
+pub fn ensure_bare(k: &Kernel) -> Result<Image> {
+    ensure_with(k, "bare-", INIT_BARE_SH)
 }
 
-fn ensure_with(flavour: &str, init: &str) -> Result<Image> {
+fn ensure_with(k: &Kernel, flavour: &str, init: &str) -> Result<Image> {
     let vm_dir = target_dir().join("vm");
     fs::create_dir_all(&vm_dir).map_err(|e| format!("cannot create {}: {e}", vm_dir.display()))?;
-    let kdir = match cached_kernel(&vm_dir) {
-        Some(k) => k,
-        None => fetch_kernel(&vm_dir)?,
+    let kdir = match cached_kernel(&vm_dir, k) {
+        Some(d) => d,
+        None => fetch_kernel(&vm_dir, k).map_err(|e| format!("{k}: {e}"))?,
     };
     let version = kernel_version(&kdir)?;
-    let kernel = kdir.join("boot").join(format!("vmlinuz-{version}"));
-    let initramfs = build_initramfs(&vm_dir, &kdir, &version, flavour, init)?;
+    let kernel = kdir.join(k.vmlinuz.replace("{V}", &version));
+    if !kernel.is_file() {
+        return Err(format!("{k}: no kernel image at {}", kernel.display()));
+    }
+    let moddir = kdir.join(k.modroot).join(&version);
+    let initramfs = build_initramfs(&vm_dir, k, &moddir, &version, flavour, init)
+        .map_err(|e| format!("{k}: {e}"))?;
     Ok(Image { kernel, initramfs })
 }
 
 /// An unpacked kernel from an earlier run (the newest, if several).
-fn cached_kernel(vm_dir: &Path) -> Option<PathBuf> {
+fn cached_kernel(vm_dir: &Path, k: &Kernel) -> Option<PathBuf> {
+    let prefix = k.cache_prefix();
     let mut found: Vec<PathBuf> = fs::read_dir(vm_dir)
         .ok()?
         .filter_map(|e| e.ok())
@@ -71,7 +66,7 @@ fn cached_kernel(vm_dir: &Path) -> Option<PathBuf> {
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("kernel-6.12."))
+                .is_some_and(|n| n.starts_with(&prefix))
                 && p.join(".complete").exists()
         })
         .collect();
@@ -79,43 +74,162 @@ fn cached_kernel(vm_dir: &Path) -> Option<PathBuf> {
     found.pop()
 }
 
-fn fetch_kernel(vm_dir: &Path) -> Result<PathBuf> {
-    apt_update_once()?;
-    let list = output(Command::new("apt-cache").args([
-        "search",
-        "--names-only",
-        r"^linux-image-6\.12\.[0-9]+\+deb12-amd64$",
-    ]))?;
+fn fetch_kernel(vm_dir: &Path, k: &Kernel) -> Result<PathBuf> {
+    let apt = AptConfig::new(vm_dir, k.apt)?;
+    let list = output(
+        apt.command("apt-cache")
+            .args(["search", "--names-only", k.search]),
+    )?;
     let mut names: Vec<&str> = list
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
     names.sort_by(|a, b| version_cmp(a, b));
-    let pkg = names.last().ok_or(
-        "apt-cache finds no linux-image-6.12.*+deb12-amd64 package (is bookworm-security or backports in sources?)",
-    )?;
-    let ver = pkg.trim_start_matches("linux-image-");
-    eprintln!("xtask: fetching Debian's {pkg} (once; cached under target/vm)");
-    let dl = vm_dir.join("download");
+    let pkg = names.last().ok_or_else(|| {
+        format!(
+            "apt-cache finds no package matching {} ({})",
+            k.search,
+            match k.apt {
+                Apt::Host => "is bookworm with its updates in the host's sources?",
+                Apt::Sid => "in the private sid configuration under target/vm/apt-sid",
+            }
+        )
+    })?;
+    let ver = pkg.trim_start_matches(k.prefix);
+    let pkgs: Vec<String> = k.packages.iter().map(|p| format!("{p}{ver}")).collect();
+    eprintln!(
+        "xtask: fetching Debian's {} (once; cached under target/vm)",
+        pkgs.join(" ")
+    );
+    let dl = vm_dir.join(format!("download-{ver}"));
     let _ = fs::remove_dir_all(&dl);
     fs::create_dir_all(&dl).map_err(|e| e.to_string())?;
-    run(Command::new("apt-get")
-        .args(["download", "-q", pkg])
+    run(apt
+        .command("apt-get")
+        .args(["download", "-q"])
+        .args(&pkgs)
         .current_dir(&dl))?;
-    let deb = fs::read_dir(&dl)
-        .map_err(|e| e.to_string())?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "deb"))
-        .ok_or("apt-get download produced no .deb")?;
     let kdir = vm_dir.join(format!("kernel-{ver}"));
     let _ = fs::remove_dir_all(&kdir);
-    run(Command::new("dpkg").arg("-x").arg(&deb).arg(&kdir))?;
-    // The package ships no modules.dep; depmod writes it from the modules.
-    run(Command::new("depmod").arg("-b").arg(&kdir).arg(ver))?;
+    let mut debs = 0;
+    for entry in fs::read_dir(&dl).map_err(|e| e.to_string())? {
+        let deb = entry.map_err(|e| e.to_string())?.path();
+        if deb.extension().is_some_and(|x| x == "deb") {
+            run(Command::new("dpkg").arg("-x").arg(&deb).arg(&kdir))?;
+            debs += 1;
+        }
+    }
+    if debs != pkgs.len() {
+        return Err(format!(
+            "apt-get download gave {debs} .deb files for {} packages",
+            pkgs.len()
+        ));
+    }
+    // The packages ship no modules.dep; depmod writes it from the modules.
+    // Its -b root is the directory above lib/modules (kdir/usr for a
+    // merged-/usr package).
+    let base = kdir.join(
+        k.modroot
+            .trim_end_matches("lib/modules")
+            .trim_end_matches('/'),
+    );
+    run(Command::new("depmod").arg("-b").arg(&base).arg(ver))?;
     fs::write(kdir.join(".complete"), ver).map_err(|e| e.to_string())?;
     let _ = fs::remove_dir_all(&dl);
     Ok(kdir)
+}
+
+/// How apt is run for a kernel's packages: the host's configuration as it
+/// is, or a private one for Debian unstable whose sources, lists, state and
+/// package cache all live under `target/vm/apt-sid/`. The host's own apt
+/// sources are never changed.
+struct AptConfig {
+    opts: Vec<String>,
+}
+
+impl AptConfig {
+    fn new(vm_dir: &Path, apt: Apt) -> Result<AptConfig> {
+        if apt == Apt::Host {
+            apt_update_once()?;
+            return Ok(AptConfig { opts: Vec::new() });
+        }
+        let root = vm_dir.join("apt-sid");
+        for d in [
+            "etc/preferences.d",
+            "state/lists/partial",
+            "cache/archives/partial",
+        ] {
+            fs::create_dir_all(root.join(d)).map_err(|e| format!("{}: {e}", root.display()))?;
+        }
+        let keyring = "/usr/share/keyrings/debian-archive-keyring.gpg";
+        if !Path::new(keyring).exists() {
+            return Err(format!("no {keyring} (package debian-archive-keyring)"));
+        }
+        let sources = root.join("etc/sources.list");
+        fs::write(
+            &sources,
+            format!("deb [signed-by={keyring}] {} sid main\n", host_mirror()),
+        )
+        .map_err(|e| e.to_string())?;
+        // An empty dpkg status: nothing is "installed" in this world.
+        let status = root.join("state/status");
+        fs::write(&status, "").map_err(|e| e.to_string())?;
+        let p = |k: &str, v: &Path| format!("{k}={}", v.display());
+        let opts = vec![
+            p("Dir::Etc::sourcelist", &sources),
+            "Dir::Etc::sourceparts=-".into(),
+            p(
+                "Dir::Etc::preferencesparts",
+                &root.join("etc/preferences.d"),
+            ),
+            "Dir::Etc::preferences=/dev/null".into(),
+            p("Dir::State", &root.join("state")),
+            p("Dir::State::status", &status),
+            p("Dir::Cache", &root.join("cache")),
+            "APT::Architectures::=amd64".into(),
+            "Acquire::Languages=none".into(),
+        ];
+        let cfg = AptConfig { opts };
+        eprintln!("xtask: apt-get update of Debian unstable's lists, private to target/vm/apt-sid");
+        run(cfg
+            .command("apt-get")
+            .args(["update", "-q"])
+            .stdout(std::process::Stdio::null()))?;
+        Ok(cfg)
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut c = Command::new(program);
+        for o in &self.opts {
+            c.arg("-o").arg(o);
+        }
+        c
+    }
+}
+
+/// The Debian mirror the host's apt uses (the first `deb.debian.org`-like
+/// URI of its Debian sources), so that the private configuration fetches
+/// from the same place; Debian's own redirector if none is found.
+fn host_mirror() -> String {
+    let mut texts: Vec<String> = fs::read_to_string("/etc/apt/sources.list")
+        .into_iter()
+        .collect();
+    if let Ok(dir) = fs::read_dir("/etc/apt/sources.list.d") {
+        for e in dir.flatten() {
+            texts.extend(fs::read_to_string(e.path()).ok());
+        }
+    }
+    for t in &texts {
+        for w in t.split_whitespace() {
+            let w = w.trim_start_matches("URIs:");
+            if (w.starts_with("http://") || w.starts_with("https://"))
+                && w.trim_end_matches('/').ends_with("/debian")
+            {
+                return w.trim_end_matches('/').to_string();
+            }
+        }
+    }
+    "http://deb.debian.org/debian".into()
 }
 
 fn kernel_version(kdir: &Path) -> Result<String> {
@@ -137,7 +251,7 @@ fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 
 /// The modules to load, dependencies first, as paths relative to the
 /// kernel's module directory.
-fn module_order(moddir: &Path) -> Result<Vec<String>> {
+fn module_order(k: &Kernel, moddir: &Path) -> Result<Vec<String>> {
     let dep = fs::read_to_string(moddir.join("modules.dep"))
         .map_err(|e| format!("{}/modules.dep: {e}", moddir.display()))?;
     let mut deps = std::collections::HashMap::new();
@@ -171,7 +285,7 @@ fn module_order(moddir: &Path) -> Result<Vec<String>> {
         }
         order.push(m.to_string());
     }
-    for root in ROOT_MODULES {
+    for root in k.modules {
         let path = deps
             .keys()
             .find(|p| name_of(p) == *root)
@@ -184,13 +298,13 @@ fn module_order(moddir: &Path) -> Result<Vec<String>> {
 
 fn build_initramfs(
     vm_dir: &Path,
-    kdir: &Path,
+    k: &Kernel,
+    moddir: &Path,
     version: &str,
     flavour: &str,
     init_sh: &str,
 ) -> Result<PathBuf> {
-    let moddir = kdir.join("lib/modules").join(version);
-    let order = module_order(&moddir)?;
+    let order = module_order(k, moddir)?;
     let busybox = Path::new("/bin/busybox");
     if !busybox.exists() {
         return Err("no /bin/busybox: install busybox-static".into());
@@ -201,7 +315,7 @@ fn build_initramfs(
     if out.exists() && fs::read_to_string(&stamp_file).ok().as_deref() == Some(stamp.as_str()) {
         return Ok(out);
     }
-    let root = vm_dir.join(format!("initramfs-{flavour}root"));
+    let root = vm_dir.join(format!("initramfs-{flavour}root-{version}"));
     let _ = fs::remove_dir_all(&root);
     for d in ["bin", "proc", "sys", "dev", "tmp", "host", "modules"] {
         fs::create_dir_all(root.join(d)).map_err(|e| e.to_string())?;
@@ -211,17 +325,21 @@ fn build_initramfs(
     for m in &order {
         let src = moddir.join(m);
         let file = m.rsplit('/').next().unwrap_or(m);
-        let plain = file.strip_suffix(".xz").unwrap_or(file).to_string();
+        // busybox insmod reads neither xz nor zstd: decompress on the host.
+        let (plain, unpack) = match (file.strip_suffix(".xz"), file.strip_suffix(".zst")) {
+            (Some(p), _) => (p.to_string(), Some(("xz", "xz-utils"))),
+            (_, Some(p)) => (p.to_string(), Some(("zstd", "zstd"))),
+            _ => (file.to_string(), None),
+        };
         let dst = root.join("modules").join(&plain);
-        if file.ends_with(".xz") {
-            // busybox insmod cannot read xz: decompress on the host.
-            let data = Command::new("xz")
+        if let Some((tool, package)) = unpack {
+            let data = Command::new(tool)
                 .arg("-dc")
                 .arg(&src)
                 .output()
-                .map_err(|e| format!("xz: {e} (install xz-utils)"))?;
+                .map_err(|e| format!("{tool}: {e} (install {package})"))?;
             if !data.status.success() {
-                return Err(format!("xz -d {} failed", src.display()));
+                return Err(format!("{tool} -d {} failed", src.display()));
             }
             fs::write(&dst, data.stdout).map_err(|e| e.to_string())?;
         } else {

@@ -7,13 +7,15 @@
 //! named by `RVERBS_VM_OUT` is a writable share that comes back to the host.
 
 mod image;
+pub mod kernels;
 mod qemu;
 
+pub use kernels::Kernel;
 pub use qemu::{run, shell_quote, Options};
 
-/// Builds (or reuses) the kernel and initramfs without booting, so that the
-/// first test does not pay for the fetch inside its timeout.
-pub fn prepare() -> crate::host::Result<()> {
+/// Builds (or reuses) kernel `k` and its initramfs without booting, so that
+/// the first test does not pay for the fetch inside its timeout.
+pub fn prepare(k: &Kernel) -> crate::host::Result<()> {
     crate::host::ensure_host_packages()?;
-    image::ensure().map(|_| ())
+    image::ensure(k).map(|_| ())
 }
