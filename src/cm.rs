@@ -407,8 +407,8 @@ impl CmId {
         Ok(self.query_addr()?.port_num)
     }
 
-    /// Creates the id's QP on `pd` (which must belong to [`context`]
-    /// (Self::context)) and moves it to INIT (RC/UC) or up to RTS (UD) with
+    /// Creates the id's QP on `pd` (which must belong to
+    /// [`context`](Self::context)) and moves it to INIT (RC/UC) or up to RTS (UD) with
     /// the kernel's attributes. The QP is returned to post on; the id keeps
     /// a handle to drive its states.
     pub fn create_qp(&self, pd: &Pd, init: &QpInit<'_>) -> Result<Qp> {

@@ -234,8 +234,23 @@ impl CompChannel {
         self.inner.fd.as_fd()
     }
 
+    /// Makes [`get_event`](Self::get_event) fail with `EAGAIN` instead of
+    /// blocking when no event is queued (`fcntl(O_NONBLOCK)`), as an event
+    /// loop needs; `false` makes it block again. The flag is the channel's:
+    /// every clone of this `CompChannel` sees it.
+    pub fn set_nonblocking(&self, nonblocking: bool) -> Result<()> {
+        sys::set_nonblocking(
+            self.inner.fd.as_fd(),
+            "fcntl(O_NONBLOCK) of the completion channel",
+            nonblocking,
+        )
+    }
+
     /// Blocks until an armed CQ on this channel has a completion and returns
-    /// that CQ's [`Cq::user_handle`].
+    /// that CQ's [`Cq::user_handle`] (on a non-blocking channel, fails with
+    /// `EAGAIN` if none is queued). Reading the event is its
+    /// acknowledgement: the CQ's event count, which arming needs, is
+    /// updated here, so there is no separate `ack_cq_events`.
     pub fn get_event(&self) -> Result<u64> {
         let mut b = [0u8; 8]; // struct ib_uverbs_comp_event_desc { u64 cq_handle; }
         let n = sys::read(

@@ -143,7 +143,7 @@
 //! fn round_trip(pd: &rverbs::Pd) -> rverbs::Result<Vec<u8>> {
 //!     let mr = pd.register(vec![0u8; 64], rverbs::Access::LOCAL_WRITE)?;
 //!     mr.write(0, b"in place")?;
-//!     Ok(mr.deregister().map_err(|e| rverbs::Error::InvalidArgument { what: e.to_string() })?)
+//!     Ok(mr.deregister()?)
 //! }
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -155,6 +155,8 @@
 #![warn(missing_docs)]
 
 pub mod ah;
+#[cfg(feature = "tokio")]
+pub mod aio;
 pub mod cm;
 #[allow(unsafe_code)]
 mod cmd;

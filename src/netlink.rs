@@ -162,10 +162,10 @@ pub(crate) fn transact(op: &'static str, req: Request) -> Result<Vec<Vec<u8>>> {
     let msg = req.finish();
     sys::netlink_send(sock.as_fd(), op, &msg)?;
     let mut out = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = Vec::with_capacity(64 * 1024);
     loop {
-        let n = sys::netlink_recv(sock.as_fd(), op, &mut buf)?;
-        for m in messages(&buf[..n])? {
+        sys::netlink_recv(sock.as_fd(), op, &mut buf)?;
+        for m in messages(&buf)? {
             match m.kind {
                 v::NLMSG_DONE => return Ok(out),
                 v::NLMSG_ERROR => {

@@ -213,6 +213,20 @@ impl<B: MrBuffer> std::fmt::Display for DeregisterError<B> {
 
 impl<B: MrBuffer + std::fmt::Debug> std::error::Error for DeregisterError<B> {}
 
+/// For `?` in functions returning [`Error`]: the kernel's error, or an
+/// invalid argument naming the clones (the MR itself is then dropped,
+/// which deregisters it once the last clone goes).
+impl<B: MrBuffer> From<DeregisterError<B>> for Error {
+    fn from(e: DeregisterError<B>) -> Error {
+        match e {
+            DeregisterError::Shared(_) => {
+                Error::invalid("deregister: other clones of the MR still exist")
+            }
+            DeregisterError::Kernel(e) => e,
+        }
+    }
+}
+
 impl Pd {
     /// Allocates `len` bytes of zeroed, page-aligned memory and registers it
     /// (`REG_MR`) with `access`.

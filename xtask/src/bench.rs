@@ -21,6 +21,11 @@ const TESTS: &[(&str, &str, bool)] = &[
     ("ib_write_bw", "write-bw", false),
 ];
 const SIZES: &[u32] = &[64, 4096, 65536];
+/// The async-vs-sync rows (`examples/async_echo`, 64-byte echoes over
+/// rdma_cm): (clients, messages per client). One client measures the round
+/// trip; eight at once on one thread (async) or eight threads (sync) the
+/// message rate.
+const ECHO_RUNS: &[(u32, u32)] = &[(1, 1000), (8, 250)];
 const ROUNDS: u32 = 3;
 const CALLGRIND_ITERS: u32 = 600;
 
@@ -63,6 +68,39 @@ run() {
                     s.push_str(&b);
                     s.push_str(&a);
                 }
+            }
+        }
+    }
+    // Async vs sync: the echo example's client against its server, both in
+    // one mode, interleaved as above.
+    s.push_str(
+        r#"
+# echo NAME MODE CLIENTS MESSAGES: async_echo's server and client on rxe0,
+# printing the client's ECHO line as "BENCH-ECHO <line>".
+echo_run() {
+    name=$1; mode=$2; clients=$3; msgs=$4
+    port=$((port + 1))
+    $E server 10.77.0.1 $port --connections $clients $mode > /tmp/echo-server.out 2>&1 &
+    sp=$!
+    for i in $(seq 100); do grep -q listening /tmp/echo-server.out && break; sleep 0.1; done
+    timeout 120 $E client 10.77.0.1 $port --clients $clients --messages $msgs $mode > /tmp/echo.out 2>&1
+    ok=$?
+    wait $sp
+    line=$(grep '^ECHO ' /tmp/echo.out)
+    if [ $ok = 0 ] && [ -n "$line" ]; then echo "BENCH-ECHO $line"; else echo "BENCH-FAILED echo:$name"; cat /tmp/echo.out /tmp/echo-server.out; fi
+}
+"#,
+    );
+    for round in 0..rounds {
+        for (clients, msgs) in ECHO_RUNS {
+            let sync = format!("echo_run sync-{clients} --sync {clients} {msgs}\n");
+            let asy = format!("echo_run async-{clients} '' {clients} {msgs}\n");
+            if round % 2 == 0 {
+                s.push_str(&sync);
+                s.push_str(&asy);
+            } else {
+                s.push_str(&asy);
+                s.push_str(&sync);
             }
         }
     }
@@ -113,6 +151,85 @@ fn parse(lines: &[String]) -> BTreeMap<(String, u32, String), Vec<f64>> {
         }
     }
     m
+}
+
+/// Parses "BENCH-ECHO ECHO mode=async clients=1 ... rtt_us=X rate=Y" into
+/// (clients, mode) -> [(rtt_us, rate)].
+fn parse_echo(lines: &[String]) -> BTreeMap<(u32, String), Vec<(f64, f64)>> {
+    let mut m: BTreeMap<(u32, String), Vec<(f64, f64)>> = BTreeMap::new();
+    for l in lines {
+        let Some(rest) = l.strip_prefix("BENCH-ECHO ECHO ") else {
+            continue;
+        };
+        let kv: BTreeMap<&str, &str> = rest
+            .split_whitespace()
+            .filter_map(|w| w.split_once('='))
+            .collect();
+        let num = |k: &str| kv.get(k).and_then(|v| v.parse::<f64>().ok());
+        if let (Some(mode), Some(c), Some(rtt), Some(rate)) =
+            (kv.get("mode"), num("clients"), num("rtt_us"), num("rate"))
+        {
+            m.entry((c as u32, mode.to_string()))
+                .or_default()
+                .push((rtt, rate));
+        }
+    }
+    m
+}
+
+/// "median (min-max)" of `v`, or "failed".
+fn spread(v: &[f64], digits: usize) -> String {
+    if v.is_empty() {
+        return "failed".into();
+    }
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{:.digits$} ({lo:.digits$}-{hi:.digits$})", median(v))
+}
+
+/// The async-vs-sync table from the echo lines.
+fn echo_table(lines: &[String]) -> String {
+    let m = parse_echo(lines);
+    if m.is_empty() && !lines.iter().any(|l| l.starts_with("BENCH-FAILED echo:")) {
+        // No echo runs in this log (`--callgrind-only`).
+        return String::new();
+    }
+    let mut md = String::from(
+        "\n| async vs sync (`async_echo`, 64 B echoes over rdma_cm; median (min-max)) | sync | async | async/sync |\n| --- | --- | --- | --- |\n",
+    );
+    for (clients, msgs) in ECHO_RUNS {
+        let get = |mode: &str| {
+            m.get(&(*clients, mode.to_string()))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let (s, a) = (get("sync"), get("async"));
+        // One client: its round trip (lower is better); several: the
+        // messages per second of all of them (higher is better).
+        let one = *clients == 1;
+        let label = if one {
+            format!("round trip, 1 client x {msgs} (us)")
+        } else {
+            format!("messages/s, {clients} clients x {msgs}")
+        };
+        let pick = |x: &(f64, f64)| if one { x.0 } else { x.1 };
+        let digits = if one { 1 } else { 0 };
+        let (sv, av): (Vec<f64>, Vec<f64>) =
+            (s.iter().map(pick).collect(), a.iter().map(pick).collect());
+        let ratio = if sv.is_empty() || av.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.2}", median(&av) / median(&sv))
+        };
+        let _ = writeln!(
+            md,
+            "| {label} | {} | {} | {ratio} |",
+            spread(&sv, digits),
+            spread(&av, digits)
+        );
+    }
+    md.push_str("\nsync: the blocking API, a thread per connection sleeping in `read()` of its completion channel; async: `rverbs::aio` on one `current_thread` runtime (the server too), a task per connection.\n");
+    md
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -365,7 +482,17 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             .args(["build", "--release", "--quiet", "-p", TOOL_PACKAGE])
             .args(["--bin", "rverbs"]),
     )?;
+    crate::host::run(
+        Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .current_dir(workspace_root())
+            .args(["build", "--release", "--quiet", "-p", "rverbs"])
+            .args(["--example", "async_echo", "--features", "tokio"]),
+    )?;
     let bin = target_dir().join("release").join("rverbs");
+    let echo = target_dir()
+        .join("release")
+        .join("examples")
+        .join("async_echo");
     std::fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;
     let o = vm::run(&vm::Options {
         two_hosts: false,
@@ -384,7 +511,10 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             ),
         ],
         peer_cmd: None,
-        env: vec![("RVERBS_BIN".into(), bin.display().to_string())],
+        env: vec![
+            ("RVERBS_BIN".into(), bin.display().to_string()),
+            ("E".into(), echo.display().to_string()),
+        ],
         verbose: false,
         capture: true,
         out_dir: Some(out_dir.clone()),
@@ -424,6 +554,7 @@ fn report(out_dir: &std::path::Path, lines: &[String]) -> Result<ExitCode> {
     md.push_str(&format!(
         "\nMedians of {ROUNDS} interleaved rounds in one VM boot; latency is t_typical (lower is better), bandwidth is BW average (higher is better).\n"
     ));
+    md.push_str(&echo_table(lines));
     md.push_str(&format!(
         "\n| userspace instructions per call (callgrind, client of a 64 B write-lat, {CALLGRIND_ITERS} iterations) | calls | inclusive Ir | per call |\n| --- | --- | --- | --- |\n"
     ));
@@ -556,6 +687,29 @@ mod tests {
         let twice = splice_mlx5(&splice_mlx5(&older, &new), &new);
         assert_eq!(twice.matches(MLX5_MARK).count(), 1);
         assert!(twice.starts_with(full) && twice.ends_with(&new));
+    }
+
+    #[test]
+    fn echo_lines_make_the_async_vs_sync_rows() {
+        let lines: Vec<String> = [
+            "BENCH-ECHO ECHO mode=sync clients=1 messages=1000 size=64 rtt_us=300.00 rate=3000.0",
+            "BENCH-ECHO ECHO mode=async clients=1 messages=1000 size=64 rtt_us=450.00 rate=2000.0",
+            "BENCH-ECHO ECHO mode=async clients=1 messages=1000 size=64 rtt_us=400.00 rate=2100.0",
+            "BENCH-ECHO ECHO mode=async clients=1 messages=1000 size=64 rtt_us=500.00 rate=1900.0",
+            "BENCH-ECHO ECHO mode=async clients=8 messages=250 size=64 rtt_us=900.00 rate=7000.0",
+            "BENCH-FAILED echo:sync-8",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let m = parse_echo(&lines);
+        assert_eq!(m[&(1, "async".into())].len(), 3);
+        let t = echo_table(&lines);
+        assert!(t.contains("| round trip, 1 client x 1000 (us) | 300.0 (300.0-300.0) | 450.0 (400.0-500.0) | 1.50 |"), "{t}");
+        assert!(
+            t.contains("| messages/s, 8 clients x 250 | failed | 7000 (7000-7000) | - |"),
+            "{t}"
+        );
     }
 
     #[test]

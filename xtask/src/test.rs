@@ -103,8 +103,17 @@ fn cargo_test(args: &[&str]) -> Result<(bool, Vec<String>)> {
 /// their executables: one for each file of `vm-tests/tests/`, or an error.
 fn build_vm_tests() -> Result<Vec<(String, PathBuf)>> {
     build_rverbs()?;
-    // The library's examples, which vm-tests/tests/examples.rs runs.
-    crate::host::run(cargo().args(["build", "--quiet", "-p", "rverbs", "--examples"]))?;
+    // The library's examples, which vm-tests/tests/examples.rs and
+    // async_api.rs run (async_echo needs the `tokio` feature).
+    crate::host::run(cargo().args([
+        "build",
+        "--quiet",
+        "-p",
+        "rverbs",
+        "--examples",
+        "--features",
+        "tokio",
+    ]))?;
     let out = cargo()
         .args(["test", "-p", VM_TESTS_PACKAGE, "--tests", "--no-run"])
         .stdout(Stdio::null())
@@ -235,8 +244,14 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
 fn host_tests(tally: &mut Tally) -> Result<()> {
     println!("xtask: == host tests");
     // Every crate, all targets and doc tests (the root crate's compile-fail
-    // doc tests of the soundness rules among them), but the VM tests.
-    let args = ["--workspace", "--exclude", VM_TESTS_PACKAGE];
+    // doc tests of the soundness rules among them), but the VM tests; with
+    // every feature, so that `rverbs::aio`'s unit tests run too.
+    let args = [
+        "--workspace",
+        "--exclude",
+        VM_TESTS_PACKAGE,
+        "--all-features",
+    ];
     let (ok, lines) = cargo_test(&args)?;
     let seen = tally.libtest(&lines);
     if !ok && seen == 0 {
