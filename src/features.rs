@@ -274,3 +274,69 @@ fn present<T>(r: Result<T>) -> Result<bool> {
         Err(e) => Err(e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn none() -> Features {
+        Features {
+            command_path: CommandPath::Write,
+            ioctl_query_port: false,
+            ioctl_query_gid_table: false,
+            ioctl_query_gid_entry: false,
+            advise_mr: false,
+            query_device_ex_len: 0,
+            device_cap_flags_ex: 0,
+            atomics: false,
+            atomic_write: false,
+            flush_global: false,
+            flush_persistent: false,
+            memory_windows: false,
+            odp: None,
+            copy_on_fork: false,
+            rdma_cm_abi: None,
+        }
+    }
+
+    #[test]
+    fn the_table_has_one_row_per_feature_and_reads_the_fields() {
+        let f = none();
+        let t = f.table();
+        assert_eq!(t.len(), 16);
+        assert!(t.iter().all(|r| !r.present), "{t:?}");
+        let odp = Features {
+            odp: Some(Odp {
+                implicit: false,
+                rc: OdpOps::READ | OdpOps::WRITE,
+                ud: OdpOps::empty(),
+            }),
+            ..none()
+        };
+        let present: Vec<&str> = odp
+            .table()
+            .into_iter()
+            .filter(|r| r.present)
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(present, ["ODP", "ODP RC WRITE/READ"]);
+        assert!(odp.to_string().contains("ODP RC SEND/RECV: no ("));
+    }
+
+    #[test]
+    fn probe_answers_are_read_as_the_kernel_means_them() {
+        let k = |errno| -> Result<()> {
+            Err(crate::Error::Kernel {
+                op: "X",
+                errno: crate::Errno(errno),
+            })
+        };
+        assert!(present(Ok(())).unwrap());
+        for absent in [libc::EOPNOTSUPP, libc::EPROTONOSUPPORT, libc::ENOTTY] {
+            assert!(!present(k(absent)).unwrap());
+        }
+        // The method looked at the arguments and refused them: it exists.
+        assert!(present(k(libc::EINVAL)).unwrap());
+        assert!(present::<()>(Err(crate::Error::invalid("x"))).is_err());
+    }
+}
