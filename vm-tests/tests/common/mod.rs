@@ -3,6 +3,8 @@
 //! fail (never skip), naming what is missing.
 #![allow(dead_code)]
 
+pub mod rc;
+
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
