@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::rc::wait;
+
 use rverbs::{
     Access, AhAttr, Context, Cq, Error, Grh, Mr, Mtu, Pd, Qp, QpAttr, QpCaps, QpInit, QpState,
     QpType, RecvWr, Remote, SendOp, SendWr, Wc, WcOpcode, WcStatus,
@@ -93,23 +95,6 @@ fn pair() -> Pair {
         caps(),
         Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
     )
-}
-
-/// Polls until `n` completions arrived (or 10 s passed).
-fn wait(cq: &mut Cq, n: usize) -> Vec<Wc> {
-    let mut out = Vec::new();
-    let until = Instant::now() + Duration::from_secs(10);
-    let mut buf = [Wc::default(); 8];
-    while out.len() < n {
-        let k = cq.poll(&mut buf);
-        out.extend_from_slice(&buf[..k]);
-        assert!(
-            Instant::now() < until,
-            "timed out with {} of {n} completions: {out:?}",
-            out.len()
-        );
-    }
-    out
 }
 
 fn mr(pd: &Pd, len: usize) -> Mr {
