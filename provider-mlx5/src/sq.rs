@@ -20,9 +20,9 @@
 
 use crate::barrier;
 use crate::records::{SendRecords, SendRetired};
-use crate::seg::{fm_ce_se, opcode, CtrlSeg, DatagramSeg, OCTOWORD, WQEBB};
+use crate::seg::{fm_ce_se, opcode, CtrlSeg, OCTOWORD, WQEBB};
 use crate::wqe::{self, Cursor, Limits, Plan};
-use crate::wr::{mlx5_opcode, AddressHandle, AhAddr, AsSge, SendWr};
+use crate::wr::{mlx5_opcode, AddressHandle, AhAddr, AsSge, SendWr, AV_LEN};
 use crate::{LayoutError, PostError, QpType};
 use core::ptr::NonNull;
 use std::sync::Arc;
@@ -172,18 +172,17 @@ impl SendQueue {
     /// send (the address handle's [`AhAddr::Vector`]; an AH number is
     /// another provider's).
     #[inline(always)]
-    fn check<S: AsSge, A: AddressHandle>(
+    fn check<'w, S: AsSge, A: AddressHandle>(
         &self,
-        wr: &SendWr<'_, S, A>,
-    ) -> Result<(Plan, Option<DatagramSeg>), PostError> {
+        wr: &'w SendWr<'_, S, A>,
+    ) -> Result<(Plan, Option<&'w [u8; AV_LEN]>), PostError> {
         let plan = wqe::plan(&self.limits, wr)?;
+        // The vector is borrowed, not copied: it is 48 bytes, written once
+        // into the ring by `wqe::write`.
         let av = match wr.ud {
             None => None,
             Some(u) => match u.ah.address() {
-                AhAddr::Vector(bytes) => {
-                    let av: DatagramSeg = zerocopy::transmute!(*bytes);
-                    Some(av.for_ud(u.remote_qpn, u.remote_qkey))
-                }
+                AhAddr::Vector(bytes) => Some(bytes),
                 AhAddr::Number(_) => return Err(PostError::ForeignAddressHandle),
             },
         };
@@ -220,7 +219,7 @@ impl SendQueue {
             wr.op.imm().unwrap_or(0),
         );
         let mut cur = self.cursor(start);
-        wqe::write(&mut cur, &ctrl, wr, av.as_ref());
+        wqe::write(&mut cur, &ctrl, wr, av);
         self.posted(start, plan, wr.wr_id, op);
         Ok(())
     }

@@ -10,7 +10,7 @@
 use crate::seg::{
     AtomicSeg, CtrlSeg, DataSeg, DatagramSeg, InlineSeg, RaddrSeg, MAX_DS, OCTOWORD, WQEBB,
 };
-use crate::wr::{as_sges, mlx5_opcode, AsSge, SendOp, SendWr, Sge};
+use crate::wr::{as_sges, mlx5_opcode, AsSge, SendOp, SendWr, Sge, AV_LEN};
 use crate::{PostError, QpType};
 use zerocopy::{Immutable, IntoBytes};
 
@@ -73,6 +73,7 @@ fn check_op(l: &Limits, op: &SendOp, has_ud: bool) -> Result<(), PostError> {
 }
 
 /// Octowords of the payload, after checking it against the limits.
+#[inline(always)]
 fn payload_ds(
     l: &Limits,
     op: &SendOp,
@@ -87,7 +88,15 @@ fn payload_ds(
                     max: l.max_sge,
                 });
             }
-            let length: u64 = sges.iter().map(|s| s.length as u64).sum();
+            // One pass for the total and the non-empty count: the usual
+            // list holds one or two SGEs, where iterator adaptors (and the
+            // vector loops they become) cost more than the work.
+            let mut length = 0u64;
+            let mut nonempty = 0u32;
+            for s in sges {
+                length += s.length as u64;
+                nonempty += (s.length != 0) as u32;
+            }
             if length > 1 << 31 {
                 return Err(PostError::TooLong { length });
             }
@@ -97,7 +106,7 @@ fn payload_ds(
                     return Err(PostError::BadAtomic);
                 }
             }
-            Ok(sges.iter().filter(|s| s.length != 0).count() as u32)
+            Ok(nonempty)
         }
         Some(data) => {
             if !sges.is_empty() {
@@ -165,11 +174,11 @@ impl Cursor {
     /// A cursor at byte offset `off` of the ring at `base`.
     ///
     /// # Safety
-    /// `base` must be valid for writes of `len` bytes, `len` a power of two,
-    /// for as long as the cursor is used, with nothing else accessing that
+    /// `base` must be valid for writes of `len` bytes, `len` a power of two
+    /// no smaller than an octoword (16), for as long as the cursor is used, with nothing else accessing that
     /// memory meanwhile except device reads.
     pub unsafe fn new(base: *mut u8, len: usize, off: usize) -> Cursor {
-        debug_assert!(len.is_power_of_two());
+        debug_assert!(len.is_power_of_two() && len >= OCTOWORD);
         Cursor { base, len, off }
     }
 
@@ -193,9 +202,28 @@ impl Cursor {
     }
 
     /// Writes one segment.
+    /// Writes a segment made of whole octowords (every segment but the
+    /// inline header). A WQE starts on a 64-byte block and such segments
+    /// keep the cursor on a 16-byte boundary, so no octoword straddles the
+    /// ring's end: each is one masked 16-byte store, with no length-driven
+    /// copy and no split at the wrap.
     #[inline(always)]
     pub fn put<T: IntoBytes + Immutable>(&mut self, seg: &T) {
-        self.put_bytes(seg.as_bytes());
+        const { assert!(core::mem::size_of::<T>() % OCTOWORD == 0) };
+        for chunk in seg.as_bytes().chunks_exact(OCTOWORD) {
+            debug_assert!(self.off % OCTOWORD == 0);
+            // Clearing the low bits as well keeps the store inside the ring
+            // even if a caller ever left the cursor unaligned.
+            let pos = self.off & (self.len - 1) & !(OCTOWORD - 1);
+            // SAFETY: len is a power of two >= 16 (Cursor::new's contract),
+            // so pos is a 16-byte boundary with pos + 16 <= len: the store
+            // is inside the ring.
+            // The source is a Rust value, never device memory.
+            unsafe {
+                core::ptr::copy_nonoverlapping(chunk.as_ptr(), self.base.add(pos), OCTOWORD);
+            }
+            self.off = self.off.wrapping_add(OCTOWORD);
+        }
     }
 
     /// Writes zeros up to the next 16-byte boundary.
@@ -207,19 +235,20 @@ impl Cursor {
 }
 
 /// Writes the WQE `plan` describes for `wr` at `cur`, control segment
-/// included; `av` is the UD destination's address vector, finished for
-/// this send ([`DatagramSeg::for_ud`]). Zero-length SGEs are skipped (the
+/// included; `av` is the UD destination's address vector, which is
+/// finished here for this send ([`DatagramSeg::for_ud`]). Zero-length SGEs are skipped (the
 /// device would read a zero byte count as 2 GiB).
 #[inline]
 pub(crate) fn write<S: AsSge, A>(
     cur: &mut Cursor,
     ctrl: &CtrlSeg,
     wr: &SendWr<'_, S, A>,
-    av: Option<&DatagramSeg>,
+    av: Option<&[u8; AV_LEN]>,
 ) {
     cur.put(ctrl);
-    if let Some(av) = av {
-        cur.put(av);
+    if let (Some(bytes), Some(ud)) = (av, wr.ud) {
+        let seg: DatagramSeg = zerocopy::transmute!(*bytes);
+        cur.put(&seg.for_ud(ud.remote_qpn, ud.remote_qkey));
     }
     match wr.op {
         SendOp::Write(remote) | SendOp::WriteWithImm(remote, _) | SendOp::Read(remote) => {
@@ -246,7 +275,7 @@ pub(crate) fn write<S: AsSge, A>(
             }
         }
         Some(data) if !data.is_empty() => {
-            cur.put(&InlineSeg::new(data.len() as u32));
+            cur.put_bytes(InlineSeg::new(data.len() as u32).as_bytes());
             cur.put_bytes(data);
             cur.pad_to_octoword();
         }
