@@ -23,7 +23,6 @@ use crate::lookup::WorkQueues;
 use crate::wc::{decode, BadCqe, Wc};
 use crate::LayoutError;
 use core::ptr::NonNull;
-use zerocopy::FromBytes;
 
 /// Index of the SET_CI word in the CQ doorbell record.
 pub const SET_CI_DBR: usize = 0;
@@ -137,6 +136,7 @@ impl CompletionQueue {
     }
 
     /// The 64-byte CQE of entry `i` (masked).
+    #[inline(always)]
     fn cqe_ptr(&self, i: u32) -> *mut u8 {
         let slot = (i & (self.cfg.ncqe - 1)) as usize * self.cfg.cqe_size;
         // SAFETY: slot + cqe_size <= ncqe * cqe_size <= len (new()), and
@@ -144,6 +144,7 @@ impl CompletionQueue {
         unsafe { self.buf.as_ptr().add(slot + self.cfg.cqe_size - CQE64_SIZE) }
     }
 
+    #[inline(always)]
     fn op_own_ptr(&self, i: u32) -> *mut u8 {
         // SAFETY: byte 63 of the CQE cqe_ptr() found in the ring.
         unsafe { self.cqe_ptr(i).add(CQE64_SIZE - 1) }
@@ -168,7 +169,9 @@ impl CompletionQueue {
             // 64), so each word is aligned. Volatile: device memory.
             *w = unsafe { p.add(i).read_volatile() };
         }
-        Cqe64::read_from_bytes(zerocopy::IntoBytes::as_bytes(&raw)).ok()
+        // The same 64 bytes reinterpreted in place (both types are plain
+        // bytes of one size): one copy out of the ring, not two.
+        Some(zerocopy::transmute!(raw))
     }
 
     /// Polls up to `out.len()` completions, oldest first, resolving each to
@@ -180,6 +183,7 @@ impl CompletionQueue {
     /// is the first, it is consumed and returned as the error; otherwise
     /// the completions before it are returned and it is left for the next
     /// call. After the batch the SET_CI doorbell record is updated.
+    #[inline]
     pub fn poll<Q: WorkQueues + ?Sized>(
         &mut self,
         wqs: &mut Q,
@@ -213,6 +217,7 @@ impl CompletionQueue {
         }
     }
 
+    #[inline]
     fn update_ci(&mut self) {
         barrier::reads_before_release();
         // SAFETY: dbrec is 4-aligned, valid for 8 bytes and ours (new()).

@@ -104,6 +104,7 @@ impl SendRecords {
     /// Consumer: retires the WQE a send CQE names by its `wqe_counter`, and
     /// every WQE before it. `None` (and nothing changed) if the counter
     /// names no WQE that has been rung and not yet completed.
+    #[inline]
     pub fn complete(&self, wqe_counter: u16) -> Option<SendRetired> {
         let rung = self.rung.load(Ordering::Acquire);
         let tail = self.tail.load(Ordering::Relaxed);
@@ -164,6 +165,7 @@ impl RecvRecords {
     /// Consumer: completes the oldest published receive, whose index the
     /// CQE's `wqe_counter` must match (masked). `None`, with nothing
     /// changed, if none is outstanding or the counter disagrees.
+    #[inline]
     pub fn complete(&self, wqe_counter: u16) -> Option<u64> {
         let rung = self.rung.load(Ordering::Acquire);
         let tail = self.tail.load(Ordering::Relaxed);
@@ -253,6 +255,7 @@ impl SrqRecords {
     /// Consumer: completes the receive in WQE `wqe_counter` (masked) and
     /// hands the WQE back to the producer. `None`, with nothing changed, if
     /// that WQE is not posted, or was posted after the last ring.
+    #[inline]
     pub fn complete(&self, wqe_counter: u16) -> Option<u64> {
         let rung = self.rung.load(Ordering::Acquire);
         let i = (wqe_counter as u32 & self.mask) as usize;
