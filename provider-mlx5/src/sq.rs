@@ -134,6 +134,7 @@ impl SendQueue {
     }
 
     /// Basic blocks posted and not yet known complete.
+    #[inline]
     pub fn outstanding_wqebbs(&self) -> u32 {
         self.cur_post.wrapping_sub(self.records.tail())
     }
@@ -150,6 +151,7 @@ impl SendQueue {
     }
 
     /// Basic blocks free for new WQEs.
+    #[inline]
     pub fn free_wqebbs(&self) -> u32 {
         self.cfg.wqe_cnt - self.outstanding_wqebbs()
     }
@@ -286,6 +288,7 @@ impl SendQueue {
         v
     }
 
+    #[inline]
     fn ring_len(&self) -> usize {
         self.cfg.wqe_cnt as usize * WQEBB
     }
@@ -333,6 +336,7 @@ impl SendQueue {
         self.pending = 0;
     }
 
+    #[inline]
     fn use_blueflame(&self, plan: &Plan) -> bool {
         self.pending == 1
             && self.cfg.blueflame
