@@ -168,6 +168,7 @@ pub mod event;
 pub mod features;
 #[allow(unsafe_code)] // MR memory, shared with the device
 pub mod mr;
+pub mod mw;
 pub mod netlink;
 pub mod odp;
 pub mod pd;
@@ -189,6 +190,7 @@ pub use error::{Errno, Error, Result};
 pub use event::{AsyncEvent, EventType};
 pub use features::Features;
 pub use mr::{Access, DeregisterError, External, Mr, MrBuffer, Pages};
+pub use mw::{Mw, MwType};
 pub use odp::Advice;
 pub use pd::Pd;
 pub use qp::{
@@ -198,4 +200,4 @@ pub use qp::{
 pub use query::{DeviceAttr, DeviceAttrEx, GidEntry, GidType, PortAttr};
 pub use srq::Srq;
 pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};
-pub use wr::Slice;
+pub use wr::{FlushLevel, FlushType, MwBind, Slice};

@@ -55,6 +55,14 @@ fn transport_ds(qp_type: QpType, op: &SendOp) -> u32 {
 /// Checks that the QP type takes this operation, and a UD destination iff
 /// it is UD.
 fn check_op(l: &Limits, op: &SendOp, has_ud: bool) -> Result<(), PostError> {
+    if op.is_extended() {
+        // SEND with invalidate, local invalidate, ATOMIC WRITE, FLUSH and
+        // window binds need segments (UMR, the invalidate key) this
+        // provider does not build: refused by name, never half-built.
+        return Err(PostError::NotImplemented {
+            opcode: op.opcode(),
+        });
+    }
     let ok = match l.qp_type {
         QpType::Ud => matches!(op, SendOp::Send | SendOp::SendWithImm(_)),
         QpType::Uc => !op.reads_remote(),
@@ -238,6 +246,12 @@ pub(crate) fn write<S: AsSge, A>(
             cur.put(&AtomicSeg::fetch_add(add));
         }
         SendOp::Send | SendOp::SendWithImm(_) => {}
+        // Refused by plan() (check_op) before anything is written.
+        SendOp::SendWithInv(_)
+        | SendOp::LocalInv(_)
+        | SendOp::AtomicWrite { .. }
+        | SendOp::Flush { .. }
+        | SendOp::BindMw(_) => {}
     }
     match wr.inline {
         None => {

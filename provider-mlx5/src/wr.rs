@@ -23,5 +23,13 @@ pub fn mlx5_opcode(op: &SendOp) -> u8 {
         SendOp::Read(_) => opcode::RDMA_READ,
         SendOp::CompareSwap { .. } => opcode::ATOMIC_CS,
         SendOp::FetchAdd { .. } => opcode::ATOMIC_FA,
+        SendOp::SendWithInv(_) => opcode::SEND_INVAL,
+        // Not implemented here: `plan` refuses every extended operation
+        // (PostError::NotImplemented) before an opcode is needed, so these
+        // name no WQE this crate writes.
+        SendOp::LocalInv(_)
+        | SendOp::AtomicWrite { .. }
+        | SendOp::Flush { .. }
+        | SendOp::BindMw(_) => opcode::NOP,
     }
 }

@@ -19,12 +19,17 @@ fn parse(b: &[u8; WC_SIZE]) -> Wc {
         imm_data: flags
             .contains(WcFlags::WITH_IMM)
             .then(|| u32::from_be(get_u32(b, wc::EX))),
+        // The same word, in host order, is the invalidated rkey.
+        invalidated_rkey: flags
+            .contains(WcFlags::WITH_INVALIDATE)
+            .then(|| get_u32(b, wc::EX)),
         qp_num: get_u32(b, wc::QP_NUM),
         src_qp: get_u32(b, wc::SRC_QP),
         flags,
         pkey_index: get_u16(b, wc::PKEY_INDEX),
         slid: get_u16(b, wc::SLID),
         sl: b[wc::SL],
+        dlid_path_bits: b[wc::DLID_PATH_BITS],
     }
 }
 

@@ -226,6 +226,8 @@ pub(crate) enum Refused {
     Full,
     /// The request is invalid, in words.
     Invalid(String),
+    /// The provider or kernel does not implement the operation, in words.
+    Unsupported(String),
 }
 
 impl Refused {
@@ -233,6 +235,10 @@ impl Refused {
         match self {
             Refused::Full => Error::QueueFull { queue, index },
             Refused::Invalid(what) => Error::InvalidWorkRequest { index, what },
+            Refused::Unsupported(what) => Error::Unsupported {
+                device: String::new(),
+                what: format!("work request {index}: {what}"),
+            },
         }
     }
 }
