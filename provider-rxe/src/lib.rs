@@ -87,6 +87,12 @@ pub enum PostError {
         /// The opcode.
         opcode: u32,
     },
+    /// The kernel does not offer the operation (ATOMIC WRITE and FLUSH
+    /// came to rxe in Linux 6.2; see [`SendQueue::set_offered`]).
+    NotOffered {
+        /// The opcode.
+        opcode: u32,
+    },
     /// The kernel's slots are too small for the QP's capabilities.
     RingTooSmall {
         /// The slot size.
@@ -133,6 +139,10 @@ impl core::fmt::Display for PostError {
             PostError::NoPayload { opcode } => {
                 write!(f, "opcode {opcode} takes no SGEs or inline data")
             }
+            PostError::NotOffered { opcode } => write!(
+                f,
+                "opcode {opcode} is not offered by this kernel's rxe (ATOMIC WRITE and FLUSH need Linux 6.2)"
+            ),
             PostError::RingTooSmall { elem_size, need } => {
                 write!(f, "ring slots of {elem_size} bytes cannot hold the {need} bytes the capabilities need")
             }

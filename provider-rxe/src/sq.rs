@@ -27,6 +27,9 @@ pub struct SendQueue {
     max_sge: u32,
     max_inline: u32,
     ud: bool,
+    /// Whether the kernel takes ATOMIC WRITE, and FLUSH (Linux 6.2).
+    atomic_write: bool,
+    flush: bool,
 }
 
 impl SendQueue {
@@ -53,7 +56,18 @@ impl SendQueue {
             max_sge,
             max_inline,
             ud,
+            atomic_write: true,
+            flush: true,
         })
+    }
+
+    /// Says whether the kernel offers ATOMIC WRITE and FLUSH (both are
+    /// taken until told otherwise; the device's `device_cap_flags_ex`
+    /// reports them). A request the kernel lacks is refused with
+    /// [`PostError::NotOffered`] before it reaches the ring.
+    pub fn set_offered(&mut self, atomic_write: bool, flush: bool) {
+        self.atomic_write = atomic_write;
+        self.flush = flush;
     }
 
     /// Slots that can hold work requests (one of the ring's stays empty).
@@ -123,7 +137,7 @@ impl SendQueue {
             });
         }
         if wr.op.is_extended() {
-            return check_extended(wr);
+            return self.check_extended(wr);
         }
         Ok(())
     }
@@ -321,11 +335,26 @@ fn check_length<S, A>(wr: &SendWr<'_, S, A>, length: u64) -> Result<u32, PostErr
     Ok(length)
 }
 
-/// The checks of the operations beyond the first seven
-/// ([`SendOp::is_extended`]), apart so that those pay nothing for them.
-#[cold]
-fn check_extended<S, A>(wr: &SendWr<'_, S, A>) -> Result<(), PostError> {
-    let opcode = wr.op.opcode();
+impl SendQueue {
+    /// The checks of the operations beyond the first seven
+    /// ([`SendOp::is_extended`]), apart so that those pay nothing for them.
+    #[cold]
+    fn check_extended<S, A>(&self, wr: &SendWr<'_, S, A>) -> Result<(), PostError> {
+        let opcode = wr.op.opcode();
+        let offered = match wr.op {
+            SendOp::AtomicWrite { .. } => self.atomic_write,
+            SendOp::Flush { .. } => self.flush,
+            _ => true,
+        };
+        if !offered {
+            return Err(PostError::NotOffered { opcode });
+        }
+        check_extended_payload(wr, opcode)
+    }
+}
+
+/// The payload rules of the extended operations.
+fn check_extended_payload<S, A>(wr: &SendWr<'_, S, A>, opcode: u32) -> Result<(), PostError> {
     match wr.op {
         // A SEND: its payload as any SEND's.
         SendOp::SendWithInv(_) => return Ok(()),

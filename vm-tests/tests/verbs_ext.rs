@@ -1,0 +1,238 @@
+//! The work requests beyond SEND/WRITE/READ/atomics, on rxe: ATOMIC WRITE,
+//! FLUSH (Linux 6.2; refused by name where the kernel lacks them), and the
+//! completion fields they and UD receives report. Each moves real bytes
+//! and checks every byte of the target, and each checks the error status
+//! rdma-core's pyverbs tests (`test_qpex`, `test_flush`) expect when the
+//! MR or the QP lacks the access.
+//! SEND with invalidate and local invalidate, which act on memory windows,
+//! are in `verbs_mw.rs`.
+
+mod common;
+
+use common::rc::{ok, pair, pair_with, pattern, wait, Pair, RW};
+use rverbs::{
+    Access, Context, Error, Features, FlushLevel, FlushType, Remote, SendOp, SendWr, WcFlags,
+    WcOpcode, WcStatus,
+};
+
+fn features(p: &Pair) -> Features {
+    p.ctx.features().expect("features")
+}
+
+/// An error that names the kernel's missing operation.
+fn assert_not_offered(r: rverbs::Result<()>) {
+    match r {
+        Err(Error::Unsupported { what, .. }) => {
+            assert!(what.contains("need Linux 6.2"), "{what}")
+        }
+        r => panic!("expected Unsupported, got {r:?}"),
+    }
+}
+
+const LEN: usize = 4096;
+
+#[test]
+fn atomic_write_places_eight_bytes_and_nothing_else() {
+    let mut p = pair();
+    let target = p.pd.alloc_mr(LEN, RW).unwrap();
+    let before = pattern(LEN, 1);
+    target.write(0, &before).unwrap();
+    let value = *b"\x01\x23\x45\x67\x89\xab\xcd\xef";
+    let remote = Remote {
+        addr: target.iova() + 1024,
+        rkey: target.rkey(),
+    };
+    let wr = SendWr::new(7, SendOp::AtomicWrite { remote, value }, &[]);
+    if !features(&p).atomic_write {
+        return assert_not_offered(p.a.qp.post_send(&[wr]));
+    }
+    p.a.qp.post_send(&[wr]).unwrap();
+    let wc = wait(&mut p.a.cq, 1)[0];
+    ok(&wc, WcOpcode::ATOMIC_WRITE);
+    assert_eq!(wc.wr_id, 7);
+    let mut want = before;
+    want[1024..1032].copy_from_slice(&value);
+    let mut got = vec![0; LEN];
+    target.read(0, &mut got).unwrap();
+    assert_eq!(got, want, "exactly the 8 bytes at offset 1024 changed");
+    // Misaligned: refused before the ring, as rdma-core's provider does.
+    let remote = Remote {
+        addr: target.iova() + 1,
+        rkey: target.rkey(),
+    };
+    let r = p.a.qp.post_send(&[SendWr::new(8, SendOp::AtomicWrite { remote, value }, &[])]);
+    assert!(
+        matches!(r, Err(Error::InvalidWorkRequest { index: 0, .. })),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn atomic_write_to_an_mr_without_remote_write_is_a_remote_access_error() {
+    let mut p = pair();
+    if !features(&p).atomic_write {
+        return;
+    }
+    let target = p
+        .pd
+        .alloc_mr(LEN, Access::LOCAL_WRITE | Access::REMOTE_READ)
+        .unwrap();
+    target.fill(0, LEN, 0x5a).unwrap();
+    let remote = Remote {
+        addr: target.iova(),
+        rkey: target.rkey(),
+    };
+    let wr = SendWr::new(1, SendOp::AtomicWrite { remote, value: [0; 8] }, &[]);
+    p.a.qp.post_send(&[wr]).unwrap();
+    let wc = wait(&mut p.a.cq, 1)[0];
+    assert_eq!(wc.status, WcStatus::REM_ACCESS_ERR, "{wc:?}");
+    let mut got = vec![0; LEN];
+    target.read(0, &mut got).unwrap();
+    assert!(got.iter().all(|&b| b == 0x5a), "the MR is untouched");
+}
+
+#[test]
+fn atomic_write_on_a_qp_without_remote_write_is_an_invalid_request() {
+    // The responder's QP allows read and atomics, not write.
+    let mut p = pair_with(
+        Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
+    );
+    if !features(&p).atomic_write {
+        return;
+    }
+    let target = p.pd.alloc_mr(LEN, RW).unwrap();
+    let remote = Remote {
+        addr: target.iova(),
+        rkey: target.rkey(),
+    };
+    let wr = SendWr::new(1, SendOp::AtomicWrite { remote, value: [9; 8] }, &[]);
+    p.a.qp.post_send(&[wr]).unwrap();
+    let wc = wait(&mut p.a.cq, 1)[0];
+    assert_eq!(wc.status, WcStatus::REM_INV_REQ_ERR, "{wc:?}");
+    assert_eq!(target.read_u64(0).unwrap(), 0);
+}
+
+fn flush_op(remote: Remote, len: u32, level: FlushLevel) -> SendOp {
+    SendOp::Flush {
+        remote,
+        len,
+        placement: FlushType::Global,
+        level,
+    }
+}
+
+#[test]
+fn write_then_flush_to_global_visibility() {
+    let mut p = pair_with(RW | Access::FLUSH_GLOBAL);
+    let f = features(&p);
+    let local = p.pd.alloc_mr(LEN, RW).unwrap();
+    let data = pattern(LEN, 3);
+    local.write(0, &data).unwrap();
+    if !f.flush_global {
+        let remote = Remote { addr: 0, rkey: 0 };
+        let wr = SendWr::new(1, flush_op(remote, 8, FlushLevel::Range), &[]);
+        return assert_not_offered(p.a.qp.post_send(&[wr]));
+    }
+    let target =
+        p.pd.alloc_mr(LEN, RW | Access::FLUSH_GLOBAL)
+            .unwrap();
+    let remote = Remote {
+        addr: target.iova(),
+        rkey: target.rkey(),
+    };
+    let s = [local.all().unwrap()];
+    // A WRITE, then FLUSH of its range and of the whole MR, in one list.
+    let wrs = [
+        SendWr::new(1, SendOp::Write(remote), &s).signaled(false),
+        SendWr::new(2, flush_op(remote, LEN as u32, FlushLevel::Range), &[]),
+        SendWr::new(3, flush_op(remote, 0, FlushLevel::Mr), &[]),
+    ];
+    p.a.qp.post_send(&wrs).unwrap();
+    let wcs = wait(&mut p.a.cq, 2);
+    for (wc, id) in wcs.iter().zip([2, 3]) {
+        ok(wc, WcOpcode::FLUSH);
+        assert_eq!(wc.wr_id, id);
+    }
+    let mut got = vec![0; LEN];
+    target.read(0, &mut got).unwrap();
+    assert_eq!(got, data);
+}
+
+#[test]
+fn flush_without_the_access_fails_as_rdma_core_expects() {
+    let f = {
+        let e = common::env();
+        Context::open_by_name(Some(&e.dev))
+            .unwrap()
+            .features()
+            .unwrap()
+    };
+    if !f.flush_global {
+        return;
+    }
+    // The MR lacks FLUSH_GLOBAL: the responder's rkey check fails.
+    let mut p = pair_with(RW | Access::FLUSH_GLOBAL);
+    let target = p.pd.alloc_mr(LEN, RW).unwrap();
+    let remote = Remote {
+        addr: target.iova(),
+        rkey: target.rkey(),
+    };
+    let wr = SendWr::new(1, flush_op(remote, 64, FlushLevel::Range), &[]);
+    p.a.qp.post_send(&[wr]).unwrap();
+    let wc = wait(&mut p.a.cq, 1)[0];
+    assert_eq!(wc.status, WcStatus::REM_ACCESS_ERR, "MR without FLUSH: {wc:?}");
+
+    // The QP lacks FLUSH_GLOBAL: the responder refuses the operation.
+    let mut p = pair();
+    let target =
+        p.pd.alloc_mr(LEN, RW | Access::FLUSH_GLOBAL)
+            .unwrap();
+    let remote = Remote {
+        addr: target.iova(),
+        rkey: target.rkey(),
+    };
+    let wr = SendWr::new(2, flush_op(remote, 64, FlushLevel::Range), &[]);
+    p.a.qp.post_send(&[wr]).unwrap();
+    let wc = wait(&mut p.a.cq, 1)[0];
+    assert_eq!(wc.status, WcStatus::REM_INV_REQ_ERR, "QP without FLUSH: {wc:?}");
+}
+
+#[test]
+fn rc_completions_carry_every_field() {
+    // A SEND with immediate: the receive's completion, field by field.
+    let mut p = pair();
+    let src = p.pd.alloc_mr(256, RW).unwrap();
+    let dst = p.pd.alloc_mr(256, RW).unwrap();
+    let data = pattern(256, 5);
+    src.write(0, &data).unwrap();
+    let rs = [dst.all().unwrap()];
+    p.b.qp
+        .post_recv(&[rverbs::RecvWr {
+            wr_id: 11,
+            sges: &rs,
+        }])
+        .unwrap();
+    let ss = [src.all().unwrap()];
+    p.a.qp
+        .post_send(&[SendWr::new(12, SendOp::SendWithImm(0xfeed_beef), &ss)])
+        .unwrap();
+    ok(&wait(&mut p.a.cq, 1)[0], WcOpcode::SEND);
+    let wc = wait(&mut p.b.cq, 1)[0];
+    ok(&wc, WcOpcode::RECV);
+    assert_eq!(wc.wr_id, 11);
+    assert_eq!(wc.byte_len, 256);
+    assert_eq!(wc.imm_data, Some(0xfeed_beef));
+    assert_eq!(wc.invalidated_rkey, None);
+    assert!(wc.flags.contains(WcFlags::WITH_IMM));
+    // rxe flags every user receive GRH (do_complete in rxe_resp.c), RC
+    // too, though only UD receives carry the 40 bytes; src_qp comes from
+    // the DETH, which only UD packets have.
+    assert!(wc.has_grh());
+    assert_eq!(wc.qp_num, p.b.qp.qpn());
+    assert_eq!(wc.src_qp, 0);
+    // RoCE has no LIDs: rxe reports zeros.
+    assert_eq!((wc.slid, wc.dlid_path_bits, wc.sl, wc.pkey_index), (0, 0, 0, 0));
+    let mut got = vec![0; 256];
+    dst.read(0, &mut got).unwrap();
+    assert_eq!(got, data);
+}
