@@ -17,6 +17,15 @@
 //! The MR must have been registered with [`Access::MW_BIND`], and with
 //! [`Access::LOCAL_WRITE`] if the window grants remote write or atomics.
 //!
+//! # Warning: rxe does not confine peers to the window
+//! rxe (Linux 6.12, `check_rkey` in `rxe_resp.c`) resolves a window's rkey
+//! to its MR and checks an access against the MR's range, not the
+//! window's: a peer holding the rkey of a window over part of an MR can
+//! reach all of the MR, with the window's access rights. Grant a window
+//! over an MR only to a peer that may see the whole MR (the VM test
+//! `rxe_does_not_bound_accesses_by_the_window` pins this). Memory safety
+//! is unaffected: it is still the MR's own, registered memory.
+//!
 //! # Why the MR outlives the window
 //! A bound window lets peers reach the MR's memory, so that memory must
 //! not return to the process while a window may still open onto it. The
