@@ -194,10 +194,10 @@ pub use mw::{Mw, MwType};
 pub use odp::Advice;
 pub use pd::Pd;
 pub use qp::{
-    AhAttr, Grh, Mtu, Qp, QpAttr, QpCaps, QpInit, QpState, QpType, RecvWr, Remote, SendOp, SendWr,
-    Ud,
+    AhAttr, Grh, Mtu, Qp, QpAttr, QpCaps, QpInit, QpInitAttr, QpQuery, QpState, QpType, RecvWr,
+    Remote, SendOp, SendWr, Ud,
 };
 pub use query::{DeviceAttr, DeviceAttrEx, GidEntry, GidType, PortAttr};
-pub use srq::Srq;
+pub use srq::{Srq, SrqAttr};
 pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};
 pub use wr::{FlushLevel, FlushType, MwBind, Slice};
