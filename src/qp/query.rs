@@ -14,7 +14,7 @@ use uverbs_abi::verbs as v;
 #[derive(Debug, Clone)]
 pub struct QpQuery {
     /// The current attributes, every member set (`Some`) but `path_mtu`
-    /// before RTR (the kernel reports 0, no MTU) and
+    /// where the kernel reports none (0; rxe starts every QP at 256) and
     /// `en_sqd_async_notify`, which the response does not carry; `av` is
     /// the primary path.
     pub attr: QpAttr,
@@ -89,7 +89,8 @@ fn ah_attr(d: &v::IbUverbsQpDest) -> AhAttr {
 
 /// Decodes a `QUERY_QP` response of a QP of type `qp_type`.
 fn decode(r: &v::IbUverbsQueryQpResp, qp_type: QpType) -> Result<QpQuery> {
-    // 0 until RTR sets it; anything past 4096 would be a kernel's error.
+    // 0 is no MTU (a driver that sets none before RTR); anything past
+    // 4096 would be a kernel's error.
     if r.path_mtu > 5 {
         return Err(Error::bad_answer(format!(
             "QUERY_QP: path_mtu {} is no IB MTU",

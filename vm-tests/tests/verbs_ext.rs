@@ -10,9 +10,10 @@
 mod common;
 
 use common::rc::{ok, pair, pair_with, pattern, wait, Pair, RW};
+use rverbs::query::GidType;
 use rverbs::{
-    Access, Error, Features, FlushLevel, FlushType, Remote, SendOp, SendWr, WcFlags,
-    WcOpcode, WcStatus,
+    Access, CommandPath, Context, Error, Features, FlushLevel, FlushType, Mtu, QpCaps, QpInit,
+    QpState, QpType, Remote, SendOp, SendWr, WcFlags, WcOpcode, WcStatus,
 };
 
 fn features(p: &Pair) -> Features {
@@ -228,4 +229,125 @@ fn rc_completions_carry_every_field() {
     let mut got = vec![0; 256];
     dst.read(0, &mut got).unwrap();
     assert_eq!(got, data);
+}
+
+#[test]
+fn query_qp_reports_every_attribute_and_the_psns_follow_the_traffic() {
+    let e = common::env();
+    let mut p = pair();
+    let gid = p.ctx.query_gid(1, e.gid).unwrap();
+    let q = p.a.qp.query().unwrap();
+    let a = &q.attr;
+    assert_eq!((a.state, a.cur_state), (Some(QpState::Rts), Some(QpState::Rts)));
+    assert_eq!(a.access, Some(RW | Access::REMOTE_ATOMIC));
+    assert_eq!((a.port, a.pkey_index), (Some(1), Some(0)));
+    assert_eq!(a.path_mtu, Some(Mtu::M1024));
+    assert_eq!(a.dest_qpn, Some(p.b.qp.qpn()));
+    assert_eq!((a.rq_psn, a.sq_psn), (Some(0), Some(0)));
+    assert_eq!((a.max_rd_atomic, a.max_dest_rd_atomic), (Some(1), Some(1)));
+    assert_eq!((a.timeout, a.retry_cnt, a.rnr_retry), (Some(14), Some(6), Some(7)));
+    assert_eq!(a.min_rnr_timer, Some(12));
+    let av = a.av.unwrap();
+    assert_eq!(av.port_num, 1);
+    let grh = av.grh.expect("a RoCE path is global");
+    assert_eq!(grh.dgid, gid);
+    assert_eq!(grh.sgid_index, e.gid as u8);
+    // Asked for 1; for a GID that is not link-local the kernel takes the
+    // hop limit from the route it resolves (ib_resolve_eth_dmac): the
+    // IPv4 default TTL, 64.
+    assert_eq!(grh.hop_limit, 64);
+    assert!(!q.sq_draining);
+    assert_eq!(q.init.qp_type, QpType::Rc);
+    assert_eq!(q.init.caps, p.a.qp.caps());
+    assert!(!q.init.sq_sig_all);
+
+    // Three single-packet WRITEs: A's send PSN and B's receive PSN move
+    // together by three.
+    let target = p.pd.alloc_mr(LEN, RW).unwrap();
+    let src = p.pd.alloc_mr(LEN, RW).unwrap();
+    let data = pattern(3 * 1024, 8);
+    src.write(0, &data).unwrap();
+    for i in 0..3u64 {
+        let s = [src.slice(i as usize * 1024, 1024).unwrap()];
+        let remote = Remote {
+            addr: target.iova() + i * 1024,
+            rkey: target.rkey(),
+        };
+        p.a.qp
+            .post_send(&[SendWr::new(i, SendOp::Write(remote), &s)])
+            .unwrap();
+        ok(&wait(&mut p.a.cq, 1)[0], WcOpcode::RDMA_WRITE);
+    }
+    let mut got = vec![0; 3 * 1024];
+    target.read(0, &mut got).unwrap();
+    assert_eq!(got, data);
+    assert_eq!(p.a.qp.query().unwrap().attr.sq_psn, Some(3));
+    assert_eq!(p.b.qp.query().unwrap().attr.rq_psn, Some(3));
+
+    // A fresh QP: RESET, and rxe's initial path MTU (rxe_qp_init_misc
+    // starts every QP at 256).
+    let cq = p.ctx.create_cq(8, None, 0).unwrap();
+    let fresh = p
+        .pd
+        .create_qp(&QpInit {
+            qp_type: QpType::Ud,
+            send_cq: &cq,
+            recv_cq: &cq,
+            caps: QpCaps {
+                max_send_wr: 4,
+                max_recv_wr: 4,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: true,
+            srq: None,
+        })
+        .unwrap();
+    let q = fresh.query().unwrap();
+    assert_eq!(q.attr.state, Some(QpState::Reset));
+    assert_eq!(q.attr.path_mtu, Some(Mtu::M256));
+    assert_eq!(q.init.qp_type, QpType::Ud);
+    assert!(q.init.sq_sig_all);
+    assert_eq!(q.init.caps, fresh.caps());
+}
+
+#[test]
+fn query_srq_pkey_and_gid_entry() {
+    let e = common::env();
+    let p = pair();
+    let srq = p.pd.create_srq(32, 2, 0).unwrap();
+    let a = srq.query().unwrap();
+    assert!(a.max_wr >= 32 && a.max_sge >= 2, "{a:?}");
+    assert_eq!(a.max_wr, srq.max_wr());
+    assert_eq!(a.srq_limit, 0);
+    srq.set_limit(5).unwrap();
+    assert_eq!(srq.query().unwrap().srq_limit, 5);
+
+    // RoCE: the one default P_Key; an index past the table is an error
+    // naming the file.
+    assert_eq!(p.ctx.query_pkey(1, 0).unwrap(), 0xffff);
+    match p.ctx.query_pkey(1, 4000) {
+        Err(Error::Io { what, .. }) => assert!(what.contains("pkeys/4000"), "{what}"),
+        r => panic!("expected an I/O error, got {r:?}"),
+    }
+
+    // The test GID's entry, on both command paths: its type and netdev.
+    let want = p.ctx.query_gid(1, e.gid).unwrap();
+    let dev = rverbs::Device::find(Some(&e.dev)).unwrap();
+    let write = Context::open_via(&dev, CommandPath::Write).unwrap();
+    for ctx in [&p.ctx, &write] {
+        let g = ctx.query_gid_entry(1, e.gid).unwrap();
+        assert_eq!((g.port, g.index, g.gid), (1, e.gid, want));
+        assert_eq!(g.gid_type, GidType::RoceV2, "{g:?}");
+        let netdev = g.netdev.as_deref().expect("a RoCE GID has a netdev");
+        assert!(!netdev.is_empty());
+        // The ifindex is the ioctl path's (sysfs gives none).
+        if ctx.command_path() == CommandPath::Ioctl {
+            let idx = std::fs::read_to_string(format!("/sys/class/net/{netdev}/ifindex"))
+                .unwrap();
+            assert_eq!(g.netdev_ifindex, idx.trim().parse::<u32>().unwrap());
+        }
+        assert!(ctx.query_gid_entry(1, 200).is_err());
+    }
 }
