@@ -351,3 +351,127 @@ fn query_srq_pkey_and_gid_entry() {
         assert!(ctx.query_gid_entry(1, 200).is_err());
     }
 }
+
+/// A UD datagram from A to B over GID `gid_idx`, then B's reply over an
+/// address handle made from the receive's completion and its 40 header
+/// bytes: the reply reaches A, every byte of both messages checked.
+fn ud_reply_through_ah_from_wc(gid_idx: u32) {
+    let e = common::env();
+    let ctx = Context::open_by_name(Some(&e.dev)).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq = ctx.create_cq(64, None, 0).unwrap();
+    let caps = QpCaps {
+        max_send_wr: 4,
+        max_recv_wr: 4,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    let mk = || {
+        pd.create_qp(&QpInit {
+            qp_type: QpType::Ud,
+            send_cq: &cq,
+            recv_cq: &cq,
+            caps,
+            sq_sig_all: true,
+            srq: None,
+        })
+        .unwrap()
+    };
+    let (mut a, mut b) = (mk(), mk());
+    const QKEY: u32 = 0x2222;
+    for q in [&mut a, &mut b] {
+        q.modify(&rverbs::QpAttr::init_ud(1, QKEY)).unwrap();
+        q.modify(&rverbs::QpAttr::state(QpState::Rtr)).unwrap();
+        q.modify(&rverbs::QpAttr::rts_ud(0)).unwrap();
+    }
+    let gid = ctx.query_gid(1, gid_idx).unwrap();
+    let to_b = pd
+        .create_ah(&rverbs::AhAttr {
+            port_num: 1,
+            grh: Some(rverbs::Grh {
+                dgid: gid,
+                sgid_index: gid_idx as u8,
+                hop_limit: 1,
+                ..rverbs::Grh::default()
+            }),
+            ..rverbs::AhAttr::default()
+        })
+        .unwrap();
+    let len = 256;
+    let inbox = |id| {
+        let m = pd.alloc_mr(40 + len, RW).unwrap();
+        (m, id)
+    };
+    let (b_in, _) = inbox(1);
+    let (a_in, _) = inbox(2);
+    let bs = [b_in.all().unwrap()];
+    b.post_recv(&[rverbs::RecvWr { wr_id: 1, sges: &bs }]).unwrap();
+    let as_ = [a_in.all().unwrap()];
+    a.post_recv(&[rverbs::RecvWr { wr_id: 2, sges: &as_ }]).unwrap();
+    let out = pd.alloc_mr(len, RW).unwrap();
+    let ping = pattern(len, 21);
+    out.write(0, &ping).unwrap();
+    let os = [out.all().unwrap()];
+    a.post_send(&[SendWr::new(3, SendOp::Send, &os).to(&to_b, b.qpn(), QKEY)])
+        .unwrap();
+    let wcs = wait(&mut cq, 2);
+    let r = *wcs.iter().find(|w| w.wr_id == 1).expect("B's receive");
+    ok(&r, WcOpcode::RECV);
+    assert_eq!(r.byte_len as usize, 40 + len);
+    assert!(r.has_grh());
+    assert_eq!(r.src_qp, a.qpn());
+    let mut got = vec![0; len];
+    b_in.read(40, &mut got).unwrap();
+    assert_eq!(got, ping);
+    let mut grh = [0u8; rverbs::ah::GRH_LEN];
+    b_in.read(0, &mut grh).unwrap();
+    let attr = ctx.init_ah_from_wc(1, &r, &grh).unwrap();
+    let g = attr.grh.expect("a RoCE path is global");
+    // One device: the sender's GID is the receiver's.
+    assert_eq!((g.dgid, g.sgid_index), (gid, gid_idx as u8));
+    assert_eq!((attr.port_num, attr.dlid), (1, 0));
+    let v4 = gid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
+    match rverbs::ah::NetworkHeader::parse(&grh).unwrap() {
+        rverbs::ah::NetworkHeader::Ipv4 { src, dst, .. } => {
+            assert!(v4, "an IPv4 header for {gid:02x?}");
+            assert_eq!((src, dst), (gid[12..].try_into().unwrap(), gid[12..].try_into().unwrap()));
+        }
+        rverbs::ah::NetworkHeader::Ipv6 { src, dst, .. } => {
+            assert!(!v4, "an IPv6 header for {gid:02x?}");
+            assert_eq!((src, dst), (gid, gid));
+        }
+    }
+    let back = pd.create_ah_from_wc(1, &r, &grh).unwrap();
+    let pong = pattern(len, 22);
+    out.write(0, &pong).unwrap();
+    b.post_send(&[SendWr::new(4, SendOp::Send, &os).to(&back, r.src_qp, QKEY)])
+        .unwrap();
+    let wcs = wait(&mut cq, 2);
+    let r = *wcs.iter().find(|w| w.wr_id == 2).expect("A's receive");
+    ok(&r, WcOpcode::RECV);
+    assert_eq!(r.src_qp, b.qpn());
+    a_in.read(40, &mut got).unwrap();
+    assert_eq!(got, pong);
+    // A header that is neither IPv6 nor IPv4 is refused by name.
+    let r = ctx.init_ah_from_wc(1, &r, &[0; rverbs::ah::GRH_LEN]);
+    assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{r:?}");
+}
+
+#[test]
+fn ah_from_wc_over_roce_v2_ipv4() {
+    ud_reply_through_ah_from_wc(common::env().gid);
+}
+
+#[test]
+fn ah_from_wc_over_roce_v2_ipv6() {
+    let e = common::env();
+    let ctx = Context::open_by_name(Some(&e.dev)).unwrap();
+    let v6 = ctx
+        .gid_table(1)
+        .unwrap()
+        .into_iter()
+        .find(|g| g.gid_type == GidType::RoceV2 && g.gid[..2] == [0xfe, 0x80])
+        .expect("rxe's port has a link-local RoCE v2 GID");
+    ud_reply_through_ah_from_wc(v6.index);
+}
