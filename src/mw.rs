@@ -163,7 +163,7 @@ impl Qp {
                 "BIND_MW: the MR was not registered with Access::MW_BIND",
             ));
         }
-        if offset.checked_add(len).is_none_or(|end| end > mr.len()) {
+        if !matches!(offset.checked_add(len), Some(end) if end <= mr.len()) {
             return Err(Error::invalid(format!(
                 "BIND_MW: {len} bytes at offset {offset} leave the MR's {} bytes",
                 mr.len()

@@ -193,7 +193,10 @@ impl core::fmt::Display for PostError {
                 write!(f, "opcode {opcode:#x} is not available on this QP type")
             }
             PostError::NotImplemented { opcode } => {
-                write!(f, "work request opcode {opcode} is not implemented by the mlx5 provider")
+                write!(
+                    f,
+                    "work request opcode {opcode} is not implemented by the mlx5 provider"
+                )
             }
             PostError::UdMismatch { qp_is_ud: true } => {
                 write!(f, "a UD QP needs a destination")

@@ -285,4 +285,45 @@ mod tests {
         assert_eq!(&ring[4..16], &[0; 12]);
         assert_eq!(ring[16], 0xff);
     }
+
+    #[test]
+    fn operations_this_provider_does_not_build_are_refused_by_name() {
+        use crate::wr::{AhAddr, FlushLevel, FlushType, MwBind, Remote};
+        let l = Limits {
+            qp_type: QpType::Rc,
+            max_sge: 4,
+            max_inline: 64,
+        };
+        let remote = Remote {
+            addr: 0x1000,
+            rkey: 1,
+        };
+        let ops = [
+            SendOp::SendWithInv(1),
+            SendOp::LocalInv(1),
+            SendOp::AtomicWrite {
+                remote,
+                value: [0; 8],
+            },
+            SendOp::Flush {
+                remote,
+                len: 8,
+                placement: FlushType::Global,
+                level: FlushLevel::Range,
+            },
+            SendOp::BindMw(MwBind::default()),
+        ];
+        for op in ops {
+            let wr: SendWr<'_, Sge, AhAddr> = SendWr::new(1, op, &[]);
+            assert_eq!(
+                plan(&l, &wr),
+                Err(PostError::NotImplemented {
+                    opcode: op.opcode()
+                })
+            );
+        }
+        // The first seven still plan.
+        let wr: SendWr<'_, Sge, AhAddr> = SendWr::new(1, SendOp::Read(remote), &[]);
+        assert!(plan(&l, &wr).is_ok());
+    }
 }

@@ -7,7 +7,8 @@
 //! only completes), has its own method, [`crate::SendQueue::post_nop`].
 
 pub use rverbs_types::{
-    as_sges, AddressHandle, AhAddr, AsSge, RecvWr, Remote, SendOp, SendWr, Sge, Ud, AV_LEN,
+    as_sges, AddressHandle, AhAddr, AsSge, FlushLevel, FlushType, MwBind, RecvWr, Remote, SendOp,
+    SendWr, Sge, Ud, AV_LEN,
 };
 
 use crate::seg::opcode;

@@ -30,8 +30,8 @@ pub use rq::RecvQueue;
 pub use rverbs_types::{Wc, WcFlags, WcOpcode, WcStatus};
 pub use sq::SendQueue;
 pub use wr::{
-    AddressHandle, AhAddr, AsSge, FlushLevel, FlushType, MwBind, RecvWr, Remote, SendOp, SendWr, Sge,
-    Ud,
+    AddressHandle, AhAddr, AsSge, FlushLevel, FlushType, MwBind, RecvWr, Remote, SendOp, SendWr,
+    Sge, Ud,
 };
 
 /// Why a work request was not posted. Nothing was written to the ring.

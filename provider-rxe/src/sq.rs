@@ -321,10 +321,10 @@ fn write_wqe<S: AsSge, A>(
 fn check_length<S, A>(wr: &SendWr<'_, S, A>, length: u64) -> Result<u32, PostError> {
     let length = u32::try_from(length).map_err(|_| PostError::TooLong { length })?;
     match wr.op {
-        SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. } => {
-            if length < 8 || remote.addr & 7 != 0 {
-                return Err(PostError::BadAtomic);
-            }
+        SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. }
+            if length < 8 || remote.addr & 7 != 0 =>
+        {
+            return Err(PostError::BadAtomic)
         }
         // No SGEs (check_extended): the length is the operation's own, the
         // 8 bytes in the WQE or the range to flush.

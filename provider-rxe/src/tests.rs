@@ -349,7 +349,10 @@ fn extended_operations_land_where_the_kernel_reads_them() {
 #[test]
 fn extended_operations_are_refused_before_the_ring() {
     let (_r, mut sq) = sq_ring(4);
-    let remote = Remote { addr: 0x9004, rkey: 1 };
+    let remote = Remote {
+        addr: 0x9004,
+        rkey: 1,
+    };
     let sge = [Sge {
         addr: 0x1000,
         length: 8,
@@ -362,18 +365,31 @@ fn extended_operations_are_refused_before_the_ring() {
         placement: FlushType::Global,
         level: FlushLevel::Range,
     };
-    // SAFETY (each post): nothing dereferences the SGEs.
-    let e = unsafe { sq.post(&Wr::new(1, SendOp::AtomicWrite { remote, value }, &[])) };
+    let post = |sq: &mut SendQueue, wr: &Wr<'_>| {
+        // SAFETY: nothing dereferences the SGEs (and none of these posts
+        // reaches the ring).
+        unsafe { sq.post(wr) }
+    };
+    let e = post(
+        &mut sq,
+        &Wr::new(1, SendOp::AtomicWrite { remote, value }, &[]),
+    );
     assert_eq!(e, Err(PostError::BadAtomic));
-    let e = unsafe { sq.post(&Wr::new(1, SendOp::LocalInv(1), &sge)) };
+    let e = post(&mut sq, &Wr::new(1, SendOp::LocalInv(1), &sge));
     assert_eq!(e, Err(PostError::NoPayload { opcode: 7 }));
-    let e = unsafe { sq.post(&Wr::inline(1, flush, b"x")) };
+    let e = post(&mut sq, &Wr::inline(1, flush, b"x"));
     assert_eq!(e, Err(PostError::NoPayload { opcode: 14 }));
     sq.set_offered(false, false);
-    let remote = Remote { addr: 0x9000, rkey: 1 };
-    let e = unsafe { sq.post(&Wr::new(1, SendOp::AtomicWrite { remote, value }, &[])) };
+    let remote = Remote {
+        addr: 0x9000,
+        rkey: 1,
+    };
+    let e = post(
+        &mut sq,
+        &Wr::new(1, SendOp::AtomicWrite { remote, value }, &[]),
+    );
     assert_eq!(e, Err(PostError::NotOffered { opcode: 15 }));
-    let e = unsafe { sq.post(&Wr::new(1, flush, &[])) };
+    let e = post(&mut sq, &Wr::new(1, flush, &[]));
     assert_eq!(e, Err(PostError::NotOffered { opcode: 14 }));
     assert_eq!(sq.outstanding(), 0);
 }

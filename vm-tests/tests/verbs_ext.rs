@@ -61,7 +61,9 @@ fn atomic_write_places_eight_bytes_and_nothing_else() {
         addr: target.iova() + 1,
         rkey: target.rkey(),
     };
-    let r = p.a.qp.post_send(&[SendWr::new(8, SendOp::AtomicWrite { remote, value }, &[])]);
+    let r =
+        p.a.qp
+            .post_send(&[SendWr::new(8, SendOp::AtomicWrite { remote, value }, &[])]);
     assert!(
         matches!(r, Err(Error::InvalidWorkRequest { index: 0, .. })),
         "{r:?}"
@@ -71,16 +73,22 @@ fn atomic_write_places_eight_bytes_and_nothing_else() {
 #[test]
 fn atomic_write_to_an_mr_without_remote_write_is_a_remote_access_error() {
     let mut p = pair();
-    let target = p
-        .pd
-        .alloc_mr(LEN, Access::LOCAL_WRITE | Access::REMOTE_READ)
-        .unwrap();
+    let target =
+        p.pd.alloc_mr(LEN, Access::LOCAL_WRITE | Access::REMOTE_READ)
+            .unwrap();
     target.fill(0, LEN, 0x5a).unwrap();
     let remote = Remote {
         addr: target.iova(),
         rkey: target.rkey(),
     };
-    let wr = SendWr::new(1, SendOp::AtomicWrite { remote, value: [0; 8] }, &[]);
+    let wr = SendWr::new(
+        1,
+        SendOp::AtomicWrite {
+            remote,
+            value: [0; 8],
+        },
+        &[],
+    );
     if !features(&p).atomic_write {
         return assert_not_offered(p.a.qp.post_send(&[wr]));
     }
@@ -95,15 +103,20 @@ fn atomic_write_to_an_mr_without_remote_write_is_a_remote_access_error() {
 #[test]
 fn atomic_write_on_a_qp_without_remote_write_is_an_invalid_request() {
     // The responder's QP allows read and atomics, not write.
-    let mut p = pair_with(
-        Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
-    );
+    let mut p = pair_with(Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC);
     let target = p.pd.alloc_mr(LEN, RW).unwrap();
     let remote = Remote {
         addr: target.iova(),
         rkey: target.rkey(),
     };
-    let wr = SendWr::new(1, SendOp::AtomicWrite { remote, value: [9; 8] }, &[]);
+    let wr = SendWr::new(
+        1,
+        SendOp::AtomicWrite {
+            remote,
+            value: [9; 8],
+        },
+        &[],
+    );
     if !features(&p).atomic_write {
         return assert_not_offered(p.a.qp.post_send(&[wr]));
     }
@@ -134,9 +147,7 @@ fn write_then_flush_to_global_visibility() {
         let wr = SendWr::new(1, flush_op(remote, 8, FlushLevel::Range), &[]);
         return assert_not_offered(p.a.qp.post_send(&[wr]));
     }
-    let target =
-        p.pd.alloc_mr(LEN, RW | Access::FLUSH_GLOBAL)
-            .unwrap();
+    let target = p.pd.alloc_mr(LEN, RW | Access::FLUSH_GLOBAL).unwrap();
     let remote = Remote {
         addr: target.iova(),
         rkey: target.rkey(),
@@ -174,13 +185,15 @@ fn flush_without_the_access_fails_as_rdma_core_expects() {
     }
     p.a.qp.post_send(&[wr]).unwrap();
     let wc = wait(&mut p.a.cq, 1)[0];
-    assert_eq!(wc.status, WcStatus::REM_ACCESS_ERR, "MR without FLUSH: {wc:?}");
+    assert_eq!(
+        wc.status,
+        WcStatus::REM_ACCESS_ERR,
+        "MR without FLUSH: {wc:?}"
+    );
 
     // The QP lacks FLUSH_GLOBAL: the responder refuses the operation.
     let mut p = pair();
-    let target =
-        p.pd.alloc_mr(LEN, RW | Access::FLUSH_GLOBAL)
-            .unwrap();
+    let target = p.pd.alloc_mr(LEN, RW | Access::FLUSH_GLOBAL).unwrap();
     let remote = Remote {
         addr: target.iova(),
         rkey: target.rkey(),
@@ -188,7 +201,11 @@ fn flush_without_the_access_fails_as_rdma_core_expects() {
     let wr = SendWr::new(2, flush_op(remote, 64, FlushLevel::Range), &[]);
     p.a.qp.post_send(&[wr]).unwrap();
     let wc = wait(&mut p.a.cq, 1)[0];
-    assert_eq!(wc.status, WcStatus::REM_INV_REQ_ERR, "QP without FLUSH: {wc:?}");
+    assert_eq!(
+        wc.status,
+        WcStatus::REM_INV_REQ_ERR,
+        "QP without FLUSH: {wc:?}"
+    );
 }
 
 #[test]
@@ -225,7 +242,10 @@ fn rc_completions_carry_every_field() {
     assert_eq!(wc.qp_num, p.b.qp.qpn());
     assert_eq!(wc.src_qp, 0);
     // RoCE has no LIDs: rxe reports zeros.
-    assert_eq!((wc.slid, wc.dlid_path_bits, wc.sl, wc.pkey_index), (0, 0, 0, 0));
+    assert_eq!(
+        (wc.slid, wc.dlid_path_bits, wc.sl, wc.pkey_index),
+        (0, 0, 0, 0)
+    );
     let mut got = vec![0; 256];
     dst.read(0, &mut got).unwrap();
     assert_eq!(got, data);
@@ -238,14 +258,20 @@ fn query_qp_reports_every_attribute_and_the_psns_follow_the_traffic() {
     let gid = p.ctx.query_gid(1, e.gid).unwrap();
     let q = p.a.qp.query().unwrap();
     let a = &q.attr;
-    assert_eq!((a.state, a.cur_state), (Some(QpState::Rts), Some(QpState::Rts)));
+    assert_eq!(
+        (a.state, a.cur_state),
+        (Some(QpState::Rts), Some(QpState::Rts))
+    );
     assert_eq!(a.access, Some(RW | Access::REMOTE_ATOMIC));
     assert_eq!((a.port, a.pkey_index), (Some(1), Some(0)));
     assert_eq!(a.path_mtu, Some(Mtu::M1024));
     assert_eq!(a.dest_qpn, Some(p.b.qp.qpn()));
     assert_eq!((a.rq_psn, a.sq_psn), (Some(0), Some(0)));
     assert_eq!((a.max_rd_atomic, a.max_dest_rd_atomic), (Some(1), Some(1)));
-    assert_eq!((a.timeout, a.retry_cnt, a.rnr_retry), (Some(14), Some(6), Some(7)));
+    assert_eq!(
+        (a.timeout, a.retry_cnt, a.rnr_retry),
+        (Some(14), Some(6), Some(7))
+    );
     assert_eq!(a.min_rnr_timer, Some(12));
     let av = a.av.unwrap();
     assert_eq!(av.port_num, 1);
@@ -287,9 +313,8 @@ fn query_qp_reports_every_attribute_and_the_psns_follow_the_traffic() {
     // A fresh QP: RESET, and rxe's initial path MTU (rxe_qp_init_misc
     // starts every QP at 256).
     let cq = p.ctx.create_cq(8, None, 0).unwrap();
-    let fresh = p
-        .pd
-        .create_qp(&QpInit {
+    let fresh =
+        p.pd.create_qp(&QpInit {
             qp_type: QpType::Ud,
             send_cq: &cq,
             recv_cq: &cq,
@@ -344,8 +369,7 @@ fn query_srq_pkey_and_gid_entry() {
         assert!(!netdev.is_empty());
         // The ifindex is the ioctl path's (sysfs gives none).
         if ctx.command_path() == CommandPath::Ioctl {
-            let idx = std::fs::read_to_string(format!("/sys/class/net/{netdev}/ifindex"))
-                .unwrap();
+            let idx = std::fs::read_to_string(format!("/sys/class/net/{netdev}/ifindex")).unwrap();
             assert_eq!(g.netdev_ifindex, idx.trim().parse::<u32>().unwrap());
         }
         assert!(ctx.query_gid_entry(1, 200).is_err());
@@ -406,9 +430,17 @@ fn ud_reply_through_ah_from_wc(gid_idx: u32) {
     let (b_in, _) = inbox(1);
     let (a_in, _) = inbox(2);
     let bs = [b_in.all().unwrap()];
-    b.post_recv(&[rverbs::RecvWr { wr_id: 1, sges: &bs }]).unwrap();
+    b.post_recv(&[rverbs::RecvWr {
+        wr_id: 1,
+        sges: &bs,
+    }])
+    .unwrap();
     let as_ = [a_in.all().unwrap()];
-    a.post_recv(&[rverbs::RecvWr { wr_id: 2, sges: &as_ }]).unwrap();
+    a.post_recv(&[rverbs::RecvWr {
+        wr_id: 2,
+        sges: &as_,
+    }])
+    .unwrap();
     let out = pd.alloc_mr(len, RW).unwrap();
     let ping = pattern(len, 21);
     out.write(0, &ping).unwrap();
@@ -435,7 +467,10 @@ fn ud_reply_through_ah_from_wc(gid_idx: u32) {
     match rverbs::ah::NetworkHeader::parse(&grh).unwrap() {
         rverbs::ah::NetworkHeader::Ipv4 { src, dst, .. } => {
             assert!(v4, "an IPv4 header for {gid:02x?}");
-            assert_eq!((src, dst), (gid[12..].try_into().unwrap(), gid[12..].try_into().unwrap()));
+            assert_eq!(
+                (src, dst),
+                (gid[12..].try_into().unwrap(), gid[12..].try_into().unwrap())
+            );
         }
         rverbs::ah::NetworkHeader::Ipv6 { src, dst, .. } => {
             assert!(!v4, "an IPv6 header for {gid:02x?}");

@@ -11,8 +11,8 @@ mod common;
 
 use common::rc::{ok, pair, pattern, wait, Pair, RW};
 use rverbs::{
-    Access, Error, Mr, Mw, MwBind, MwType, QpState, RecvWr, Remote, SendOp, SendWr, WcFlags, WcOpcode,
-    WcStatus,
+    Access, Error, Mr, Mw, MwBind, MwType, QpState, RecvWr, Remote, SendOp, SendWr, WcFlags,
+    WcOpcode, WcStatus,
 };
 
 const LEN: usize = 16384;
@@ -39,11 +39,10 @@ fn contents(mr: &Mr) -> Vec<u8> {
 /// Binds `mw` on B's QP (where the peer's requests arrive) and waits for
 /// the bind's completion.
 fn bind(p: &mut Pair, mw: &mut Mw, mr: &Mr, access: Access) -> u32 {
-    let rkey = p
-        .b
-        .qp
-        .bind_mw(100, mw, mr, WIN_OFF, WIN_LEN, access)
-        .expect("post BIND_MW");
+    let rkey =
+        p.b.qp
+            .bind_mw(100, mw, mr, WIN_OFF, WIN_LEN, access)
+            .expect("post BIND_MW");
     let wc = wait(&mut p.b.cq, 1)[0];
     ok(&wc, WcOpcode::BIND_MW);
     assert_eq!(wc.wr_id, 100);
@@ -106,7 +105,12 @@ fn type1_window_moves_bytes_and_its_old_rkey_dies_on_rebind() {
     let mut mw = p.pd.alloc_mw(MwType::Type1).unwrap();
     assert_eq!(mw.mw_type(), MwType::Type1);
     let first = mw.rkey();
-    let rkey = bind(&mut p, &mut mw, &mr, Access::REMOTE_WRITE | Access::REMOTE_READ);
+    let rkey = bind(
+        &mut p,
+        &mut mw,
+        &mr,
+        Access::REMOTE_WRITE | Access::REMOTE_READ,
+    );
     // Same window index, next key (ibv_inc_rkey).
     assert_eq!((rkey >> 8, rkey & 0xff), (first >> 8, (first + 1) & 0xff));
     round_trip(&mut p, &mr, rkey, 2);
@@ -160,7 +164,12 @@ fn type2_window_dies_on_local_invalidate() {
     let mut p = pair();
     let mr = target(&p);
     let mut mw = p.pd.alloc_mw(MwType::Type2).unwrap();
-    let rkey = bind(&mut p, &mut mw, &mr, Access::REMOTE_WRITE | Access::REMOTE_READ);
+    let rkey = bind(
+        &mut p,
+        &mut mw,
+        &mr,
+        Access::REMOTE_WRITE | Access::REMOTE_READ,
+    );
     round_trip(&mut p, &mr, rkey, 3);
     p.b.qp
         .post_send(&[SendWr::new(5, SendOp::LocalInv(rkey), &[])])
@@ -178,7 +187,12 @@ fn type2_window_dies_on_the_peers_send_with_invalidate() {
     let mut p = pair();
     let mr = target(&p);
     let mut mw = p.pd.alloc_mw(MwType::Type2).unwrap();
-    let rkey = bind(&mut p, &mut mw, &mr, Access::REMOTE_WRITE | Access::REMOTE_READ);
+    let rkey = bind(
+        &mut p,
+        &mut mw,
+        &mr,
+        Access::REMOTE_WRITE | Access::REMOTE_READ,
+    );
     round_trip(&mut p, &mr, rkey, 4);
     // A's SEND with invalidate lands in B's receive and closes the window.
     let inbox = p.pd.alloc_mr(512, RW).unwrap();
@@ -251,10 +265,9 @@ fn a_bind_the_kernel_refuses_fails_and_moves_the_qp_to_err() {
     // An MR without MW_BIND: the safe call refuses before posting...
     let plain = p.pd.alloc_mr(LEN, Access::LOCAL_WRITE).unwrap();
     let mut mw = p.pd.alloc_mw(MwType::Type2).unwrap();
-    let r = p
-        .b
-        .qp
-        .bind_mw(1, &mut mw, &plain, 0, 64, Access::REMOTE_READ);
+    let r =
+        p.b.qp
+            .bind_mw(1, &mut mw, &plain, 0, 64, Access::REMOTE_READ);
     assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{r:?}");
     // ...and a bind posted by hand reaches the kernel, which refuses it.
     let bind = MwBind {
@@ -277,7 +290,12 @@ fn a_window_keeps_its_mr_registered_after_the_mr_is_dropped() {
     let mr = target(&p);
     let (iova, want) = (mr.iova(), contents(&mr));
     let mut mw = p.pd.alloc_mw(MwType::Type1).unwrap();
-    let rkey = bind(&mut p, &mut mw, &mr, Access::REMOTE_WRITE | Access::REMOTE_READ);
+    let rkey = bind(
+        &mut p,
+        &mut mw,
+        &mr,
+        Access::REMOTE_WRITE | Access::REMOTE_READ,
+    );
     drop(mr);
     // The program's last handle is gone; the window still opens onto the
     // same, still registered memory.

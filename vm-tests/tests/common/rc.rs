@@ -74,8 +74,7 @@ pub fn pair_with(qp_access: Access) -> Pair {
     };
     let (qa, qb) = (a.qp.qpn(), b.qp.qpn());
     for (s, peer) in [(&mut a, qb), (&mut b, qa)] {
-        s.qp.modify(&QpAttr::init(1, qp_access))
-            .expect("to INIT");
+        s.qp.modify(&QpAttr::init(1, qp_access)).expect("to INIT");
         s.qp.modify(&QpAttr::rtr(av, Mtu::M1024, peer, 0))
             .expect("to RTR");
         s.qp.modify(&QpAttr::rts(0)).expect("to RTS");
