@@ -251,6 +251,33 @@ fn rc_completions_carry_every_field() {
     assert_eq!(got, data);
 }
 
+/// QUERY_QP's sizes against CREATE_QP's: the same on 6.12; 6.1's rxe
+/// reports its rings' capacity (a power of two less one) as the depths.
+fn same_caps(queried: QpCaps, created: QpCaps) {
+    if common::kernel_series() == "6.1" {
+        assert!(
+            queried.max_send_wr >= created.max_send_wr
+                && queried.max_recv_wr >= created.max_recv_wr
+                && (queried.max_send_wr + 1).is_power_of_two(),
+            "{queried:?} vs {created:?}"
+        );
+        assert_eq!(
+            (
+                queried.max_send_sge,
+                queried.max_recv_sge,
+                queried.max_inline_data
+            ),
+            (
+                created.max_send_sge,
+                created.max_recv_sge,
+                created.max_inline_data
+            )
+        );
+    } else {
+        assert_eq!(queried, created);
+    }
+}
+
 #[test]
 fn query_qp_reports_every_attribute_and_the_psns_follow_the_traffic() {
     let e = common::env();
@@ -258,10 +285,15 @@ fn query_qp_reports_every_attribute_and_the_psns_follow_the_traffic() {
     let gid = p.ctx.query_gid(1, e.gid).unwrap();
     let q = p.a.qp.query().unwrap();
     let a = &q.attr;
-    assert_eq!(
-        (a.state, a.cur_state),
-        (Some(QpState::Rts), Some(QpState::Rts))
-    );
+    assert_eq!(a.state, Some(QpState::Rts));
+    // cur_qp_state is whatever the driver leaves in its attributes: rxe on
+    // 6.12 keeps it current, 6.1's never sets it.
+    let cur = if common::kernel_series() == "6.1" {
+        QpState::Reset
+    } else {
+        QpState::Rts
+    };
+    assert_eq!(a.cur_state, Some(cur));
     assert_eq!(a.access, Some(RW | Access::REMOTE_ATOMIC));
     assert_eq!((a.port, a.pkey_index), (Some(1), Some(0)));
     assert_eq!(a.path_mtu, Some(Mtu::M1024));
@@ -284,7 +316,7 @@ fn query_qp_reports_every_attribute_and_the_psns_follow_the_traffic() {
     assert_eq!(grh.hop_limit, 64);
     assert!(!q.sq_draining);
     assert_eq!(q.init.qp_type, QpType::Rc);
-    assert_eq!(q.init.caps, p.a.qp.caps());
+    same_caps(q.init.caps, p.a.qp.caps());
     assert!(!q.init.sq_sig_all);
 
     // Three single-packet WRITEs: A's send PSN and B's receive PSN move
@@ -334,7 +366,7 @@ fn query_qp_reports_every_attribute_and_the_psns_follow_the_traffic() {
     assert_eq!(q.attr.path_mtu, Some(Mtu::M256));
     assert_eq!(q.init.qp_type, QpType::Ud);
     assert!(q.init.sq_sig_all);
-    assert_eq!(q.init.caps, fresh.caps());
+    same_caps(q.init.caps, fresh.caps());
 }
 
 #[test]
@@ -343,8 +375,9 @@ fn query_srq_pkey_and_gid_entry() {
     let p = pair();
     let srq = p.pd.create_srq(32, 2, 0).unwrap();
     let a = srq.query().unwrap();
+    // At least what was asked (6.1's rxe reports its ring's capacity, 63;
+    // 6.12's the depth asked for).
     assert!(a.max_wr >= 32 && a.max_sge >= 2, "{a:?}");
-    assert_eq!(a.max_wr, srq.max_wr());
     assert_eq!(a.srq_limit, 0);
     srq.set_limit(5).unwrap();
     assert_eq!(srq.query().unwrap().srq_limit, 5);
