@@ -184,7 +184,7 @@ pub mod wr;
 
 pub use ah::Ah;
 pub use context::{CommandPath, Context};
-pub use cq::{CompChannel, Cq};
+pub use cq::{CompChannel, Cq, CqEntry};
 pub use device::{format_guid, Device, Driver, NodeType};
 pub use error::{Errno, Error, Result};
 pub use event::{AsyncEvent, EventType};

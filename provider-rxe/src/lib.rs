@@ -24,7 +24,7 @@ pub mod sq;
 pub mod wqe;
 pub mod wr;
 
-pub use cq::CompletionQueue;
+pub use cq::{CompletionQueue, RawWc};
 pub use queue::{Queue, QueueError};
 pub use rq::RecvQueue;
 pub use rverbs_types::{Wc, WcFlags, WcOpcode, WcStatus};

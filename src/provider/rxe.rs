@@ -107,6 +107,24 @@ impl CqRing {
         self.cq.poll(out)
     }
 
+    /// Hands up to `max` completions to `f` undecoded, oldest first;
+    /// returns how many (the extended-CQ style reader).
+    pub(crate) fn each(&mut self, max: usize, mut f: impl FnMut(&provider_rxe::RawWc)) -> usize {
+        let prod = self.cq.load_producer();
+        let mut n = 0;
+        while n < max {
+            let Some(raw) = self.cq.next_raw(prod) else {
+                break;
+            };
+            f(&raw);
+            n += 1;
+        }
+        if n > 0 {
+            self.cq.commit();
+        }
+        n
+    }
+
     /// `RESIZE_CQ`: rxe moves the completions not yet polled into a new
     /// ring, which we map in place of the old one.
     pub(crate) fn resize(&mut self, dev: &Dev, cq: u32, cqe: u32) -> Result<u32> {

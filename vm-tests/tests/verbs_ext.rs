@@ -543,3 +543,68 @@ fn ah_from_wc_over_roce_v2_ipv6() {
         .expect("rxe's port has a link-local RoCE v2 GID");
     ud_reply_through_ah_from_wc(v6.index);
 }
+
+#[test]
+fn the_extended_cq_reader_reads_what_poll_decodes() {
+    // Eight SENDs with immediates into eight receives: B's CQ read member
+    // by member through poll_each, A's decoded whole through it.
+    let mut p = pair();
+    let n = 8usize;
+    let src = p.pd.alloc_mr(n * 64, RW).unwrap();
+    let dst = p.pd.alloc_mr(n * 64, RW).unwrap();
+    let data = pattern(n * 64, 30);
+    src.write(0, &data).unwrap();
+    for i in 0..n {
+        let rs = [dst.slice(i * 64, 64).unwrap()];
+        p.b.qp
+            .post_recv(&[rverbs::RecvWr {
+                wr_id: 100 + i as u64,
+                sges: &rs,
+            }])
+            .unwrap();
+    }
+    for i in 0..n {
+        let ss = [src.slice(i * 64, (i + 1) as u32 * 8).unwrap()];
+        let op = SendOp::SendWithImm(0x1000 + i as u32);
+        p.a.qp.post_send(&[SendWr::new(i as u64, op, &ss)]).unwrap();
+    }
+    let mut seen = Vec::new();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while seen.len() < n {
+        p.b.cq.poll_each(3, |e| {
+            seen.push((
+                e.wr_id(),
+                e.status(),
+                e.byte_len(),
+                e.imm_data(),
+                e.src_qp(),
+            ))
+        });
+        assert!(std::time::Instant::now() < until, "{seen:?}");
+    }
+    for (i, &(wr_id, status, len, imm, src_qp)) in seen.iter().enumerate() {
+        assert_eq!(
+            (wr_id, status, len, imm, src_qp),
+            (
+                100 + i as u64,
+                WcStatus::SUCCESS,
+                (i as u32 + 1) * 8,
+                Some(0x1000 + i as u32),
+                0
+            )
+        );
+        let mut got = vec![0; (i + 1) * 8];
+        dst.read(i * 64, &mut got).unwrap();
+        assert_eq!(got, data[i * 64..i * 64 + (i + 1) * 8]);
+    }
+    let mut sends = Vec::new();
+    while sends.len() < n {
+        p.a.cq.poll_each(n, |e| sends.push(e.wc()));
+        assert!(std::time::Instant::now() < until, "{sends:?}");
+    }
+    for (i, w) in sends.iter().enumerate() {
+        ok(w, WcOpcode::SEND);
+        assert_eq!(w.wr_id, i as u64);
+    }
+    assert_eq!(p.a.cq.poll_each(n, |_| panic!("nothing left")), 0);
+}
