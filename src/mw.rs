@@ -10,7 +10,7 @@
 //! - a **type 2** window ([`MwType::Type2`]) is bound with the same call,
 //!   and then serves only the QP it was bound on (the one peers' requests
 //!   arrive at); it is revoked by a local invalidate
-//!   ([`SendOp::LocalInv`](crate::SendOp::LocalInv)) or by a peer's SEND
+//!   ([`SendOp::LocalInv`]) or by a peer's SEND
 //!   with invalidate, after which a peer's access through its rkey fails
 //!   with `REM_ACCESS_ERR`.
 //!
@@ -34,7 +34,7 @@
 //! leaks them, as a failed `DEREG_MR` leaks its buffer). The kernel keeps
 //! the same rule on its side: rxe refuses `DEREG_MR` of an MR with windows
 //! bound to it, and a refused deregistration leaks the buffer — so even a
-//! bind posted by hand as [`SendOp::BindMw`](crate::SendOp::BindMw) with a
+//! bind posted by hand as [`SendOp::BindMw`] with a
 //! raw lkey cannot hand the memory back early.
 //!
 //! Nothing in the API borrows the MR for the window's sake, so nothing
