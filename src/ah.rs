@@ -1,5 +1,9 @@
 //! Address handles (`CREATE_AH` / `DESTROY_AH`) for UD sends.
 
+mod from_wc;
+
+pub use from_wc::{NetworkHeader, GRH_LEN};
+
 use crate::context::Context;
 use crate::error::Result;
 use crate::pd::{Pd, PdInner};

@@ -138,4 +138,8 @@ impl DeviceInfo for Context {
     fn device_name(&self) -> String {
         self.device().name().to_string()
     }
+
+    fn device_cap_flags_ex(&self) -> Result<u64> {
+        Ok(self.query_device_ex()?.device_cap_flags_ex)
+    }
 }

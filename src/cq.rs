@@ -1,6 +1,10 @@
 //! Completion queues and completion channels (`CREATE_CQ`, `DESTROY_CQ`,
 //! `RESIZE_CQ`, `REQ_NOTIFY_CQ`, `CREATE_COMP_CHANNEL`).
 
+mod each;
+
+pub use each::CqEntry;
+
 use crate::cmd::cq::{CqHandle, CqRequest};
 use crate::cmd::{self};
 use crate::context::{Context, ContextInner};

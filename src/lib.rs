@@ -168,6 +168,7 @@ pub mod event;
 pub mod features;
 #[allow(unsafe_code)] // MR memory, shared with the device
 pub mod mr;
+pub mod mw;
 pub mod netlink;
 pub mod odp;
 pub mod pd;
@@ -183,19 +184,20 @@ pub mod wr;
 
 pub use ah::Ah;
 pub use context::{CommandPath, Context};
-pub use cq::{CompChannel, Cq};
+pub use cq::{CompChannel, Cq, CqEntry};
 pub use device::{format_guid, Device, Driver, NodeType};
 pub use error::{Errno, Error, Result};
 pub use event::{AsyncEvent, EventType};
 pub use features::Features;
 pub use mr::{Access, DeregisterError, External, Mr, MrBuffer, Pages};
+pub use mw::{Mw, MwType};
 pub use odp::Advice;
 pub use pd::Pd;
 pub use qp::{
-    AhAttr, Grh, Mtu, Qp, QpAttr, QpCaps, QpInit, QpState, QpType, RecvWr, Remote, SendOp, SendWr,
-    Ud,
+    AhAttr, Grh, Mtu, Qp, QpAttr, QpCaps, QpInit, QpInitAttr, QpQuery, QpState, QpType, RecvWr,
+    Remote, SendOp, SendWr, Ud,
 };
 pub use query::{DeviceAttr, DeviceAttrEx, GidEntry, GidType, PortAttr};
-pub use srq::Srq;
+pub use srq::{Srq, SrqAttr};
 pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};
-pub use wr::Slice;
+pub use wr::{FlushLevel, FlushType, MwBind, Slice};

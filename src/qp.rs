@@ -3,10 +3,12 @@
 //! WQEs and a doorbell, no system call), post receive (ring write only).
 
 pub(crate) mod attr;
+mod query;
 
 pub use crate::cmd::qp::{QpCaps, QpType};
 pub use crate::wr::{RecvWr, Remote, SendOp, Ud, MAX_SGE};
 pub use attr::{AhAttr, Grh, Mtu, QpAttr, QpState};
+pub use query::{QpInitAttr, QpQuery};
 
 use crate::ah::Ah;
 use crate::cmd::qp::{QpHandle, QpRequest};

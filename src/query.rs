@@ -243,6 +243,39 @@ impl Context {
         parse_gid(&s).ok_or_else(|| Error::bad_answer(format!("{p}: {s:?}")))
     }
 
+    /// One GID table entry with its type and netdev
+    /// (`ibv_query_gid_ex`): the ioctl `QUERY_GID_ENTRY`, or the port's
+    /// table read from sysfs on the write path. An index with no GID is
+    /// the kernel's error (ENODATA / EINVAL), or `InvalidArgument` on the
+    /// sysfs path.
+    pub fn query_gid_entry(&self, port: u8, index: u32) -> Result<GidEntry> {
+        if self.inner.dev.path == CommandPath::Ioctl {
+            match self.query_gid_entry_ioctl(port, index) {
+                Err(e) if cmd::ioctl_unsupported(&e) => {}
+                r => return r,
+            }
+        }
+        self.gid_table(port)?
+            .into_iter()
+            .find(|e| e.index == index)
+            .ok_or_else(|| Error::invalid(format!("no GID at index {index} of port {port}")))
+    }
+
+    /// One P_Key of a port's table (`ibv_query_pkey`, which reads it from
+    /// sysfs `ports/P/pkeys/I` too: uverbs has no command for it). RoCE
+    /// ports have the one default P_Key, 0xffff, at index 0.
+    pub fn query_pkey(&self, port: u8, index: u16) -> Result<u16> {
+        let p = format!(
+            "/sys/class/infiniband/{}/ports/{port}/pkeys/{index}",
+            self.device().name()
+        );
+        let s = std::fs::read_to_string(&p).map_err(|e| Error::Io {
+            what: format!("reading {p}"),
+            source: e,
+        })?;
+        parse_pkey(&s).ok_or_else(|| Error::bad_answer(format!("{p}: {s:?}")))
+    }
+
     fn query_gid_entry_ioctl(&self, port: u8, index: u32) -> Result<GidEntry> {
         Ok(gid_entry(&cmd::context::query_gid_entry(
             &self.inner.dev,
@@ -328,6 +361,11 @@ impl Context {
         }
         Ok(())
     }
+}
+
+/// A P_Key as sysfs prints it (`0xffff`).
+fn parse_pkey(s: &str) -> Option<u16> {
+    u16::from_str_radix(s.trim().strip_prefix("0x")?, 16).ok()
 }
 
 fn gid_entry(e: &IbUverbsGidEntry) -> GidEntry {
@@ -435,7 +473,16 @@ pub fn parse_gid(s: &str) -> Option<[u8; 16]> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_gid;
+    use super::{parse_gid, parse_pkey};
+
+    #[test]
+    fn pkey_text_parses_and_bad_text_is_none() {
+        assert_eq!(parse_pkey("0xffff\n"), Some(0xffff));
+        assert_eq!(parse_pkey("0x0001"), Some(1));
+        assert_eq!(parse_pkey("ffff"), None);
+        assert_eq!(parse_pkey("0x1ffff"), None);
+        assert_eq!(parse_pkey("0xé"), None);
+    }
 
     #[test]
     fn gid_text_parses_and_bad_text_is_none() {

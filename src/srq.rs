@@ -110,7 +110,32 @@ impl Srq {
 
     /// The current limit (`QUERY_SRQ`).
     pub fn query_limit(&self) -> Result<u32> {
-        let i = &self.inner;
-        Ok(cmd::srq::query(&i.ctx.dev, i.handle.raw())?.srq_limit)
+        Ok(self.query()?.srq_limit)
     }
+
+    /// Every attribute of the SRQ (`QUERY_SRQ`, `ibv_query_srq`): the
+    /// granted depth and SGEs and the armed limit (0 when none is armed).
+    /// Of `ibv_modify_srq`, rverbs offers the limit ([`Srq::set_limit`]);
+    /// resizing (`IBV_SRQ_MAX_WR`) would move rxe's ring to a new mapping
+    /// under the receives already posted, and is not offered.
+    pub fn query(&self) -> Result<SrqAttr> {
+        let i = &self.inner;
+        let r = cmd::srq::query(&i.ctx.dev, i.handle.raw())?;
+        Ok(SrqAttr {
+            max_wr: r.max_wr,
+            max_sge: r.max_sge,
+            srq_limit: r.srq_limit,
+        })
+    }
+}
+
+/// What [`Srq::query`] answers (`struct ibv_srq_attr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SrqAttr {
+    /// Receives the SRQ holds.
+    pub max_wr: u32,
+    /// SGEs per receive.
+    pub max_sge: u32,
+    /// The armed limit (0: none).
+    pub srq_limit: u32,
 }

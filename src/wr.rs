@@ -6,7 +6,7 @@
 //! [`crate::SendWr`] and [`crate::RecvWr`] are the vocabulary's requests
 //! over [`Slice`]s (and, for UD sends, [`crate::Ah`]s).
 
-pub use rverbs_types::{Remote, SendOp, Ud};
+pub use rverbs_types::{FlushLevel, FlushType, MwBind, Remote, SendOp, Ud};
 use std::marker::PhantomData;
 
 /// The most SGEs one work request may carry through the safe API (rxe's

@@ -149,6 +149,12 @@ pub enum PostError {
         /// The mlx5 opcode.
         opcode: u8,
     },
+    /// An operation this provider does not implement (SEND with
+    /// invalidate, local invalidate, ATOMIC WRITE, FLUSH, window binds).
+    NotImplemented {
+        /// The verbs opcode (`enum ib_uverbs_wr_opcode`).
+        opcode: u32,
+    },
     /// A UD destination on a connected QP, or none on a UD QP.
     UdMismatch {
         /// Whether the QP is UD.
@@ -185,6 +191,12 @@ impl core::fmt::Display for PostError {
             ),
             PostError::UnsupportedOp { opcode } => {
                 write!(f, "opcode {opcode:#x} is not available on this QP type")
+            }
+            PostError::NotImplemented { opcode } => {
+                write!(
+                    f,
+                    "work request opcode {opcode} is not implemented by the mlx5 provider"
+                )
             }
             PostError::UdMismatch { qp_is_ud: true } => {
                 write!(f, "a UD QP needs a destination")

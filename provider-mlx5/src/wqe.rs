@@ -55,6 +55,14 @@ fn transport_ds(qp_type: QpType, op: &SendOp) -> u32 {
 /// Checks that the QP type takes this operation, and a UD destination iff
 /// it is UD.
 fn check_op(l: &Limits, op: &SendOp, has_ud: bool) -> Result<(), PostError> {
+    if op.is_extended() {
+        // SEND with invalidate, local invalidate, ATOMIC WRITE, FLUSH and
+        // window binds need segments (UMR, the invalidate key) this
+        // provider does not build: refused by name, never half-built.
+        return Err(PostError::NotImplemented {
+            opcode: op.opcode(),
+        });
+    }
     let ok = match l.qp_type {
         QpType::Ud => matches!(op, SendOp::Send | SendOp::SendWithImm(_)),
         QpType::Uc => !op.reads_remote(),
@@ -267,6 +275,12 @@ pub(crate) fn write<S: AsSge, A>(
             cur.put(&AtomicSeg::fetch_add(add));
         }
         SendOp::Send | SendOp::SendWithImm(_) => {}
+        // Refused by plan() (check_op) before anything is written.
+        SendOp::SendWithInv(_)
+        | SendOp::LocalInv(_)
+        | SendOp::AtomicWrite { .. }
+        | SendOp::Flush { .. }
+        | SendOp::BindMw(_) => {}
     }
     match wr.inline {
         None => {
@@ -299,5 +313,46 @@ mod tests {
         assert_eq!(&ring[..4], &data[16..]);
         assert_eq!(&ring[4..16], &[0; 12]);
         assert_eq!(ring[16], 0xff);
+    }
+
+    #[test]
+    fn operations_this_provider_does_not_build_are_refused_by_name() {
+        use crate::wr::{AhAddr, FlushLevel, FlushType, MwBind, Remote};
+        let l = Limits {
+            qp_type: QpType::Rc,
+            max_sge: 4,
+            max_inline: 64,
+        };
+        let remote = Remote {
+            addr: 0x1000,
+            rkey: 1,
+        };
+        let ops = [
+            SendOp::SendWithInv(1),
+            SendOp::LocalInv(1),
+            SendOp::AtomicWrite {
+                remote,
+                value: [0; 8],
+            },
+            SendOp::Flush {
+                remote,
+                len: 8,
+                placement: FlushType::Global,
+                level: FlushLevel::Range,
+            },
+            SendOp::BindMw(MwBind::default()),
+        ];
+        for op in ops {
+            let wr: SendWr<'_, Sge, AhAddr> = SendWr::new(1, op, &[]);
+            assert_eq!(
+                plan(&l, &wr),
+                Err(PostError::NotImplemented {
+                    opcode: op.opcode()
+                })
+            );
+        }
+        // The first seven still plan.
+        let wr: SendWr<'_, Sge, AhAddr> = SendWr::new(1, SendOp::Read(remote), &[]);
+        assert!(plan(&l, &wr).is_ok());
     }
 }

@@ -7,7 +7,8 @@
 //! only completes), has its own method, [`crate::SendQueue::post_nop`].
 
 pub use rverbs_types::{
-    as_sges, AddressHandle, AhAddr, AsSge, RecvWr, Remote, SendOp, SendWr, Sge, Ud, AV_LEN,
+    as_sges, AddressHandle, AhAddr, AsSge, FlushLevel, FlushType, MwBind, RecvWr, Remote, SendOp,
+    SendWr, Sge, Ud, AV_LEN,
 };
 
 use crate::seg::opcode;
@@ -23,5 +24,13 @@ pub fn mlx5_opcode(op: &SendOp) -> u8 {
         SendOp::Read(_) => opcode::RDMA_READ,
         SendOp::CompareSwap { .. } => opcode::ATOMIC_CS,
         SendOp::FetchAdd { .. } => opcode::ATOMIC_FA,
+        SendOp::SendWithInv(_) => opcode::SEND_INVAL,
+        // Not implemented here: `plan` refuses every extended operation
+        // (PostError::NotImplemented) before an opcode is needed, so these
+        // name no WQE this crate writes.
+        SendOp::LocalInv(_)
+        | SendOp::AtomicWrite { .. }
+        | SendOp::Flush { .. }
+        | SendOp::BindMw(_) => opcode::NOP,
     }
 }

@@ -19,12 +19,101 @@ fn parse(b: &[u8; WC_SIZE]) -> Wc {
         imm_data: flags
             .contains(WcFlags::WITH_IMM)
             .then(|| u32::from_be(get_u32(b, wc::EX))),
+        // The same word, in host order, is the invalidated rkey.
+        invalidated_rkey: flags
+            .contains(WcFlags::WITH_INVALIDATE)
+            .then(|| get_u32(b, wc::EX)),
         qp_num: get_u32(b, wc::QP_NUM),
         src_qp: get_u32(b, wc::SRC_QP),
         flags,
         pkey_index: get_u16(b, wc::PKEY_INDEX),
         slid: get_u16(b, wc::SLID),
         sl: b[wc::SL],
+        dlid_path_bits: b[wc::DLID_PATH_BITS],
+    }
+}
+
+/// One completion as the kernel wrote it, copied out of its slot but not
+/// decoded: each accessor decodes only its own member, for a poller that
+/// wants a few (the extended-CQ style, `ibv_wc_read_*`). [`RawWc::wc`]
+/// decodes them all, as [`CompletionQueue::poll`] does.
+#[derive(Clone, Copy)]
+pub struct RawWc([u8; WC_SIZE]);
+
+#[allow(missing_docs)] // each accessor is the ib_uverbs_wc member of its name
+impl RawWc {
+    #[inline(always)]
+    pub fn wr_id(&self) -> u64 {
+        get_u64(&self.0, wc::WR_ID)
+    }
+    #[inline(always)]
+    pub fn status(&self) -> WcStatus {
+        WcStatus(get_u32(&self.0, wc::STATUS))
+    }
+    #[inline(always)]
+    pub fn opcode(&self) -> WcOpcode {
+        WcOpcode(get_u32(&self.0, wc::OPCODE))
+    }
+    #[inline(always)]
+    pub fn vendor_err(&self) -> u32 {
+        get_u32(&self.0, wc::VENDOR_ERR)
+    }
+    #[inline(always)]
+    pub fn byte_len(&self) -> u32 {
+        get_u32(&self.0, wc::BYTE_LEN)
+    }
+    #[inline(always)]
+    pub fn flags(&self) -> WcFlags {
+        WcFlags::from_bits_retain(get_u32(&self.0, wc::WC_FLAGS))
+    }
+    /// The immediate in host order, with [`WcFlags::WITH_IMM`].
+    #[inline(always)]
+    pub fn imm_data(&self) -> Option<u32> {
+        self.flags()
+            .contains(WcFlags::WITH_IMM)
+            .then(|| u32::from_be(get_u32(&self.0, wc::EX)))
+    }
+    /// The invalidated rkey, with [`WcFlags::WITH_INVALIDATE`].
+    #[inline(always)]
+    pub fn invalidated_rkey(&self) -> Option<u32> {
+        self.flags()
+            .contains(WcFlags::WITH_INVALIDATE)
+            .then(|| get_u32(&self.0, wc::EX))
+    }
+    #[inline(always)]
+    pub fn qp_num(&self) -> u32 {
+        get_u32(&self.0, wc::QP_NUM)
+    }
+    #[inline(always)]
+    pub fn src_qp(&self) -> u32 {
+        get_u32(&self.0, wc::SRC_QP)
+    }
+    #[inline(always)]
+    pub fn pkey_index(&self) -> u16 {
+        get_u16(&self.0, wc::PKEY_INDEX)
+    }
+    #[inline(always)]
+    pub fn slid(&self) -> u16 {
+        get_u16(&self.0, wc::SLID)
+    }
+    #[inline(always)]
+    pub fn sl(&self) -> u8 {
+        self.0[wc::SL]
+    }
+    #[inline(always)]
+    pub fn dlid_path_bits(&self) -> u8 {
+        self.0[wc::DLID_PATH_BITS]
+    }
+    /// Every member, decoded.
+    #[inline]
+    pub fn wc(&self) -> Wc {
+        parse(&self.0)
+    }
+}
+
+impl core::fmt::Debug for RawWc {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.wc().fmt(f)
     }
 }
 
@@ -87,6 +176,19 @@ impl CompletionQueue {
         Some(parse(&b))
     }
 
+    /// [`CompletionQueue::next`], undecoded: the entry's bytes, for a
+    /// poller that reads only some members ([`RawWc`]).
+    #[inline]
+    pub fn next_raw(&mut self, prod: u32) -> Option<RawWc> {
+        if self.cons == prod {
+            return None;
+        }
+        // As in next(): ordered after the caller's acquire load of `prod`.
+        let b = self.q.read_slot::<WC_SIZE>(self.cons)?;
+        self.cons = self.q.next(self.cons);
+        Some(RawWc(b))
+    }
+
     /// Acquire-loads the producer index, for [`CompletionQueue::next`].
     #[inline]
     pub fn load_producer(&self) -> u32 {
@@ -102,5 +204,41 @@ impl CompletionQueue {
     /// True if a completion is waiting (an acquire load, no copy).
     pub fn has_completion(&self) -> bool {
         self.cons != self.q.load_producer()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_accessors_read_what_parse_reads() {
+        let mut b = [0u8; WC_SIZE];
+        let put =
+            |b: &mut [u8; WC_SIZE], off: usize, v: &[u8]| b[off..off + v.len()].copy_from_slice(v);
+        put(&mut b, wc::WR_ID, &0x1122_3344_5566_7788u64.to_ne_bytes());
+        put(&mut b, wc::STATUS, &10u32.to_ne_bytes());
+        put(&mut b, wc::OPCODE, &128u32.to_ne_bytes());
+        put(&mut b, wc::BYTE_LEN, &512u32.to_ne_bytes());
+        put(&mut b, wc::EX, &0xabcd_0001u32.to_ne_bytes());
+        put(&mut b, wc::QP_NUM, &17u32.to_ne_bytes());
+        put(&mut b, wc::SRC_QP, &18u32.to_ne_bytes());
+        let flags = WcFlags::WITH_INVALIDATE | WcFlags::GRH;
+        put(&mut b, wc::WC_FLAGS, &flags.bits().to_ne_bytes());
+        put(&mut b, wc::SLID, &3u16.to_ne_bytes());
+        b[wc::SL] = 4;
+        b[wc::DLID_PATH_BITS] = 5;
+        let r = RawWc(b);
+        let w = r.wc();
+        assert_eq!(r.wr_id(), w.wr_id);
+        assert_eq!((r.status(), r.opcode()), (w.status, w.opcode));
+        assert_eq!(r.byte_len(), 512);
+        assert_eq!(r.invalidated_rkey(), Some(0xabcd_0001));
+        assert_eq!(w.invalidated_rkey, Some(0xabcd_0001));
+        assert_eq!((r.imm_data(), w.imm_data), (None, None));
+        assert_eq!((r.qp_num(), r.src_qp()), (17, 18));
+        assert_eq!((r.slid(), r.sl(), r.dlid_path_bits()), (3, 4, 5));
+        assert_eq!((w.slid, w.sl, w.dlid_path_bits), (3, 4, 5));
+        assert_eq!(r.flags(), flags);
     }
 }

@@ -24,12 +24,15 @@ pub mod sq;
 pub mod wqe;
 pub mod wr;
 
-pub use cq::CompletionQueue;
+pub use cq::{CompletionQueue, RawWc};
 pub use queue::{Queue, QueueError};
 pub use rq::RecvQueue;
 pub use rverbs_types::{Wc, WcFlags, WcOpcode, WcStatus};
 pub use sq::SendQueue;
-pub use wr::{AddressHandle, AhAddr, AsSge, RecvWr, Remote, SendOp, SendWr, Sge, Ud};
+pub use wr::{
+    AddressHandle, AhAddr, AsSge, FlushLevel, FlushType, MwBind, RecvWr, Remote, SendOp, SendWr,
+    Sge, Ud,
+};
 
 /// Why a work request was not posted. Nothing was written to the ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +80,19 @@ pub enum PostError {
         /// Whether the QP is UD.
         qp_is_ud: bool,
     },
+    /// The operation takes no SGEs or inline data (local invalidate,
+    /// window bind, FLUSH, and ATOMIC WRITE, whose bytes are in the
+    /// operation).
+    NoPayload {
+        /// The opcode.
+        opcode: u32,
+    },
+    /// The kernel does not offer the operation (ATOMIC WRITE and FLUSH
+    /// came to rxe in Linux 6.2; see [`SendQueue::set_offered`]).
+    NotOffered {
+        /// The opcode.
+        opcode: u32,
+    },
     /// The kernel's slots are too small for the QP's capabilities.
     RingTooSmall {
         /// The slot size.
@@ -120,6 +136,13 @@ impl core::fmt::Display for PostError {
             PostError::UdMismatch { qp_is_ud: false } => {
                 write!(f, "a connected QP takes no UD destination")
             }
+            PostError::NoPayload { opcode } => {
+                write!(f, "opcode {opcode} takes no SGEs or inline data")
+            }
+            PostError::NotOffered { opcode } => write!(
+                f,
+                "opcode {opcode} is not offered by this kernel's rxe (ATOMIC WRITE and FLUSH need Linux 6.2)"
+            ),
             PostError::RingTooSmall { elem_size, need } => {
                 write!(f, "ring slots of {elem_size} bytes cannot hold the {need} bytes the capabilities need")
             }

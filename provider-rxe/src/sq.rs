@@ -27,6 +27,9 @@ pub struct SendQueue {
     max_sge: u32,
     max_inline: u32,
     ud: bool,
+    /// Whether the kernel takes ATOMIC WRITE, and FLUSH (Linux 6.2).
+    atomic_write: bool,
+    flush: bool,
 }
 
 impl SendQueue {
@@ -53,7 +56,18 @@ impl SendQueue {
             max_sge,
             max_inline,
             ud,
+            atomic_write: true,
+            flush: true,
         })
+    }
+
+    /// Says whether the kernel offers ATOMIC WRITE and FLUSH (both are
+    /// taken until told otherwise; the device's `device_cap_flags_ex`
+    /// reports them). A request the kernel lacks is refused with
+    /// [`PostError::NotOffered`] before it reaches the ring.
+    pub fn set_offered(&mut self, atomic_write: bool, flush: bool) {
+        self.atomic_write = atomic_write;
+        self.flush = flush;
     }
 
     /// Slots that can hold work requests (one of the ring's stays empty).
@@ -121,6 +135,9 @@ impl SendQueue {
             return Err(PostError::NotOnUd {
                 opcode: wr.op.opcode(),
             });
+        }
+        if wr.op.is_extended() {
+            return self.check_extended(wr);
         }
         Ok(())
     }
@@ -235,6 +252,38 @@ fn write_wqe<S: AsSge, A>(
                 w.u32(send::UD_AH_NUM, ah_num)?;
             }
         }
+        // `ex.invalidate_rkey` shares the word with the immediate, in host
+        // order (rdma-core's wr_send_inv / wr_local_inv).
+        SendOp::SendWithInv(rkey) | SendOp::LocalInv(rkey) => w.u32(send::EX_IMM, rkey)?,
+        SendOp::AtomicWrite { value, .. } => {
+            // The kernel's requester copies `dma.atomic_wr` (the payload's
+            // place, no SGEs: check_extended refused them) into the packet.
+            w.u64(send::RDMA_REMOTE_ADDR, remote.addr)?;
+            w.u32(send::RDMA_RKEY, remote.rkey)?;
+            w.bytes(send::PAYLOAD, &value)?;
+        }
+        SendOp::Flush {
+            len,
+            placement,
+            level,
+            ..
+        } => {
+            // The length travels as the RETH's, from dma.resid
+            // (check_length); the member keeps it too, as rdma-core does.
+            w.u64(send::FLUSH_REMOTE_ADDR, remote.addr)?;
+            w.u32(send::FLUSH_LENGTH, len)?;
+            w.u32(send::FLUSH_RKEY, remote.rkey)?;
+            w.put(send::FLUSH_TYPE, placement as u8)?;
+            w.put(send::FLUSH_LEVEL, level as u8)?;
+        }
+        SendOp::BindMw(b) => {
+            w.u64(send::MW_ADDR, b.addr)?;
+            w.u64(send::MW_LENGTH, b.length)?;
+            w.u32(send::MW_MR_LKEY, b.mr_lkey)?;
+            w.u32(send::MW_MW_RKEY, b.mw_rkey)?;
+            w.u32(send::MW_RKEY, b.new_rkey)?;
+            w.u32(send::MW_ACCESS, b.access)?;
+        }
     }
     // Posted state; the kernel's requester fills its own fields, which
     // start from zero as in a fresh WQE.
@@ -271,10 +320,54 @@ fn write_wqe<S: AsSge, A>(
 #[inline(always)]
 fn check_length<S, A>(wr: &SendWr<'_, S, A>, length: u64) -> Result<u32, PostError> {
     let length = u32::try_from(length).map_err(|_| PostError::TooLong { length })?;
-    if let SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. } = wr.op {
-        if length < 8 || remote.addr & 7 != 0 {
-            return Err(PostError::BadAtomic);
+    match wr.op {
+        SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. }
+            if length < 8 || remote.addr & 7 != 0 =>
+        {
+            return Err(PostError::BadAtomic)
         }
+        // No SGEs (check_extended): the length is the operation's own, the
+        // 8 bytes in the WQE or the range to flush.
+        SendOp::AtomicWrite { .. } => return Ok(8),
+        SendOp::Flush { len, .. } => return Ok(len),
+        _ => {}
     }
     Ok(length)
+}
+
+impl SendQueue {
+    /// The checks of the operations beyond the first seven
+    /// ([`SendOp::is_extended`]), apart so that those pay nothing for them.
+    #[cold]
+    fn check_extended<S, A>(&self, wr: &SendWr<'_, S, A>) -> Result<(), PostError> {
+        let opcode = wr.op.opcode();
+        let offered = match wr.op {
+            SendOp::AtomicWrite { .. } => self.atomic_write,
+            SendOp::Flush { .. } => self.flush,
+            _ => true,
+        };
+        if !offered {
+            return Err(PostError::NotOffered { opcode });
+        }
+        check_extended_payload(wr, opcode)
+    }
+}
+
+/// The payload rules of the extended operations.
+fn check_extended_payload<S, A>(wr: &SendWr<'_, S, A>, opcode: u32) -> Result<(), PostError> {
+    match wr.op {
+        // A SEND: its payload as any SEND's.
+        SendOp::SendWithInv(_) => return Ok(()),
+        SendOp::AtomicWrite { remote, .. } if remote.addr & 7 != 0 => {
+            return Err(PostError::BadAtomic)
+        }
+        _ => {}
+    }
+    // The rest carry no payload (the ATOMIC WRITE's 8 bytes are in the
+    // operation): SGEs or inline bytes would be ignored by the kernel, or
+    // worse, taken for the operation's own bytes.
+    if !wr.sges.is_empty() || wr.inline.is_some() {
+        return Err(PostError::NoPayload { opcode });
+    }
+    Ok(())
 }

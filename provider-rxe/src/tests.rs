@@ -264,3 +264,132 @@ fn ud_queues_take_sends_to_rxe_address_handles_only() {
     let e = unsafe { sq.post(&no_dest) };
     assert_eq!(e, Err(PostError::UdMismatch { qp_is_ud: true }));
 }
+
+#[test]
+fn extended_operations_land_where_the_kernel_reads_them() {
+    let (mut r, mut sq) = sq_ring(8);
+    let remote = Remote {
+        addr: 0x9000,
+        rkey: 0x77,
+    };
+    let sge = [Sge {
+        addr: 0x1000,
+        length: 5,
+        lkey: 1,
+    }];
+    // SEND with invalidate: a SEND's payload, the rkey in host order.
+    // SAFETY: the fake kernel never dereferences SGEs.
+    unsafe { sq.post(&Wr::new(1, SendOp::SendWithInv(0xabcd_ef01), &sge)) }.unwrap();
+    let w = kernel_consume(&mut r, 256);
+    assert_eq!(get_u32(&w, send::OPCODE), 9);
+    assert_eq!(get_u32(&w, send::EX_IMM), 0xabcd_ef01);
+    assert_eq!(get_u32(&w, send::DMA_LENGTH), 5);
+    assert_eq!(get_u32(&w, send::DMA_NUM_SGE), 1);
+
+    // SAFETY: as above (no SGEs at all).
+    unsafe { sq.post(&Wr::new(2, SendOp::LocalInv(0x1234), &[])) }.unwrap();
+    let w = kernel_consume(&mut r, 256);
+    assert_eq!(get_u32(&w, send::OPCODE), 7);
+    assert_eq!(get_u32(&w, send::EX_IMM), 0x1234);
+    assert_eq!(get_u32(&w, send::DMA_LENGTH), 0);
+
+    // ATOMIC WRITE: the 8 bytes in dma.atomic_wr (the payload's place).
+    let value = *b"8 bytes!";
+    let op = SendOp::AtomicWrite { remote, value };
+    // SAFETY: as above.
+    unsafe { sq.post(&Wr::new(3, op, &[])) }.unwrap();
+    let w = kernel_consume(&mut r, 256);
+    assert_eq!(get_u32(&w, send::OPCODE), 15);
+    assert_eq!(get_u64(&w, send::RDMA_REMOTE_ADDR), 0x9000);
+    assert_eq!(get_u32(&w, send::RDMA_RKEY), 0x77);
+    assert_eq!(get_u64(&w, send::IOVA), 0x9000);
+    assert_eq!(&w[send::PAYLOAD..send::PAYLOAD + 8], &value);
+    assert_eq!(get_u32(&w, send::DMA_LENGTH), 8);
+    assert_eq!(get_u32(&w, send::DMA_RESID), 8);
+    assert_eq!(get_u32(&w, send::DMA_NUM_SGE), 0);
+    assert_eq!(get_u32(&w, send::SEND_FLAGS), SIGNALED);
+
+    // FLUSH: the flush member, the length as dma.resid (the RETH's).
+    let op = SendOp::Flush {
+        remote,
+        len: 4096,
+        placement: FlushType::Persistent,
+        level: FlushLevel::Mr,
+    };
+    // SAFETY: as above.
+    unsafe { sq.post(&Wr::new(4, op, &[])) }.unwrap();
+    let w = kernel_consume(&mut r, 256);
+    assert_eq!(get_u32(&w, send::OPCODE), 14);
+    assert_eq!(get_u64(&w, send::FLUSH_REMOTE_ADDR), 0x9000);
+    assert_eq!(get_u32(&w, send::FLUSH_LENGTH), 4096);
+    assert_eq!(get_u32(&w, send::FLUSH_RKEY), 0x77);
+    assert_eq!((w[send::FLUSH_TYPE], w[send::FLUSH_LEVEL]), (2, 1));
+    assert_eq!(get_u32(&w, send::DMA_RESID), 4096);
+
+    let bind = MwBind {
+        mw_rkey: 0x100,
+        new_rkey: 0x101,
+        mr_lkey: 0x200,
+        addr: 0x5000,
+        length: 0x300,
+        access: 6,
+    };
+    // SAFETY: as above.
+    unsafe { sq.post(&Wr::new(5, SendOp::BindMw(bind), &[])) }.unwrap();
+    let w = kernel_consume(&mut r, 256);
+    assert_eq!(get_u32(&w, send::OPCODE), 8);
+    assert_eq!(get_u64(&w, send::MW_ADDR), 0x5000);
+    assert_eq!(get_u64(&w, send::MW_LENGTH), 0x300);
+    assert_eq!(get_u32(&w, send::MW_MR_LKEY), 0x200);
+    assert_eq!(get_u32(&w, send::MW_MW_RKEY), 0x100);
+    assert_eq!(get_u32(&w, send::MW_RKEY), 0x101);
+    assert_eq!(get_u32(&w, send::MW_ACCESS), 6);
+}
+
+#[test]
+fn extended_operations_are_refused_before_the_ring() {
+    let (_r, mut sq) = sq_ring(4);
+    let remote = Remote {
+        addr: 0x9004,
+        rkey: 1,
+    };
+    let sge = [Sge {
+        addr: 0x1000,
+        length: 8,
+        lkey: 1,
+    }];
+    let value = [0; 8];
+    let flush = SendOp::Flush {
+        remote,
+        len: 8,
+        placement: FlushType::Global,
+        level: FlushLevel::Range,
+    };
+    let post = |sq: &mut SendQueue, wr: &Wr<'_>| {
+        // SAFETY: nothing dereferences the SGEs (and none of these posts
+        // reaches the ring).
+        unsafe { sq.post(wr) }
+    };
+    let e = post(
+        &mut sq,
+        &Wr::new(1, SendOp::AtomicWrite { remote, value }, &[]),
+    );
+    assert_eq!(e, Err(PostError::BadAtomic));
+    let e = post(&mut sq, &Wr::new(1, SendOp::LocalInv(1), &sge));
+    assert_eq!(e, Err(PostError::NoPayload { opcode: 7 }));
+    let e = post(&mut sq, &Wr::inline(1, flush, b"x"));
+    assert_eq!(e, Err(PostError::NoPayload { opcode: 14 }));
+    sq.set_offered(false, false);
+    let remote = Remote {
+        addr: 0x9000,
+        rkey: 1,
+    };
+    let e = post(
+        &mut sq,
+        &Wr::new(1, SendOp::AtomicWrite { remote, value }, &[]),
+    );
+    assert_eq!(e, Err(PostError::NotOffered { opcode: 15 }));
+    let e = post(&mut sq, &Wr::new(1, flush, &[]));
+    assert_eq!(e, Err(PostError::NotOffered { opcode: 14 }));
+    assert_eq!(sq.outstanding(), 0);
+}

@@ -32,6 +32,17 @@ pub mod send {
     pub const UD_REMOTE_QPN: usize = send_wqe::UD_REMOTE_QPN;
     pub const UD_REMOTE_QKEY: usize = send_wqe::UD_REMOTE_QKEY;
     pub const UD_AH_NUM: usize = send_wqe::UD_AH_NUM;
+    pub const FLUSH_REMOTE_ADDR: usize = send_wqe::FLUSH_REMOTE_ADDR;
+    pub const FLUSH_LENGTH: usize = send_wqe::FLUSH_LENGTH;
+    pub const FLUSH_RKEY: usize = send_wqe::FLUSH_RKEY;
+    pub const FLUSH_TYPE: usize = send_wqe::FLUSH_TYPE;
+    pub const FLUSH_LEVEL: usize = send_wqe::FLUSH_LEVEL;
+    pub const MW_ADDR: usize = send_wqe::MW_ADDR;
+    pub const MW_LENGTH: usize = send_wqe::MW_LENGTH;
+    pub const MW_MR_LKEY: usize = send_wqe::MW_MR_LKEY;
+    pub const MW_MW_RKEY: usize = send_wqe::MW_MW_RKEY;
+    pub const MW_RKEY: usize = send_wqe::MW_RKEY;
+    pub const MW_ACCESS: usize = send_wqe::MW_ACCESS;
     pub const STATUS: usize = send_wqe::STATUS;
     pub const STATE: usize = send_wqe::STATE;
     pub const IOVA: usize = send_wqe::IOVA;

@@ -4,5 +4,6 @@
 //! here unchanged.
 
 pub use rverbs_types::{
-    as_sges, AddressHandle, AhAddr, AsSge, RecvWr, Remote, SendOp, SendWr, Sge, Ud,
+    as_sges, AddressHandle, AhAddr, AsSge, FlushLevel, FlushType, MwBind, RecvWr, Remote, SendOp,
+    SendWr, Sge, Ud,
 };

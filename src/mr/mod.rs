@@ -151,6 +151,11 @@ unsafe impl<B: MrBuffer> Send for MrInner<B> {}
 unsafe impl<B: MrBuffer> Sync for MrInner<B> {}
 
 impl<B: MrBuffer> MrInner<B> {
+    /// The PD the MR was registered in.
+    pub(crate) fn pd(&self) -> &Arc<PdInner> {
+        &self._pd
+    }
+
     /// Deregisters now; the buffer back if the kernel agreed, or None
     /// (leaked: the device may still reach it).
     fn deregister(&mut self) -> Result<Option<B>> {

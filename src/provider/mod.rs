@@ -39,6 +39,8 @@ pub(crate) trait DeviceInfo {
     fn gid_is_roce_v2(&self, port: u8, index: u8) -> Result<bool>;
     /// The device's name, for errors.
     fn device_name(&self) -> String;
+    /// `device_cap_flags_ex` of QUERY_DEVICE_EX (`IB_UVERBS_DEVICE_*`).
+    fn device_cap_flags_ex(&self) -> Result<u64>;
 }
 
 /// The per-device state of a provider.
@@ -178,7 +180,7 @@ impl Ctx {
         init: &QpInit<'_>,
     ) -> Result<QpParts> {
         match self {
-            Ctx::Rxe => rxe::create_qp(dev, init),
+            Ctx::Rxe => rxe::create_qp(dev, info, init),
             Ctx::Mlx5(m) => m.create_qp(dev, info, init),
         }
     }
@@ -226,6 +228,8 @@ pub(crate) enum Refused {
     Full,
     /// The request is invalid, in words.
     Invalid(String),
+    /// The provider or kernel does not implement the operation, in words.
+    Unsupported(String),
 }
 
 impl Refused {
@@ -233,6 +237,10 @@ impl Refused {
         match self {
             Refused::Full => Error::QueueFull { queue, index },
             Refused::Invalid(what) => Error::InvalidWorkRequest { index, what },
+            Refused::Unsupported(what) => Error::Unsupported {
+                device: String::new(),
+                what: format!("work request {index}: {what}"),
+            },
         }
     }
 }

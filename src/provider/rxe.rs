@@ -107,6 +107,24 @@ impl CqRing {
         self.cq.poll(out)
     }
 
+    /// Hands up to `max` completions to `f` undecoded, oldest first;
+    /// returns how many (the extended-CQ style reader).
+    pub(crate) fn each(&mut self, max: usize, mut f: impl FnMut(&provider_rxe::RawWc)) -> usize {
+        let prod = self.cq.load_producer();
+        let mut n = 0;
+        while n < max {
+            let Some(raw) = self.cq.next_raw(prod) else {
+                break;
+            };
+            f(&raw);
+            n += 1;
+        }
+        if n > 0 {
+            self.cq.commit();
+        }
+        n
+    }
+
     /// `RESIZE_CQ`: rxe moves the completions not yet polled into a new
     /// ring, which we map in place of the old one.
     pub(crate) fn resize(&mut self, dev: &Dev, cq: u32, cqe: u32) -> Result<u32> {
@@ -140,7 +158,19 @@ pub(crate) struct Rq {
     _map: Mapping,
 }
 
-pub(crate) fn create_qp(dev: &Arc<Dev>, init: &QpInit<'_>) -> Result<QpParts> {
+pub(crate) fn create_qp(
+    dev: &Arc<Dev>,
+    info: &dyn super::DeviceInfo,
+    init: &QpInit<'_>,
+) -> Result<QpParts> {
+    // ATOMIC WRITE and FLUSH came to rxe in Linux 6.2: an older kernel's
+    // requester would fail them only after they were posted (and move the
+    // QP to ERR), so the SQ refuses them up front where the device does
+    // not report them.
+    use uverbs_abi::verbs::IbUverbsDeviceCapFlags as F;
+    let caps_ex = info.device_cap_flags_ex()?;
+    let atomic_write = caps_ex & F::ATOMIC_WRITE.bits() != 0;
+    let flush = caps_ex & (F::FLUSH_GLOBAL.bits() | F::FLUSH_PERSISTENT.bits()) != 0;
     let mut udata = rxe::RxeCreateQpResp::new_zeroed();
     let mut req = init.cmd;
     if init.srq.is_some() {
@@ -157,8 +187,9 @@ pub(crate) fn create_qp(dev: &Arc<Dev>, init: &QpInit<'_>) -> Result<QpParts> {
         provider_rxe::wqe::send::PAYLOAD,
     )?;
     let ud = init.qp_type == QpType::Ud;
-    let sq = SendQueue::new(sq_q, caps.max_send_sge, caps.max_inline_data, ud)
+    let mut sq = SendQueue::new(sq_q, caps.max_send_sge, caps.max_inline_data, ud)
         .map_err(|e| bad("SQ ring", &e))?;
+    sq.set_offered(atomic_write, flush);
     // With an SRQ, rxe gives the QP no receive ring of its own.
     let recv = match init.srq {
         Some(_) => None,
@@ -238,6 +269,7 @@ pub(crate) fn create_ah(dev: &Arc<Dev>, pd: u32, attr: &v::IbUverbsAhAttr) -> Re
 fn refused(e: PostError) -> Refused {
     match e {
         PostError::QueueFull => Refused::Full,
+        e @ PostError::NotOffered { .. } => Refused::Unsupported(e.to_string()),
         e => Refused::Invalid(e.to_string()),
     }
 }

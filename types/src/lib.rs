@@ -21,5 +21,6 @@ mod wr;
 
 pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};
 pub use wr::{
-    as_sges, AddressHandle, AhAddr, AsSge, RecvWr, Remote, SendOp, SendWr, Sge, Ud, AV_LEN,
+    as_sges, AddressHandle, AhAddr, AsSge, FlushLevel, FlushType, MwBind, RecvWr, Remote, SendOp,
+    SendWr, Sge, Ud, AV_LEN,
 };

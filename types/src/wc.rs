@@ -17,6 +17,9 @@ pub struct Wc {
     pub byte_len: u32,
     /// Immediate data in host order, when [`WcFlags::WITH_IMM`].
     pub imm_data: Option<u32>,
+    /// The rkey a SEND with invalidate invalidated here, when
+    /// [`WcFlags::WITH_INVALIDATE`] (`ex.invalidate_rkey`).
+    pub invalidated_rkey: Option<u32>,
     /// The local QP number.
     pub qp_num: u32,
     /// The sender's QP number (UD receives).
@@ -29,11 +32,19 @@ pub struct Wc {
     pub slid: u16,
     /// Service level.
     pub sl: u8,
+    /// The destination LID's path bits (`dlid_path_bits`; 0 on RoCE).
+    pub dlid_path_bits: u8,
 }
 
 impl Wc {
     /// Whether the status is SUCCESS.
     pub fn is_ok(&self) -> bool {
         self.status == WcStatus::SUCCESS
+    }
+
+    /// Whether a UD receive's buffer begins with the 40 bytes of a GRH
+    /// ([`WcFlags::GRH`]; on RoCE always, holding the IP header).
+    pub fn has_grh(&self) -> bool {
+        self.flags.contains(WcFlags::GRH)
     }
 }

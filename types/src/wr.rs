@@ -90,6 +90,81 @@ pub enum SendOp {
         /// Addend.
         add: u64,
     },
+    /// SEND that also invalidates `rkey` at the peer (an MR's or a type-2
+    /// window's): the peer's receive completes with
+    /// [`crate::WcFlags::WITH_INVALIDATE`] and the rkey.
+    SendWithInv(u32),
+    /// Invalidates `rkey` locally (a type-2 window or a fast-registered
+    /// MR): takes no payload and moves no data.
+    LocalInv(u32),
+    /// 8-byte ATOMIC WRITE (IBA oA19; Linux 6.2): `value` is placed at
+    /// `remote` (8-byte aligned) as one unit. Takes no SGEs: the bytes
+    /// travel in the work request.
+    AtomicWrite {
+        /// Where (8-byte aligned; the peer MR needs remote write access).
+        remote: Remote,
+        /// The bytes, as they are to appear in the peer's memory.
+        value: [u8; 8],
+    },
+    /// FLUSH (IBA oA19; Linux 6.2): makes earlier writes to the peer's
+    /// memory visible at the placement type's level. Moves no data.
+    Flush {
+        /// The range's start (its MR needs the placement type's FLUSH
+        /// access).
+        remote: Remote,
+        /// The range's length (ignored for [`FlushLevel::Mr`]).
+        len: u32,
+        /// To global visibility or to persistence.
+        placement: FlushType,
+        /// The range or the whole MR.
+        level: FlushLevel,
+    },
+    /// Binds a memory window (`IBV_WR_BIND_MW`): type 2 windows are bound
+    /// only this way, type 1 windows through `ibv_bind_mw`, which rdma-core
+    /// also turns into this request.
+    BindMw(MwBind),
+}
+
+/// The placement type of a FLUSH (`IBV_FLUSH_GLOBAL`,
+/// `IBV_FLUSH_PERSISTENT`: the FETH's `PLT` bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FlushType {
+    /// Global visibility.
+    Global = 1,
+    /// Persistence.
+    Persistent = 2,
+}
+
+/// The selectivity of a FLUSH (`IBV_FLUSH_RANGE`, `IBV_FLUSH_MR`: the
+/// FETH's `SEL` bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FlushLevel {
+    /// The range given.
+    Range = 0,
+    /// The whole MR the rkey names.
+    Mr = 1,
+}
+
+/// What a memory-window bind says (`struct ibv_mw_bind_info` with the
+/// window and its next rkey; `wr.mw` of `struct rxe_send_wr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MwBind {
+    /// The window's rkey now.
+    pub mw_rkey: u32,
+    /// The rkey it has once bound (the device takes its low 8 bits, the
+    /// key; the rest is the window's index).
+    pub new_rkey: u32,
+    /// The lkey of the MR the window opens onto (0 with `length` 0).
+    pub mr_lkey: u32,
+    /// Where the window starts, in the MR's address space.
+    pub addr: u64,
+    /// Its length in bytes (0 unbinds a type 1 window).
+    pub length: u64,
+    /// The access it grants (`enum ib_access_flags`: remote read, write,
+    /// atomic).
+    pub access: u32,
 }
 
 impl SendOp {
@@ -105,6 +180,39 @@ impl SendOp {
             SendOp::Read(_) => Op::RDMA_READ.0,
             SendOp::CompareSwap { .. } => Op::ATOMIC_CMP_AND_SWP.0,
             SendOp::FetchAdd { .. } => Op::ATOMIC_FETCH_AND_ADD.0,
+            SendOp::SendWithInv(_) => Op::SEND_WITH_INV.0,
+            SendOp::LocalInv(_) => Op::LOCAL_INV.0,
+            SendOp::AtomicWrite { .. } => Op::ATOMIC_WRITE.0,
+            SendOp::Flush { .. } => Op::FLUSH.0,
+            SendOp::BindMw(_) => Op::BIND_MW.0,
+        }
+    }
+
+    /// True for the operations after the first seven (invalidations,
+    /// ATOMIC WRITE, FLUSH, window binds), which not every provider or
+    /// kernel takes: a provider checks them apart, so that the common
+    /// operations pay nothing for them.
+    #[inline(always)]
+    pub fn is_extended(&self) -> bool {
+        !matches!(
+            self,
+            SendOp::Send
+                | SendOp::SendWithImm(_)
+                | SendOp::Write(_)
+                | SendOp::WriteWithImm(..)
+                | SendOp::Read(_)
+                | SendOp::CompareSwap { .. }
+                | SendOp::FetchAdd { .. }
+        )
+    }
+
+    /// The rkey to invalidate (`ex.invalidate_rkey`), for SEND with
+    /// invalidate and local invalidate.
+    #[inline(always)]
+    pub fn invalidate_rkey(&self) -> Option<u32> {
+        match *self {
+            SendOp::SendWithInv(k) | SendOp::LocalInv(k) => Some(k),
+            _ => None,
         }
     }
 
@@ -125,8 +233,14 @@ impl SendOp {
             | SendOp::WriteWithImm(r, _)
             | SendOp::Read(r)
             | SendOp::CompareSwap { remote: r, .. }
-            | SendOp::FetchAdd { remote: r, .. } => Some(r),
-            SendOp::Send | SendOp::SendWithImm(_) => None,
+            | SendOp::FetchAdd { remote: r, .. }
+            | SendOp::AtomicWrite { remote: r, .. }
+            | SendOp::Flush { remote: r, .. } => Some(r),
+            SendOp::Send
+            | SendOp::SendWithImm(_)
+            | SendOp::SendWithInv(_)
+            | SendOp::LocalInv(_)
+            | SendOp::BindMw(_) => None,
         }
     }
 
@@ -137,7 +251,9 @@ impl SendOp {
     }
 
     /// True for the operations that write the local SGEs (READ, atomics),
-    /// which therefore cannot take inline data.
+    /// which therefore cannot take inline data. (The extended operations
+    /// other than SEND with invalidate take no payload at all; providers
+    /// check that apart.)
     #[inline(always)]
     pub fn reads_remote(&self) -> bool {
         matches!(
@@ -328,6 +444,28 @@ mod tests {
         assert_eq!(cas.remote(), Some(r));
         assert_eq!(SendOp::SendWithImm(9).imm(), Some(9));
         assert!(cas.is_atomic() && cas.reads_remote() && SendOp::Read(r).reads_remote());
+        assert!(!cas.is_extended() && !SendOp::Send.is_extended());
+        let value = [1; 8];
+        let flush = SendOp::Flush {
+            remote: r,
+            len: 8,
+            placement: FlushType::Global,
+            level: FlushLevel::Range,
+        };
+        for (op, code) in [
+            (SendOp::LocalInv(7), 7),
+            (SendOp::BindMw(MwBind::default()), 8),
+            (SendOp::SendWithInv(7), 9),
+            (flush, 14),
+            (SendOp::AtomicWrite { remote: r, value }, 15),
+        ] {
+            assert_eq!(op.opcode(), code);
+            assert!(op.is_extended());
+        }
+        assert_eq!(SendOp::SendWithInv(7).invalidate_rkey(), Some(7));
+        assert_eq!(flush.remote(), Some(r));
+        // The new operations do not make a work request larger.
+        assert_eq!(core::mem::size_of::<SendOp>(), 40);
     }
 
     #[test]

@@ -18,6 +18,7 @@ type RecvWr<'a> = rverbs_types::RecvWr<'a, Slice<'a>>;
 fn refused(e: PostError) -> Refused {
     match e {
         PostError::QueueFull => Refused::Full,
+        e @ PostError::NotImplemented { .. } => Refused::Unsupported(e.to_string()),
         e => Refused::Invalid(e.to_string()),
     }
 }

@@ -192,3 +192,36 @@ fn errors_map_to_named_statuses_and_flush() {
     );
     assert_ne!(wcs[0].vendor_err, 0, "the vendor syndrome is kept");
 }
+
+#[test]
+fn operations_mlx5_does_not_build_are_refused_as_unsupported_by_index() {
+    let mut t = bed();
+    let src = [t.slice(t.mr_a, 0, 8)];
+    let remote = t.remote(t.mr_b, 0);
+    let wrs = [
+        SendWr::new(1, SendOp::Write(remote), &src),
+        SendWr::new(
+            2,
+            SendOp::AtomicWrite {
+                remote,
+                value: [1; 8],
+            },
+            &[],
+        ),
+    ];
+    match post_send(&mut t.sq_a, &wrs) {
+        Err(Error::Unsupported { what, .. }) => {
+            assert!(what.contains("work request 1"), "{what}");
+            assert!(
+                what.contains("not implemented by the mlx5 provider"),
+                "{what}"
+            );
+        }
+        r => panic!("expected Unsupported, got {r:?}"),
+    }
+    // The WRITE before it was posted and rung.
+    t.dev.process();
+    let wcs = t.poll();
+    assert_eq!(wcs.len(), 1, "{wcs:?}");
+    assert_eq!((wcs[0].wr_id, wcs[0].opcode), (1, WcOpcode::RDMA_WRITE));
+}

@@ -91,6 +91,20 @@ pub mod send_wqe {
     pub const UD_AH_NUM: usize = WR_UNION + offset_of!(RxeSendWrUd, ah_num);
     /// `wr.wr.ud.av`.
     pub const UD_AV: usize = WR_UNION + offset_of!(RxeSendWrUd, av);
+    /// `wr.wr.flush.remote_addr` (Linux 6.2; newer than the headers the
+    /// layout test compiles against, so placed by hand: the member is
+    /// `{ __aligned_u64 remote_addr; __u32 length; __u32 rkey; __u8 type;
+    /// __u8 level; }` at the union's start, as in the kernel's
+    /// `rdma_user_rxe.h`).
+    pub const FLUSH_REMOTE_ADDR: usize = WR_UNION;
+    /// `wr.wr.flush.length` (see [`FLUSH_REMOTE_ADDR`]).
+    pub const FLUSH_LENGTH: usize = WR_UNION + 8;
+    /// `wr.wr.flush.rkey` (see [`FLUSH_REMOTE_ADDR`]).
+    pub const FLUSH_RKEY: usize = WR_UNION + 12;
+    /// `wr.wr.flush.type` (see [`FLUSH_REMOTE_ADDR`]).
+    pub const FLUSH_TYPE: usize = WR_UNION + 16;
+    /// `wr.wr.flush.level` (see [`FLUSH_REMOTE_ADDR`]).
+    pub const FLUSH_LEVEL: usize = WR_UNION + 17;
     /// `wr.wr.mw.addr`.
     pub const MW_ADDR: usize = WR_UNION + offset_of!(RxeSendWrMw, addr);
     /// `wr.wr.mw.length`.

@@ -51,6 +51,12 @@ fn side(ctx: &Context, pd: &Pd) -> Side {
 /// Opens the test device and connects two RC QPs (RESET → INIT → RTR →
 /// RTS), each allowing remote write, read and atomics.
 pub fn pair() -> Pair {
+    pair_with(RW | Access::REMOTE_ATOMIC)
+}
+
+/// [`pair`], with the QPs allowing `qp_access` instead (FLUSH needs the
+/// QP's FLUSH access as well as the MR's).
+pub fn pair_with(qp_access: Access) -> Pair {
     let e = super::env();
     let ctx = Context::open_by_name(Some(&e.dev)).expect("open the test device");
     let pd = ctx.alloc_pd().expect("alloc PD");
@@ -68,8 +74,7 @@ pub fn pair() -> Pair {
     };
     let (qa, qb) = (a.qp.qpn(), b.qp.qpn());
     for (s, peer) in [(&mut a, qb), (&mut b, qa)] {
-        s.qp.modify(&QpAttr::init(1, RW | Access::REMOTE_ATOMIC))
-            .expect("to INIT");
+        s.qp.modify(&QpAttr::init(1, qp_access)).expect("to INIT");
         s.qp.modify(&QpAttr::rtr(av, Mtu::M1024, peer, 0))
             .expect("to RTR");
         s.qp.modify(&QpAttr::rts(0)).expect("to RTS");
