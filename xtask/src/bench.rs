@@ -5,6 +5,10 @@
 //! Absolute times under an emulated CPU mean little; the ratios taken in
 //! the same run are the figures to read.
 
+mod guard;
+mod mlx5_ref;
+mod startup;
+
 use crate::host::{target_dir, workspace_root, Result, TOOL_PACKAGE};
 use crate::vm;
 use std::collections::BTreeMap;
@@ -435,8 +439,26 @@ fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
             ("poll an empty CQ", "bench_poll_empty"),
         ],
     )?;
+    let (mlx5_polls, mp) = host_bench(
+        out_dir,
+        "provider-mlx5-model",
+        "bench_polls",
+        &[
+            ("poll returning one completion", "bench_poll_one"),
+            ("poll returning four completions", "bench_poll_four"),
+            ("empty poll", "bench_poll_empty"),
+        ],
+    )?;
+    let reference = mlx5_ref::measure(out_dir)?;
+    record_host_figures(out_dir, &m, &mp, &r)?;
     let mut md = format!("\n{MLX5_MARK} (callgrind, host, {MLX5_ITERS} iterations) | calls | inclusive Ir | per call |\n| --- | --- | --- | --- |\n");
     md.push_str(&mlx5);
+    md.push_str(&mlx5_polls);
+    md.push_str(&mlx5_ref::rows(&reference));
+    md.push_str(&mlx5_ref::side_by_side(
+        &reference,
+        &[m[0], mp[0], mp[1], mp[2]],
+    ));
     let _ = writeln!(
         md,
         "\nmlx5 on the device model: post one single-SGE RDMA WRITE (build + doorbell): {:.0} instr/call; poll one CQE: {:.0} instr/call; {MLX5_ITERS} calls each.",
@@ -454,9 +476,77 @@ fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
     Ok(md)
 }
 
+/// The host rows' figures, for the regression guard.
+fn record_host_figures(out_dir: &std::path::Path, m: &[f64], mp: &[f64], r: &[f64]) -> Result<()> {
+    use guard::Figure;
+    let f = |k: &str, l: &str, v: &[f64], i: usize| {
+        Figure::new(k, l, v.get(i).copied().unwrap_or(f64::NAN))
+    };
+    guard::record(
+        out_dir,
+        "host",
+        &[
+            f(
+                "mlx5.post_write",
+                "mlx5 model: build + ring one signaled RDMA WRITE",
+                m,
+                0,
+            ),
+            f("mlx5.poll_cqe", "mlx5 model: poll its CQE", m, 1),
+            f(
+                "mlx5.poll_one",
+                "mlx5 model: poll returning one completion",
+                mp,
+                0,
+            ),
+            f(
+                "mlx5.poll_four",
+                "mlx5 model: poll returning four completions",
+                mp,
+                1,
+            ),
+            f("mlx5.poll_empty", "mlx5 model: empty poll", mp, 2),
+            f(
+                "rxe.post_write",
+                "rxe rings: post one signaled RDMA WRITE",
+                r,
+                0,
+            ),
+            f(
+                "rxe.post_inline_send",
+                "rxe rings: post one 64 B inline SEND",
+                r,
+                1,
+            ),
+            f("rxe.post_recv", "rxe rings: post one receive", r, 2),
+            f(
+                "rxe.poll_one",
+                "rxe rings: poll returning one completion",
+                r,
+                3,
+            ),
+            f("rxe.poll_empty", "rxe rings: empty poll", r, 4),
+        ],
+    )
+}
+
+/// The guard's verdict after a run (or, with `--update-baseline`, this
+/// run's figures recorded as the new baseline).
+fn finish(out_dir: &std::path::Path, args: &[String], code: ExitCode) -> Result<ExitCode> {
+    if args.iter().any(|a| a == "--update-baseline") {
+        println!("{}", guard::update(out_dir)?);
+        return Ok(code);
+    }
+    print!("{}", guard::check(out_dir)?);
+    Ok(code)
+}
+
 pub fn run(args: &[String]) -> Result<ExitCode> {
     let out_dir = target_dir().join("bench");
     let raw_log = out_dir.join("raw.log");
+    if !args.iter().any(|a| a == "--report-only") {
+        guard::clear(&out_dir);
+    }
     // `--mlx5-only`: the mlx5 model figures alone (host only, seconds).
     if args.iter().any(|a| a == "--mlx5-only") {
         let md = mlx5_model(&out_dir)?;
@@ -466,7 +556,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         let old = std::fs::read_to_string(&path).unwrap_or_default();
         std::fs::write(&path, splice_mlx5(&old, &md)).map_err(|e| e.to_string())?;
         println!("xtask: wrote {}", path.display());
-        return Ok(ExitCode::SUCCESS);
+        return finish(&out_dir, args, ExitCode::SUCCESS);
     }
     // `--report-only`: rebuild the report from the last run's files.
     if args.iter().any(|a| a == "--report-only") {
@@ -524,7 +614,8 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     let lines = &o.lines[0];
     std::fs::write(&raw_log, lines.join("\n")).map_err(|e| e.to_string())?;
     mlx5_model(&out_dir)?;
-    report(&out_dir, lines)
+    let code = report(&out_dir, lines)?;
+    finish(&out_dir, args, code)
 }
 
 fn report(out_dir: &std::path::Path, lines: &[String]) -> Result<ExitCode> {
