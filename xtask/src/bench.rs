@@ -5,9 +5,11 @@
 //! Absolute times under an emulated CPU mean little; the ratios taken in
 //! the same run are the figures to read.
 
+mod calls;
 mod guard;
 mod mlx5_ref;
 mod startup;
+mod wallclock;
 
 use crate::host::{target_dir, workspace_root, Result, TOOL_PACKAGE};
 use crate::vm;
@@ -584,6 +586,8 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         .join("examples")
         .join("async_echo");
     std::fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;
+    let startup_env = startup::prepare()?;
+    let calls_env = calls::prepare()?;
     let o = vm::run(&vm::Options {
         two_hosts: false,
         timeout: Duration::from_secs(1500),
@@ -598,13 +602,18 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
                 } else {
                     ROUNDS
                 },
-            ),
+            ) + &calls::script()
+                + &startup::script(),
         ],
         peer_cmd: None,
-        env: vec![
+        env: [
             ("RVERBS_BIN".into(), bin.display().to_string()),
             ("E".into(), echo.display().to_string()),
-        ],
+        ]
+        .into_iter()
+        .chain(startup_env)
+        .chain(calls_env)
+        .collect(),
         verbose: false,
         capture: true,
         out_dir: Some(out_dir.clone()),
@@ -620,30 +629,9 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
 
 fn report(out_dir: &std::path::Path, lines: &[String]) -> Result<ExitCode> {
     let m = parse(lines);
-    let mut md = String::from(
-        "| test | size | perftest | rverbs | rverbs/perftest |\n| --- | --- | --- | --- | --- |\n",
-    );
-    for (pt, _, lat) in TESTS {
-        for size in SIZES {
-            let get = |tool: &str| {
-                m.get(&(pt.to_string(), *size, tool.to_string()))
-                    .map(|v| median(v))
-            };
-            let (a, b) = (get("perftest"), get("rverbs"));
-            let unit = if *lat { "us" } else { "MB/s" };
-            let f = |x: Option<f64>| {
-                x.map(|v| format!("{v:.2} {unit}"))
-                    .unwrap_or_else(|| "failed".into())
-            };
-            let ratio = match (a, b) {
-                (Some(a), Some(b)) if a > 0.0 => format!("{:.2}", b / a),
-                _ => "-".into(),
-            };
-            let _ = writeln!(md, "| {pt} | {size} | {} | {} | {ratio} |", f(a), f(b));
-        }
-    }
+    let mut md = wallclock::table(&m, TESTS, SIZES);
     md.push_str(&format!(
-        "\nMedians of {ROUNDS} interleaved rounds in one VM boot; latency is t_typical (lower is better), bandwidth is BW average (higher is better).\n"
+        "\n{ROUNDS} interleaved rounds in one VM boot; latency is t_typical (lower is better), bandwidth is BW average (higher is better); a ratio is \"not significant\" when the two ranges overlap.\n"
     ));
     md.push_str(&echo_table(lines));
     md.push_str(&format!(
@@ -728,6 +716,8 @@ fn report(out_dir: &std::path::Path, lines: &[String]) -> Result<ExitCode> {
     if failed > 0 {
         let _ = writeln!(md, "\n{failed} runs failed; see the log.");
     }
+    md.push_str(&calls::section(out_dir, lines)?);
+    md.push_str(&startup::section(out_dir)?);
     if let Ok(mlx5) = std::fs::read_to_string(out_dir.join("mlx5.md")) {
         md.push_str(&mlx5);
     }
