@@ -58,6 +58,18 @@ fn bench_poll_empty(cq: &mut Cq, out: &mut [Wc; 1]) -> usize {
     cq.poll(out)
 }
 
+/// Waits (not measured) until the last write's data landed at `offset`
+/// of the target (the responder's side is done; the requester's
+/// completion follows with the ACK), then gives the kernel `SETTLE` more.
+fn settle(dst: &rverbs::Mr, offset: usize, stamp: u8) -> rverbs::Result<()> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while dst.read_volatile_u8(offset)? != stamp && std::time::Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    std::thread::sleep(SETTLE);
+    Ok(())
+}
+
 /// Takes whatever a short poll left behind (not measured).
 fn drain(cq: &mut Cq, want: usize) {
     // A timeout here only means the kernel lost nothing we can wait for;
@@ -100,20 +112,24 @@ fn main() -> rverbs::Result<()> {
     let src_mr = pd.alloc_mr(4096, Access::LOCAL_WRITE)?;
     let dst_mr = pd.alloc_mr(4096, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
     src_mr.fill(0, 64, 0x5a)?;
-    let remote = Remote {
-        addr: dst_mr.addr(),
+    let remote = |k: u64| Remote {
+        addr: dst_mr.addr() + 64 * k,
         rkey: dst_mr.rkey(),
     };
     let src = [src_mr.slice(0, 64)?];
     let (mut short, mut id) = (0usize, 0u64);
     let mut one = [Wc::default(); 1];
     let mut four = [Wc::default(); 4];
-    for _ in 0..iters {
+    for i in 0..iters {
+        // Each round's data carries its own stamp, so that its landing
+        // can be seen.
+        let stamp = (i % 255) as u8 + 1;
+        src_mr.fill(0, 64, stamp)?;
         bench_post_write(
             &mut qp,
-            &[SendWr::new(id, SendOp::Write(remote), &src).signaled(true)],
+            &[SendWr::new(id, SendOp::Write(remote(0)), &src).signaled(true)],
         );
-        std::thread::sleep(SETTLE);
+        settle(&dst_mr, 0, stamp)?;
         let n = bench_poll_one(&mut cq, &mut one);
         if n != 1 || !one[0].is_ok() || one[0].wr_id != id {
             short += 1;
@@ -124,12 +140,12 @@ fn main() -> rverbs::Result<()> {
             short += 1;
         }
         let wrs: Vec<SendWr<'_>> = (0..4)
-            .map(|k| SendWr::new(id + k, SendOp::Write(remote), &src).signaled(true))
+            .map(|k| SendWr::new(id + k, SendOp::Write(remote(k + 1)), &src).signaled(true))
             .collect();
         if let Err(e) = qp.post_send(&wrs) {
             panic!("post_send of four: {e}");
         }
-        std::thread::sleep(SETTLE);
+        settle(&dst_mr, 64 * 4, stamp)?;
         let n = bench_poll_four(&mut cq, &mut four);
         if n != 4 || four.iter().any(|w| !w.is_ok()) {
             short += 1;

@@ -5,7 +5,7 @@
  * a CQ holding one completion, one holding four, and an empty one; each
  * measured call is its own out-of-line function (bench_*), whose
  * inclusive cost per call callgrind gives. Completions are let arrive
- * before the measured poll (a sleep after posting), so that no measured
+ * before the measured poll (the data's landing, then a sleep), so that no measured
  * call spins waiting for the kernel; a poll that still comes back short
  * is counted and reported (short=), not hidden. Bench-only code.
  *
@@ -20,10 +20,16 @@
 
 #define MEASURED __attribute__((noinline, noipa))
 
-static void settle(void)
+/* Waits (not measured) until the last write's data landed at `at` (the
+ * responder's side is done; the requester's completion follows with the
+ * ACK), then gives the kernel 20 ms more. */
+static void settle(volatile char *at, char stamp)
 {
 	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	time_t end = time(NULL) + 5;
 
+	while (*at != stamp && time(NULL) < end)
+		;
 	nanosleep(&ts, NULL);
 }
 
@@ -188,10 +194,16 @@ int main(int argc, char **argv)
 	wr.wr.rdma.rkey = dst->rkey;
 
 	for (i = 0; i < iters; i++) {
+		/* Each round's data carries its own stamp, so that its
+		 * landing can be seen. */
+		char stamp = (char)(i % 255 + 1);
+
+		memset(sbuf, stamp, 64);
 		wr.wr_id = id;
 		wr.next = NULL;
+		wr.wr.rdma.remote_addr = (uintptr_t)dbuf;
 		bench_post_write(qp, &wr);
-		settle();
+		settle(dbuf, stamp);
 		n = bench_poll_one(cq, wc);
 		if (n != 1 || wc[0].status != IBV_WC_SUCCESS ||
 		    wc[0].wr_id != id) {
@@ -204,6 +216,8 @@ int main(int argc, char **argv)
 		for (k = 0; k < 4; k++) {
 			four_wr[k] = wr;
 			four_wr[k].wr_id = id + k;
+			four_wr[k].wr.rdma.remote_addr =
+				(uintptr_t)(dbuf + 64 * (k + 1));
 			four_wr[k].next = k < 3 ? &four_wr[k + 1] : NULL;
 		}
 		{
@@ -212,7 +226,7 @@ int main(int argc, char **argv)
 			if (ibv_post_send(qp, four_wr, &bad))
 				die("ibv_post_send of four");
 		}
-		settle();
+		settle(dbuf + 64 * 4, stamp);
 		n = bench_poll_four(cq, wc);
 		if (n != 4) {
 			short_polls++;
