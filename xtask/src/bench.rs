@@ -565,7 +565,8 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         let text =
             std::fs::read_to_string(&raw_log).map_err(|e| format!("{}: {e}", raw_log.display()))?;
         let lines: Vec<String> = text.lines().map(String::from).collect();
-        return report(&out_dir, &lines);
+        let code = report(&out_dir, &lines)?;
+        return finish(&out_dir, args, code);
     }
     crate::host::ensure_host_packages()?;
     crate::host::run(

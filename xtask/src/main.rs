@@ -42,8 +42,9 @@ commands:
                on the device model and rdma-core's own mlx5 qp.c/cq.c under
                callgrind (host); writes target/bench/report.md; fails if a
                per-call figure rose >10% above xtask/bench-baseline.txt;
-               --mlx5-only: just the host figures; --update-baseline: record
-               this run's figures as the baseline";
+               --mlx5-only: just the host figures; --report-only: the report
+               of the last run again; --update-baseline: record this run's
+               (or with --report-only the last run's) figures as the baseline";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
