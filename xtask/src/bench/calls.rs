@@ -128,7 +128,7 @@ pub fn section(out_dir: &Path, lines: &[String]) -> Result<String> {
     );
     let _ = writeln!(
         md,
-        "\nexamples/bench_calls.rs (rverbs) and xtask/bench-ref/rxe/calls.c (rdma-core): one RC QP looped back to itself on rxe0; each `bench_*` function holds one call, counted inclusive (the caller's few instructions included on both sides). Polls that came back short although the program slept 20 ms for the kernel: rverbs {}, rdma-core {} (each mixes one non-representative call into its row).",
+        "\nexamples/bench_calls.rs (rverbs) and xtask/bench-ref/rxe/calls.c (rdma-core): one RC QP looped back to itself on rxe0; each `bench_*` function holds one call, counted inclusive (the caller's few instructions included on both sides). Polls that came back short although the program slept 20 ms for the kernel: rverbs {}, rdma-core {} (a short poll would mix a non-representative call into its row).",
         shorts.0.map_or("?".into(), |v| v.to_string()),
         shorts.1.map_or("?".into(), |v| v.to_string()),
     );
