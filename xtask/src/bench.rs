@@ -5,6 +5,12 @@
 //! Absolute times under an emulated CPU mean little; the ratios taken in
 //! the same run are the figures to read.
 
+mod calls;
+mod guard;
+mod mlx5_ref;
+mod startup;
+mod wallclock;
+
 use crate::host::{target_dir, workspace_root, Result, TOOL_PACKAGE};
 use crate::vm;
 use std::collections::BTreeMap;
@@ -435,8 +441,26 @@ fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
             ("poll an empty CQ", "bench_poll_empty"),
         ],
     )?;
+    let (mlx5_polls, mp) = host_bench(
+        out_dir,
+        "provider-mlx5-model",
+        "bench_polls",
+        &[
+            ("poll returning one completion", "bench_poll_one"),
+            ("poll returning four completions", "bench_poll_four"),
+            ("empty poll", "bench_poll_empty"),
+        ],
+    )?;
+    let reference = mlx5_ref::measure(out_dir)?;
+    record_host_figures(out_dir, &m, &mp, &r)?;
     let mut md = format!("\n{MLX5_MARK} (callgrind, host, {MLX5_ITERS} iterations) | calls | inclusive Ir | per call |\n| --- | --- | --- | --- |\n");
     md.push_str(&mlx5);
+    md.push_str(&mlx5_polls);
+    md.push_str(&mlx5_ref::rows(&reference));
+    md.push_str(&mlx5_ref::side_by_side(
+        &reference,
+        &[m[0], mp[0], mp[1], mp[2]],
+    ));
     let _ = writeln!(
         md,
         "\nmlx5 on the device model: post one single-SGE RDMA WRITE (build + doorbell): {:.0} instr/call; poll one CQE: {:.0} instr/call; {MLX5_ITERS} calls each.",
@@ -454,9 +478,77 @@ fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
     Ok(md)
 }
 
+/// The host rows' figures, for the regression guard.
+fn record_host_figures(out_dir: &std::path::Path, m: &[f64], mp: &[f64], r: &[f64]) -> Result<()> {
+    use guard::Figure;
+    let f = |k: &str, l: &str, v: &[f64], i: usize| {
+        Figure::new(k, l, v.get(i).copied().unwrap_or(f64::NAN))
+    };
+    guard::record(
+        out_dir,
+        "host",
+        &[
+            f(
+                "mlx5.post_write",
+                "mlx5 model: build + ring one signaled RDMA WRITE",
+                m,
+                0,
+            ),
+            f("mlx5.poll_cqe", "mlx5 model: poll its CQE", m, 1),
+            f(
+                "mlx5.poll_one",
+                "mlx5 model: poll returning one completion",
+                mp,
+                0,
+            ),
+            f(
+                "mlx5.poll_four",
+                "mlx5 model: poll returning four completions",
+                mp,
+                1,
+            ),
+            f("mlx5.poll_empty", "mlx5 model: empty poll", mp, 2),
+            f(
+                "rxe.post_write",
+                "rxe rings: post one signaled RDMA WRITE",
+                r,
+                0,
+            ),
+            f(
+                "rxe.post_inline_send",
+                "rxe rings: post one 64 B inline SEND",
+                r,
+                1,
+            ),
+            f("rxe.post_recv", "rxe rings: post one receive", r, 2),
+            f(
+                "rxe.poll_one",
+                "rxe rings: poll returning one completion",
+                r,
+                3,
+            ),
+            f("rxe.poll_empty", "rxe rings: empty poll", r, 4),
+        ],
+    )
+}
+
+/// The guard's verdict after a run (or, with `--update-baseline`, this
+/// run's figures recorded as the new baseline).
+fn finish(out_dir: &std::path::Path, args: &[String], code: ExitCode) -> Result<ExitCode> {
+    if args.iter().any(|a| a == "--update-baseline") {
+        println!("{}", guard::update(out_dir)?);
+        return Ok(code);
+    }
+    print!("{}", guard::check(out_dir)?);
+    Ok(code)
+}
+
 pub fn run(args: &[String]) -> Result<ExitCode> {
     let out_dir = target_dir().join("bench");
     let raw_log = out_dir.join("raw.log");
+    if !args.iter().any(|a| a == "--report-only") {
+        guard::clear(&out_dir);
+    }
     // `--mlx5-only`: the mlx5 model figures alone (host only, seconds).
     if args.iter().any(|a| a == "--mlx5-only") {
         let md = mlx5_model(&out_dir)?;
@@ -466,14 +558,15 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         let old = std::fs::read_to_string(&path).unwrap_or_default();
         std::fs::write(&path, splice_mlx5(&old, &md)).map_err(|e| e.to_string())?;
         println!("xtask: wrote {}", path.display());
-        return Ok(ExitCode::SUCCESS);
+        return finish(&out_dir, args, ExitCode::SUCCESS);
     }
     // `--report-only`: rebuild the report from the last run's files.
     if args.iter().any(|a| a == "--report-only") {
         let text =
             std::fs::read_to_string(&raw_log).map_err(|e| format!("{}: {e}", raw_log.display()))?;
         let lines: Vec<String> = text.lines().map(String::from).collect();
-        return report(&out_dir, &lines);
+        let code = report(&out_dir, &lines)?;
+        return finish(&out_dir, args, code);
     }
     crate::host::ensure_host_packages()?;
     crate::host::run(
@@ -494,6 +587,8 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         .join("examples")
         .join("async_echo");
     std::fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;
+    let startup_env = startup::prepare()?;
+    let calls_env = calls::prepare()?;
     let o = vm::run(&vm::Options {
         two_hosts: false,
         timeout: Duration::from_secs(1500),
@@ -508,13 +603,18 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
                 } else {
                     ROUNDS
                 },
-            ),
+            ) + &calls::script()
+                + &startup::script(),
         ],
         peer_cmd: None,
-        env: vec![
+        env: [
             ("RVERBS_BIN".into(), bin.display().to_string()),
             ("E".into(), echo.display().to_string()),
-        ],
+        ]
+        .into_iter()
+        .chain(startup_env)
+        .chain(calls_env)
+        .collect(),
         verbose: false,
         capture: true,
         out_dir: Some(out_dir.clone()),
@@ -524,35 +624,15 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     let lines = &o.lines[0];
     std::fs::write(&raw_log, lines.join("\n")).map_err(|e| e.to_string())?;
     mlx5_model(&out_dir)?;
-    report(&out_dir, lines)
+    let code = report(&out_dir, lines)?;
+    finish(&out_dir, args, code)
 }
 
 fn report(out_dir: &std::path::Path, lines: &[String]) -> Result<ExitCode> {
     let m = parse(lines);
-    let mut md = String::from(
-        "| test | size | perftest | rverbs | rverbs/perftest |\n| --- | --- | --- | --- | --- |\n",
-    );
-    for (pt, _, lat) in TESTS {
-        for size in SIZES {
-            let get = |tool: &str| {
-                m.get(&(pt.to_string(), *size, tool.to_string()))
-                    .map(|v| median(v))
-            };
-            let (a, b) = (get("perftest"), get("rverbs"));
-            let unit = if *lat { "us" } else { "MB/s" };
-            let f = |x: Option<f64>| {
-                x.map(|v| format!("{v:.2} {unit}"))
-                    .unwrap_or_else(|| "failed".into())
-            };
-            let ratio = match (a, b) {
-                (Some(a), Some(b)) if a > 0.0 => format!("{:.2}", b / a),
-                _ => "-".into(),
-            };
-            let _ = writeln!(md, "| {pt} | {size} | {} | {} | {ratio} |", f(a), f(b));
-        }
-    }
+    let mut md = wallclock::table(&m, TESTS, SIZES);
     md.push_str(&format!(
-        "\nMedians of {ROUNDS} interleaved rounds in one VM boot; latency is t_typical (lower is better), bandwidth is BW average (higher is better).\n"
+        "\n{ROUNDS} interleaved rounds in one VM boot; latency is t_typical (lower is better), bandwidth is BW average (higher is better); a ratio is \"not significant\" when the two ranges overlap.\n"
     ));
     md.push_str(&echo_table(lines));
     md.push_str(&format!(
@@ -637,6 +717,8 @@ fn report(out_dir: &std::path::Path, lines: &[String]) -> Result<ExitCode> {
     if failed > 0 {
         let _ = writeln!(md, "\n{failed} runs failed; see the log.");
     }
+    md.push_str(&calls::section(out_dir, lines)?);
+    md.push_str(&startup::section(out_dir)?);
     if let Ok(mlx5) = std::fs::read_to_string(out_dir.join("mlx5.md")) {
         md.push_str(&mlx5);
     }

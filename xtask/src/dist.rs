@@ -5,7 +5,7 @@ use crate::host::{output, run, target_dir, workspace_root, Result, TOOL_PACKAGE}
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-const TARGET: &str = "x86_64-unknown-linux-gnu";
+pub const TARGET: &str = "x86_64-unknown-linux-gnu";
 
 /// Builds the static binary and returns its path.
 pub fn build() -> Result<PathBuf> {

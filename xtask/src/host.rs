@@ -101,8 +101,12 @@ pub const PACKAGES: &[&str] = &[
     // `dist`: strip, and readelf for the static binary's check (gcc
     // brings it too).
     "binutils",
-    // `bench`: callgrind, in the VM and on the host.
+    // `bench`: callgrind, in the VM and on the host; for the rdma-core
+    // mlx5 reference, dpkg-source and dpkg-buildflags (Debian's compiler
+    // flags), and python3 for rdma-core's header generator.
     "valgrind",
+    "dpkg-dev",
+    "python3",
     // In CI's list since its first version; nothing in the tree runs
     // file(1) today.
     "file",

@@ -210,7 +210,7 @@ impl AptConfig {
 /// The Debian mirror the host's apt uses (the first `deb.debian.org`-like
 /// URI of its Debian sources), so that the private configuration fetches
 /// from the same place; Debian's own redirector if none is found.
-fn host_mirror() -> String {
+pub fn host_mirror() -> String {
     let mut texts: Vec<String> = fs::read_to_string("/etc/apt/sources.list")
         .into_iter()
         .collect();

@@ -10,6 +10,7 @@ mod image;
 pub mod kernels;
 mod qemu;
 
+pub use image::host_mirror;
 pub use kernels::Kernel;
 pub use qemu::{run, shell_quote, Options};
 

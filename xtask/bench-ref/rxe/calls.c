@@ -1,0 +1,251 @@
+/*
+ * The rxe data path through rdma-core's libibverbs, per call: what
+ * examples/bench_calls.rs does through rverbs, for `cargo xtask bench`'s
+ * rows side by side. Post one signaled 64-byte RDMA WRITE (one SGE), poll
+ * a CQ holding one completion, one holding four, and an empty one; each
+ * measured call is its own out-of-line function (bench_*), whose
+ * inclusive cost per call callgrind gives. Completions are let arrive
+ * before the measured poll (the data's landing, then a sleep), so that no measured
+ * call spins waiting for the kernel; a poll that still comes back short
+ * is counted and reported (short=), not hidden. Bench-only code.
+ *
+ * usage: calls DEVICE [PORT] [ITERATIONS]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <infiniband/verbs.h>
+
+#define MEASURED __attribute__((noinline, noipa))
+
+/* Waits (not measured) until the last write's data landed at `at` (the
+ * responder's side is done; the requester's completion follows with the
+ * ACK), then gives the kernel 20 ms more. */
+static void settle(volatile char *at, char stamp)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	time_t end = time(NULL) + 5;
+
+	while (*at != stamp && time(NULL) < end)
+		;
+	nanosleep(&ts, NULL);
+}
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+MEASURED void bench_post_write(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	if (ibv_post_send(qp, wr, &bad))
+		die("ibv_post_send");
+}
+
+MEASURED int bench_poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	return ibv_poll_cq(cq, 1, wc);
+}
+
+MEASURED int bench_poll_four(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	return ibv_poll_cq(cq, 4, wc);
+}
+
+MEASURED int bench_poll_empty(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	return ibv_poll_cq(cq, 1, wc);
+}
+
+/* Takes whatever a short poll left behind (not measured). */
+static void drain(struct ibv_cq *cq, int want)
+{
+	struct ibv_wc wc[4];
+	time_t end = time(NULL) + 5;
+	int n;
+
+	while (want > 0 && time(NULL) < end) {
+		n = ibv_poll_cq(cq, 4, wc);
+		if (n > 0)
+			want -= n;
+	}
+}
+
+/* The RoCE v2 IPv4-mapped GID of the port, as examples/common does. */
+static int own_gid(struct ibv_context *ctx, int port, union ibv_gid *gid)
+{
+	struct ibv_port_attr pa;
+	int i;
+
+	if (ibv_query_port(ctx, port, &pa))
+		die("ibv_query_port");
+	for (i = 0; i < pa.gid_tbl_len; i++) {
+		static const unsigned char v4[12] = { 0, 0, 0, 0, 0, 0, 0, 0,
+						      0, 0, 0xff, 0xff };
+		if (ibv_query_gid(ctx, port, i, gid))
+			continue;
+		if (!memcmp(gid->raw, v4, 12))
+			return i;
+	}
+	fprintf(stderr, "no IPv4-mapped GID on port %d\n", port);
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	const char *name = argc > 1 ? argv[1] : NULL;
+	int port = argc > 2 ? atoi(argv[2]) : 1;
+	int iters = argc > 3 ? atoi(argv[3]) : 100;
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *src, *dst;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr, four_wr[4];
+	struct ibv_wc wc[4];
+	union ibv_gid gid;
+	static char sbuf[4096], dbuf[4096];
+	int i, k, n, gidx, short_polls = 0;
+	uint64_t id = 0;
+
+	list = ibv_get_device_list(&n);
+	for (i = 0; list && i < n; i++)
+		if (!name || !strcmp(ibv_get_device_name(list[i]), name)) {
+			ctx = ibv_open_device(list[i]);
+			break;
+		}
+	if (!ctx)
+		die("ibv_open_device");
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	if (!pd || !cq)
+		die("pd/cq");
+	memset(&init, 0, sizeof(init));
+	init.send_cq = init.recv_cq = cq;
+	init.qp_type = IBV_QPT_RC;
+	init.cap.max_send_wr = 16;
+	init.cap.max_recv_wr = 1;
+	init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(pd, &init);
+	if (!qp)
+		die("ibv_create_qp");
+	gidx = own_gid(ctx, port, &gid);
+
+	/* One QP connected to itself: rxe answers its own GID. */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = port;
+	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		die("INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = qp->qp_num;
+	a.rq_psn = 0;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.sgid_index = gidx;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.port_num = port;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		die("RTR");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 0;
+	a.max_rd_atomic = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+			  IBV_QP_MAX_QP_RD_ATOMIC))
+		die("RTS");
+	src = ibv_reg_mr(pd, sbuf, sizeof(sbuf), IBV_ACCESS_LOCAL_WRITE);
+	dst = ibv_reg_mr(pd, dbuf, sizeof(dbuf),
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!src || !dst)
+		die("ibv_reg_mr");
+	memset(sbuf, 0x5a, 64);
+
+	sge.addr = (uintptr_t)sbuf;
+	sge.length = 64;
+	sge.lkey = src->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)dbuf;
+	wr.wr.rdma.rkey = dst->rkey;
+
+	for (i = 0; i < iters; i++) {
+		/* Each round's data carries its own stamp, so that its
+		 * landing can be seen. */
+		char stamp = (char)(i % 255 + 1);
+
+		memset(sbuf, stamp, 64);
+		wr.wr_id = id;
+		wr.next = NULL;
+		wr.wr.rdma.remote_addr = (uintptr_t)dbuf;
+		bench_post_write(qp, &wr);
+		settle(dbuf, stamp);
+		n = bench_poll_one(cq, wc);
+		if (n != 1 || wc[0].status != IBV_WC_SUCCESS ||
+		    wc[0].wr_id != id) {
+			short_polls++;
+			drain(cq, n == 1 ? 0 : 1);
+		}
+		id++;
+		if (bench_poll_empty(cq, wc) != 0)
+			short_polls++;
+		for (k = 0; k < 4; k++) {
+			four_wr[k] = wr;
+			four_wr[k].wr_id = id + k;
+			four_wr[k].wr.rdma.remote_addr =
+				(uintptr_t)(dbuf + 64 * (k + 1));
+			four_wr[k].next = k < 3 ? &four_wr[k + 1] : NULL;
+		}
+		{
+			struct ibv_send_wr *bad;
+
+			if (ibv_post_send(qp, four_wr, &bad))
+				die("ibv_post_send of four");
+		}
+		settle(dbuf + 64 * 4, stamp);
+		n = bench_poll_four(cq, wc);
+		if (n != 4) {
+			short_polls++;
+			drain(cq, 4 - (n > 0 ? n : 0));
+		} else {
+			for (k = 0; k < 4; k++)
+				if (wc[k].status != IBV_WC_SUCCESS)
+					short_polls++;
+		}
+		id += 4;
+	}
+	printf("BENCH-CALLS rdma-core iterations=%d short=%d\n", iters,
+	       short_polls);
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(src);
+	ibv_dereg_mr(dst);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	return 0;
+}
