@@ -3,6 +3,7 @@
 //! WQEs and a doorbell, no system call), post receive (ring write only).
 
 pub(crate) mod attr;
+mod mcast;
 
 pub use crate::cmd::qp::{QpCaps, QpType};
 pub use crate::wr::{RecvWr, Remote, SendOp, Ud, MAX_SGE};

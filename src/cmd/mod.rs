@@ -10,6 +10,7 @@
 //! bounded loss, against the device writing memory the process reuses.
 
 pub(crate) mod ah;
+pub(crate) mod mcast;
 pub(crate) mod context;
 pub(crate) mod cq;
 pub(crate) mod mr;

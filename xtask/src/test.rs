@@ -521,6 +521,8 @@ fn two_host_pingpong(tally: &mut Tally, base: &vm::Options, bin: &str) {
     };
     let ours = format!("{bin} pingpong -d rxe0 -g 1 -n 20");
     let theirs = "ibv_rc_pingpong -d rxe0 -g 1 -n 20".to_string();
+    let ours_ud = format!("{bin} pingpong --ud -c -d rxe0 -g 1 -n 20");
+    let theirs_ud = "ibv_ud_pingpong -c -d rxe0 -g 1 -n 20".to_string();
     for (what, server, client) in [
         (
             "two hosts: rverbs pingpong client -> ibv_rc_pingpong server",
@@ -531,6 +533,16 @@ fn two_host_pingpong(tally: &mut Tally, base: &vm::Options, bin: &str) {
             "two hosts: ibv_rc_pingpong client -> rverbs pingpong server",
             &ours,
             &theirs,
+        ),
+        (
+            "two hosts: rverbs pingpong --ud client -> ibv_ud_pingpong server",
+            &theirs_ud,
+            &ours_ud,
+        ),
+        (
+            "two hosts: ibv_ud_pingpong client -> rverbs pingpong --ud server",
+            &ours_ud,
+            &theirs_ud,
         ),
     ] {
         match vm::run(&vm::Options {
