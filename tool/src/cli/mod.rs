@@ -3,6 +3,7 @@
 mod devices;
 mod gids;
 mod link;
+mod mckey;
 mod perf;
 mod pingpong;
 mod rping;
@@ -51,6 +52,8 @@ enum Cmd {
     Perf(perf::PerfArgs),
     /// RC ping-pong, wire-compatible with ibv_rc_pingpong.
     Pingpong(pingpong::PingpongArgs),
+    /// Multicast over rdma_cm, like rdma-core's mckey.
+    Mckey(mckey::MckeyArgs),
     /// Loopback checks on one device: send, write, read, atomics, inline.
     Selftest(selftest::SelftestArgs),
     /// RDMA ping over rdma_cm, wire-compatible with rdma-core's rping.
@@ -81,6 +84,7 @@ pub fn main() -> ExitCode {
         Cmd::Link { cmd } => link::link(cmd.as_ref()),
         Cmd::Netdevs => link::netdevs(),
         Cmd::Rping(a) => rping::rping(&a),
+        Cmd::Mckey(a) => mckey::mckey(&a),
         Cmd::Selftest(a) => selftest::selftest(&a),
         Cmd::CmServer { port } => cm_basic::server(port).map(|()| ExitCode::SUCCESS),
         Cmd::CmClient { addr, port } => cm_basic::client(&addr, port).map(|()| ExitCode::SUCCESS),
