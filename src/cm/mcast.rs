@@ -71,13 +71,9 @@ impl CmId {
     pub fn leave_multicast(&self, addr: &SocketAddr) -> Result<()> {
         let (m, qp) = {
             let mut st = lock(&self.shared.st);
-            let i = st
-                .mcs
-                .iter()
-                .position(|m| m.addr == *addr)
-                .ok_or_else(|| {
-                    Error::invalid(format!("LEAVE_MCAST: the rdma_cm id has not joined {addr}"))
-                })?;
+            let i = st.mcs.iter().position(|m| m.addr == *addr).ok_or_else(|| {
+                Error::invalid(format!("LEAVE_MCAST: the rdma_cm id has not joined {addr}"))
+            })?;
             (st.mcs.remove(i), st.qp.clone())
         };
         if let (Some((gid, lid)), Some(qp)) = (m.attached, qp) {

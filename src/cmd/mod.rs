@@ -10,9 +10,9 @@
 //! bounded loss, against the device writing memory the process reuses.
 
 pub(crate) mod ah;
-pub(crate) mod mcast;
 pub(crate) mod context;
 pub(crate) mod cq;
+pub(crate) mod mcast;
 pub(crate) mod mr;
 pub(crate) mod pd;
 pub(crate) mod qp;

@@ -79,7 +79,9 @@ fn collect(cq: &mut Cq, n: usize) -> Vec<Wc> {
 }
 
 fn pattern(round: u8) -> Vec<u8> {
-    (0..LEN).map(|i| (i as u8).wrapping_mul(31) ^ round).collect()
+    (0..LEN)
+        .map(|i| (i as u8).wrapping_mul(31) ^ round)
+        .collect()
 }
 
 fn post_recv(q: &mut Qp, mr: &Mr, wr_id: u64) {
@@ -174,7 +176,10 @@ fn attach_and_detach_errors_are_the_kernels() {
     let einval = |r: rverbs::Result<()>, what: &str| {
         let e = r.unwrap_err();
         assert_eq!(e.errno(), Some(Errno(22)), "{what}: {e}");
-        assert!(e.to_string().contains("MCAST"), "{what} names the command: {e}");
+        assert!(
+            e.to_string().contains("MCAST"),
+            "{what} names the command: {e}"
+        );
     };
     // Not a multicast GID.
     einval(
@@ -206,4 +211,263 @@ fn attach_and_detach_errors_are_the_kernels() {
         })
         .unwrap();
     einval(rc.attach_mcast(&group, 0), "RC QP");
+}
+
+/// One rdma_cm UD id bound to the test address, with its QP (receives
+/// posted) and buffer.
+struct CmNode {
+    id: rverbs::cm::CmId,
+    pd: Pd,
+    cq: Cq,
+    qp: Qp,
+    mr: Mr,
+}
+
+fn cm_node(chan: &std::sync::Arc<rverbs::cm::CmChannel>) -> CmNode {
+    use rverbs::cm::PortSpace;
+    let id = chan.create_id(PortSpace::UDP).unwrap();
+    let a: std::net::SocketAddr = format!("{}:0", common::env().addr).parse().unwrap();
+    id.bind(&a).unwrap();
+    let ctx = id.context().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(32, None, 0).unwrap();
+    let qp = id
+        .create_qp(
+            &pd,
+            &QpInit {
+                qp_type: QpType::Ud,
+                send_cq: &cq,
+                recv_cq: &cq,
+                caps: QpCaps {
+                    max_send_wr: 8,
+                    max_recv_wr: 8,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+                sq_sig_all: true,
+                srq: None,
+            },
+        )
+        .unwrap();
+    let mr = pd.alloc_mr(40 + LEN, Access::LOCAL_WRITE).unwrap();
+    CmNode { id, pd, cq, qp, mr }
+}
+
+fn next_cm(chan: &std::sync::Arc<rverbs::cm::CmChannel>) -> rverbs::cm::CmEvent {
+    assert!(chan.poll(10_000).unwrap(), "no rdma_cm event within 10 s");
+    chan.get_event().unwrap()
+}
+
+/// Polls `cq` for up to `limit`; returns what came.
+fn drain(cq: &mut Cq, limit: Duration) -> Vec<Wc> {
+    let mut out = Vec::new();
+    let mut buf = [Wc::default(); 8];
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        let k = cq.poll(&mut buf);
+        out.extend_from_slice(&buf[..k]);
+    }
+    out
+}
+
+#[test]
+fn rdma_cm_join_attaches_and_leave_detaches() {
+    use rverbs::cm::{ud_ah_attr, CmChannel, EventType, JoinFlags};
+    let chan = CmChannel::new().unwrap();
+    let group = Ipv4Addr::new(239, 77, 2, 1);
+    let gaddr: std::net::SocketAddr = (group, 0).into();
+    let mut a = cm_node(&chan);
+    let mut b = cm_node(&chan);
+    // c joins send-only: it may send to the group, nothing is delivered
+    // to it.
+    let mut c = cm_node(&chan);
+    a.id.join_multicast(&gaddr).unwrap();
+    b.id.join_multicast_ex(&gaddr, JoinFlags::FullMember)
+        .unwrap();
+    c.id.join_multicast_ex(&gaddr, JoinFlags::SendOnlyFullMember)
+        .unwrap();
+    // Joining twice is refused, naming the group.
+    let e = a.id.join_multicast(&gaddr).unwrap_err();
+    assert!(e.to_string().contains("already joined 239.77.2.1"), "{e}");
+    let mut ud = None;
+    for _ in 0..3 {
+        let ev = next_cm(&chan);
+        assert_eq!(ev.kind, EventType::MULTICAST_JOIN, "{ev:?}");
+        assert_eq!(ev.status, 0);
+        assert_eq!(ev.mcast, Some(gaddr), "the event names the group");
+        assert!([a.id.uid(), b.id.uid(), c.id.uid()].contains(&ev.uid));
+        assert_eq!(ev.ud.qp_num, MCAST_QPN);
+        let av = ud_ah_attr(&ev.ud);
+        assert_eq!(av.grh.unwrap().dgid, mgid(group), "{av:?}");
+        ud = Some(ev.ud);
+    }
+    let ud = ud.unwrap();
+    let ah = c.pd.create_ah(&ud_ah_attr(&ud)).unwrap();
+    let send = |c: &mut CmNode, round: u8| {
+        c.mr.write(0, &pattern(round)).unwrap();
+        let s = [c.mr.slice(0, LEN as u32).unwrap()];
+        c.qp.post_send(&[
+            SendWr::new(u64::from(round), SendOp::Send, &s).to(&ah, ud.qp_num, ud.qkey)
+        ])
+        .unwrap();
+        let w = collect(&mut c.cq, 1);
+        assert!(
+            w.len() == 1 && w[0].is_ok(),
+            "the send only, no loopback to c: {w:?}"
+        );
+    };
+    for n in [&mut a, &mut b, &mut c] {
+        post_recv(&mut n.qp, &n.mr, 7);
+    }
+    send(&mut c, 1);
+    for n in [&mut a, &mut b] {
+        let w = collect(&mut n.cq, 1);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].is_ok() && w[0].byte_len as usize == 40 + LEN, "{w:?}");
+        check_payload(&n.mr, 1);
+    }
+    // b leaves: its QP is detached; a still gets the group's traffic.
+    b.id.leave_multicast(&gaddr).unwrap();
+    post_recv(&mut a.qp, &a.mr, 8);
+    send(&mut c, 2);
+    let w = collect(&mut a.cq, 1);
+    assert_eq!(w.len(), 1, "{w:?}");
+    check_payload(&a.mr, 2);
+    assert!(
+        drain(&mut b.cq, Duration::from_millis(300)).is_empty(),
+        "b left"
+    );
+    // Leaving twice, or a group never joined, is refused.
+    let e = b.id.leave_multicast(&gaddr).unwrap_err();
+    assert!(e.to_string().contains("has not joined 239.77.2.1"), "{e}");
+    a.id.leave_multicast(&gaddr).unwrap();
+    c.id.leave_multicast(&gaddr).unwrap();
+    // An id bound to no device cannot join: the kernel refuses.
+    let lone = chan.create_id(rverbs::cm::PortSpace::UDP).unwrap();
+    let e = lone.join_multicast(&gaddr).unwrap_err();
+    assert!(e.errno().is_some(), "a kernel errno: {e}");
+    assert!(e.to_string().contains("JOIN_MCAST"), "{e}");
+}
+
+/// `mckey` (rdma-core's) or `rverbs mckey`, on the test address.
+fn mckey(bin: &str, group: &str, extra: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(bin);
+    if bin == common::rverbs_bin() {
+        c.arg("mckey");
+    }
+    c.args(["-m", group, "-b", &common::env().addr]).args(extra);
+    c
+}
+
+/// A receiver started first, then a sender; both must report status 0,
+/// the receiver having seen its `-C` datagrams.
+fn mckey_pair(receiver: &str, sender: &str, group: &str, rx: &[&str], tx: &[&str]) -> String {
+    use common::{show, Background};
+    let mut r = Background::spawn(&mut mckey(receiver, group, rx));
+    // The receiver joins well within the sender's 3 s pause.
+    std::thread::sleep(Duration::from_secs(1));
+    // rdma-core's sender leaves and destroys its QP right after posting
+    // its sends unsignaled, so rxe may drop those still queued (all of
+    // them, at times): it runs again, at most 5 times, until the receiver
+    // has its count. Ours waits for its last send and runs once.
+    let mut s = mckey(sender, group, tx).output().unwrap();
+    for _ in 1..5 {
+        let done = r.0.as_mut().unwrap().try_wait().unwrap().is_some();
+        if done || sender == common::rverbs_bin() || !s.status.success() {
+            break;
+        }
+        s = mckey(sender, group, tx).output().unwrap();
+    }
+    let r = r.wait(Duration::from_secs(60));
+    let joined = format!("mckey: joined dgid: ::ffff:{group} mlid 0x0 sl 0");
+    for (who, out, lines) in [
+        (
+            "sender",
+            &s,
+            ["initiating data transfers", "return status 0"],
+        ),
+        (
+            "receiver",
+            &r,
+            ["receiving data transfers", "return status 0"],
+        ),
+    ] {
+        let text = String::from_utf8_lossy(&out.stdout);
+        let ctx = format!("{who} ({receiver} receiving from {sender})");
+        assert!(out.status.success(), "{ctx}: {}", show(out));
+        for l in lines
+            .iter()
+            .chain(&[joined.as_str(), "data transfers complete"])
+        {
+            assert!(
+                text.lines().any(|t| t == *l),
+                "{ctx} lacks {l:?}: {}",
+                show(out)
+            );
+        }
+    }
+    String::from_utf8_lossy(&r.stdout).into_owned()
+}
+
+#[test]
+fn mckey_rverbs_receives_from_rdma_core() {
+    // rdma-core's sender leaves right after posting, unsignaled: some of
+    // its datagrams may never leave; it sends plenty, the receivers count
+    // 20 (each of two ids gets every datagram).
+    let out = mckey_pair(
+        common::rverbs_bin(),
+        "mckey",
+        "239.77.3.1",
+        &["-C", "20", "-c", "2", "-S", "1000", "--timeout", "30"],
+        &["-s", "-C", "1000", "-S", "1000"],
+    );
+    assert_eq!(out.matches("mckey: joined dgid:").count(), 2, "{out}");
+}
+
+#[test]
+fn mckey_rdma_core_receives_from_rverbs() {
+    mckey_pair(
+        "mckey",
+        common::rverbs_bin(),
+        "239.77.3.2",
+        &["-C", "20"],
+        &["-s", "-C", "20"],
+    );
+    // Ours with ours, and a send-only sender (-o): its QP is not attached.
+    mckey_pair(
+        common::rverbs_bin(),
+        common::rverbs_bin(),
+        "239.77.3.3",
+        &["-C", "20", "-S", "1024"],
+        &["-s", "-o", "-C", "20", "-S", "1024"],
+    );
+}
+
+#[test]
+fn mckey_refuses_what_cannot_work() {
+    use common::{rverbs_bin, show};
+    for (args, why) in [
+        (
+            &["-S", "4000"][..],
+            "message_size 4000 is larger than active mtu 1024",
+        ),
+        (&["-c", "0"][..], "at least one id"),
+    ] {
+        let out = mckey(rverbs_bin(), "239.77.3.4", args).output().unwrap();
+        assert!(!out.status.success(), "{args:?}: {}", show(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(why) && text.contains("return status -1"),
+            "{args:?}: {}",
+            show(&out)
+        );
+    }
+    let out = mckey(rverbs_bin(), "10.77.0.99", &[]).output().unwrap();
+    assert!(
+        !out.status.success()
+            && String::from_utf8_lossy(&out.stdout).contains("is not a multicast address"),
+        "{}",
+        show(&out)
+    );
 }

@@ -178,7 +178,12 @@ fn run(a: &MckeyArgs) -> Result<()> {
 
 /// Reads events until every id joined: ADDR_RESOLVED sets the id up and
 /// joins, MULTICAST_JOIN gives the destination.
-fn join_all(a: &MckeyArgs, chan: &Arc<CmChannel>, nodes: &mut [Node], dst: &SocketAddr) -> Result<()> {
+fn join_all(
+    a: &MckeyArgs,
+    chan: &Arc<CmChannel>,
+    nodes: &mut [Node],
+    dst: &SocketAddr,
+) -> Result<()> {
     let mut left = nodes.len();
     while left > 0 {
         if !chan.poll(a.timeout.millis())? {
@@ -208,7 +213,10 @@ fn join_all(a: &MckeyArgs, chan: &Arc<CmChannel>, nodes: &mut [Node], dst: &Sock
                     av.dlid,
                     av.sl
                 );
-                let res = n.res.as_ref().ok_or_else(|| invalid("joined before set up"))?;
+                let res = n
+                    .res
+                    .as_ref()
+                    .ok_or_else(|| invalid("joined before set up"))?;
                 let ah = res
                     .pd
                     .create_ah(&av)
@@ -263,12 +271,7 @@ fn setup(a: &MckeyArgs, id: &CmId) -> Result<Res> {
         },
     )?;
     let mr = pd.alloc_mr((a.size + GRH_LEN) as usize, Access::LOCAL_WRITE)?;
-    let mut res = Res {
-        cq,
-        qp,
-        mr,
-        pd,
-    };
+    let mut res = Res { cq, qp, mr, pd };
     if !a.sender && a.count > 0 {
         let s = [res.mr.slice(0, a.size + GRH_LEN)?];
         for _ in 0..a.count {
@@ -307,7 +310,11 @@ fn receive(a: &MckeyArgs, n: &mut Node) -> Result<()> {
         return Ok(());
     };
     for i in 0..a.count {
-        let w = next_wc(a, &mut res.cq, &format!("datagram {} of {}", i + 1, a.count))?;
+        let w = next_wc(
+            a,
+            &mut res.cq,
+            &format!("datagram {} of {}", i + 1, a.count),
+        )?;
         if !w.is_ok() || w.opcode != WcOpcode::RECV {
             return Err(invalid(format!(
                 "datagram {}: status {}, opcode {:?}",
