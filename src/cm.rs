@@ -47,6 +47,7 @@ pub use rverbs_cm::{
 };
 
 mod mcast;
+mod options;
 
 // `IB_QPS_*` for INIT_QP_ATTR.
 const QPS_INIT: u32 = 1;

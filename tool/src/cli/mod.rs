@@ -1,5 +1,6 @@
 //! Subcommands of the `rverbs` tool, one module each.
 
+mod cmatose;
 mod devices;
 mod gids;
 mod link;
@@ -8,6 +9,7 @@ mod perf;
 mod pingpong;
 mod rping;
 mod selftest;
+mod udaddy;
 mod wait;
 
 /// The classic rdma_cm client/server, shared with the root crate's
@@ -52,6 +54,10 @@ enum Cmd {
     Perf(perf::PerfArgs),
     /// RC ping-pong, wire-compatible with ibv_rc_pingpong.
     Pingpong(pingpong::PingpongArgs),
+    /// RC connections over rdma_cm, like rdma-core's ucmatose.
+    Cmatose(cmatose::CmatoseArgs),
+    /// UD datagrams over rdma_cm, like rdma-core's udaddy.
+    Udaddy(udaddy::UdaddyArgs),
     /// Multicast over rdma_cm, like rdma-core's mckey.
     Mckey(mckey::MckeyArgs),
     /// Loopback checks on one device: send, write, read, atomics, inline.
@@ -85,6 +91,8 @@ pub fn main() -> ExitCode {
         Cmd::Netdevs => link::netdevs(),
         Cmd::Rping(a) => rping::rping(&a),
         Cmd::Mckey(a) => mckey::mckey(&a),
+        Cmd::Cmatose(a) => cmatose::cmatose(&a),
+        Cmd::Udaddy(a) => udaddy::udaddy(&a),
         Cmd::Selftest(a) => selftest::selftest(&a),
         Cmd::CmServer { port } => cm_basic::server(port).map(|()| ExitCode::SUCCESS),
         Cmd::CmClient { addr, port } => cm_basic::client(&addr, port).map(|()| ExitCode::SUCCESS),
