@@ -606,6 +606,41 @@ fn two_host_cm(tally: &mut Tally, base: &vm::Options, bin: &str) {
             Err(e) => tally.fail(what, &e),
         }
     }
+    // cmatose, 2 connections with 10 messages each way, both roles.
+    let ours = format!("{bin} cmatose");
+    for (what, server, client) in [
+        (
+            "two hosts: rverbs cmatose client -> ucmatose server",
+            "ucmatose",
+            ours.as_str(),
+        ),
+        (
+            "two hosts: ucmatose client -> rverbs cmatose server",
+            ours.as_str(),
+            "ucmatose",
+        ),
+    ] {
+        let client = format!("{client} -s $RVERBS_PEER_ADDR -p 7502 -c 2 -C 10");
+        match vm::run(&vm::Options {
+            two_hosts: true,
+            capture: true,
+            cmd: vec!["sh".into(), "-c".into(), retry(&client)],
+            peer_cmd: Some(format!("{server} -p 7502 -c 2 -C 10")),
+            ..base.clone()
+        }) {
+            Ok(o)
+                if o.success()
+                    && o.lines.iter().all(|l| {
+                        l.iter().any(|l| l.trim_end() == "data transfers complete")
+                            && l.iter().any(|l| l.trim_end() == "return status 0")
+                    }) =>
+            {
+                tally.pass(what)
+            }
+            Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
+            Err(e) => tally.fail(what, &e),
+        }
+    }
     // The server prints its kernel-chosen port on its own console; give it
     // a known one so the client on the other host can find it.
     let what = "two hosts: rverbs cm-client -> rverbs cm-server";
