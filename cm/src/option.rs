@@ -48,7 +48,7 @@ impl Id {
     }
 
     /// Tells the connection a QP event happened (`NOTIFY`, `rdma_notify`):
-    /// `event` is an `IB_EVENT_*` number; `IB_EVENT_COMM_EST` (5) on the
+    /// `event` is an `IB_EVENT_*` number; `IB_EVENT_COMM_EST` (4) on the
     /// passive side completes a connection whose RTU was lost, the
     /// traffic having arrived first.
     pub fn notify(&self, event: u32) -> Result<()> {

@@ -16,7 +16,7 @@ impl CmId {
     }
 
     /// Reports a QP event to the connection (`NOTIFY`, `rdma_notify`):
-    /// `IB_EVENT_COMM_EST` (5) on the passive side of a connection whose
+    /// `IB_EVENT_COMM_EST` (4) on the passive side of a connection whose
     /// RTU has not arrived establishes it (the peer's traffic proved it
     /// up); `ESTABLISHED` follows.
     pub fn notify(&self, event: u32) -> Result<()> {

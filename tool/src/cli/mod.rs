@@ -1,5 +1,6 @@
 //! Subcommands of the `rverbs` tool, one module each.
 
+mod asyncwatch;
 mod cmatose;
 mod devices;
 mod gids;
@@ -54,6 +55,8 @@ enum Cmd {
     Perf(perf::PerfArgs),
     /// RC ping-pong, wire-compatible with ibv_rc_pingpong.
     Pingpong(pingpong::PingpongArgs),
+    /// Print the device's async events, like ibv_asyncwatch.
+    Asyncwatch(asyncwatch::AsyncwatchArgs),
     /// RC connections over rdma_cm, like rdma-core's ucmatose.
     Cmatose(cmatose::CmatoseArgs),
     /// UD datagrams over rdma_cm, like rdma-core's udaddy.
@@ -92,6 +95,7 @@ pub fn main() -> ExitCode {
         Cmd::Rping(a) => rping::rping(&a),
         Cmd::Mckey(a) => mckey::mckey(&a),
         Cmd::Cmatose(a) => cmatose::cmatose(&a),
+        Cmd::Asyncwatch(a) => asyncwatch::asyncwatch(&a),
         Cmd::Udaddy(a) => udaddy::udaddy(&a),
         Cmd::Selftest(a) => selftest::selftest(&a),
         Cmd::CmServer { port } => cm_basic::server(port).map(|()| ExitCode::SUCCESS),
