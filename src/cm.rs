@@ -46,8 +46,11 @@ pub use rverbs_cm::{
     AddrInfo, ConnParam, EventType, IdOption, JoinFlags, PortSpace, UdParam, MAX_DEPTH,
 };
 
+mod addrinfo;
 mod mcast;
 mod options;
+
+pub use addrinfo::{getaddrinfo, AddrHints, RdmaAddrInfo};
 
 // `IB_QPS_*` for INIT_QP_ATTR.
 const QPS_INIT: u32 = 1;
