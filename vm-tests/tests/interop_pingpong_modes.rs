@@ -12,7 +12,7 @@ use std::time::Duration;
 
 static PORT: AtomicU16 = AtomicU16::new(18800);
 
-const ITERS: u32 = 200;
+const ITERS: u32 = 100;
 
 /// The C tool for a mode, and our flags for it.
 fn c_tool(mode: &[&str]) -> &'static str {
@@ -100,11 +100,11 @@ fn run(server_bin: &str, client_bin: &str, mode: &[&str], size: u32, events: boo
 }
 
 fn both_roles(mode: &[&str], size: u32) {
+    // Each role once: ours polling as the client, sleeping on completion
+    // events as the server.
     let c = c_tool(mode);
-    for events in [false, true] {
-        run(c, rverbs_bin(), mode, size, events);
-        run(rverbs_bin(), c, mode, size, events);
-    }
+    run(c, rverbs_bin(), mode, size, false);
+    run(rverbs_bin(), c, mode, size, true);
 }
 
 #[test]
