@@ -42,7 +42,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use uverbs_abi::verbs::IbUverbsQpAttr;
 
-pub use rverbs_cm::{AddrInfo, ConnParam, EventType, PortSpace, UdParam, MAX_DEPTH};
+pub use rverbs_cm::{
+    AddrInfo, ConnParam, EventType, IdOption, JoinFlags, PortSpace, UdParam, MAX_DEPTH,
+};
+
+mod addrinfo;
+mod mcast;
+mod options;
+
+pub use addrinfo::{getaddrinfo, AddrHints, RdmaAddrInfo};
 
 // `IB_QPS_*` for INIT_QP_ATTR.
 const QPS_INIT: u32 = 1;
@@ -116,6 +124,8 @@ struct IdState {
     /// side, capped by the device.
     initiator_depth: u8,
     responder_resources: u8,
+    /// The multicast groups joined.
+    mcs: Vec<mcast::Membership>,
 }
 
 /// One rdma_cm event, after rverbs' processing (see the [module](self)
@@ -137,6 +147,8 @@ pub struct CmEvent {
     pub ud: UdParam,
     /// For `CONNECT_REQUEST`: the new id of the incoming connection.
     pub request: Option<CmId>,
+    /// For `MULTICAST_JOIN` / `MULTICAST_ERROR`: the group's address.
+    pub mcast: Option<SocketAddr>,
 }
 
 impl CmEvent {
@@ -209,6 +221,7 @@ impl CmChannel {
             conn: ev.conn.clone(),
             ud: ev.ud.clone(),
             request: None,
+            mcast: None,
         };
         match ev.kind {
             EventType::CONNECT_REQUEST => {
@@ -237,6 +250,11 @@ impl CmChannel {
                             }
                         }
                     }
+                }
+            }
+            EventType::MULTICAST_JOIN | EventType::MULTICAST_ERROR => {
+                if let Some(s) = &shared {
+                    s.mcast_event(ev.uid, &mut out);
                 }
             }
             EventType::REJECTED
@@ -315,6 +333,7 @@ impl Drop for CmId {
     fn drop(&mut self) {
         // The kernel id is destroyed when the last reference goes: this
         // one, or an event being processed right now.
+        self.shared.drop_memberships(&self.chan);
         lock(&self.chan.ids).remove(&self.uid);
     }
 }

@@ -3,6 +3,7 @@
 //! WQEs and a doorbell, no system call), post receive (ring write only).
 
 pub(crate) mod attr;
+mod mcast;
 mod query;
 
 pub use crate::cmd::qp::{QpCaps, QpType};

@@ -43,7 +43,7 @@ pub struct Id {
 }
 
 /// The kernel wants a byte length of addresses it can check.
-fn storage(a: &SocketAddr) -> (c::KernelSockaddrStorage, u16) {
+pub(crate) fn storage(a: &SocketAddr) -> (c::KernelSockaddrStorage, u16) {
     let len = match a {
         SocketAddr::V4(_) => size_of::<c::SockaddrIn>(),
         SocketAddr::V6(_) => size_of::<c::SockaddrIn6>(),
@@ -123,7 +123,7 @@ impl Id {
         &self.chan
     }
 
-    fn cmd<T: IntoBytes + zerocopy::Immutable>(
+    pub(crate) fn cmd<T: IntoBytes + zerocopy::Immutable>(
         &self,
         op: &'static str,
         cmd: u32,

@@ -23,6 +23,8 @@ mod channel;
 mod error;
 mod event;
 mod id;
+mod mcast;
+mod option;
 // The syscall boundary.
 #[allow(unsafe_code)]
 mod sys;
@@ -31,6 +33,8 @@ pub use channel::EventChannel;
 pub use error::{Error, Result};
 pub use event::{ConnParam, Event, UdParam};
 pub use id::{AddrInfo, Id};
+pub use mcast::JoinFlags;
+pub use option::IdOption;
 pub use uverbs_abi::cm::{RdmaCmEventType as EventType, RdmaUcmPortSpace as PortSpace};
 
 /// `RDMA_MAX_INIT_DEPTH` / `RDMA_MAX_RESP_RES` of librdmacm: "as many as

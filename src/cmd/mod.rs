@@ -12,6 +12,7 @@
 pub(crate) mod ah;
 pub(crate) mod context;
 pub(crate) mod cq;
+pub(crate) mod mcast;
 pub(crate) mod mr;
 pub(crate) mod mw;
 pub(crate) mod pd;

@@ -1,12 +1,16 @@
 //! Subcommands of the `rverbs` tool, one module each.
 
+mod asyncwatch;
+mod cmatose;
 mod devices;
 mod gids;
 mod link;
+mod mckey;
 mod perf;
 mod pingpong;
 mod rping;
 mod selftest;
+mod udaddy;
 mod wait;
 
 /// The classic rdma_cm client/server, shared with the root crate's
@@ -52,6 +56,14 @@ enum Cmd {
     Perf(perf::PerfArgs),
     /// RC ping-pong, wire-compatible with ibv_rc_pingpong.
     Pingpong(pingpong::PingpongArgs),
+    /// Print the device's async events, like ibv_asyncwatch.
+    Asyncwatch(asyncwatch::AsyncwatchArgs),
+    /// RC connections over rdma_cm, like rdma-core's ucmatose.
+    Cmatose(cmatose::CmatoseArgs),
+    /// UD datagrams over rdma_cm, like rdma-core's udaddy.
+    Udaddy(udaddy::UdaddyArgs),
+    /// Multicast over rdma_cm, like rdma-core's mckey.
+    Mckey(mckey::MckeyArgs),
     /// Loopback checks on one device: send, write, read, atomics, inline.
     Selftest(selftest::SelftestArgs),
     /// RDMA ping over rdma_cm, wire-compatible with rdma-core's rping.
@@ -115,6 +127,10 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
         Cmd::Link { cmd } => link::link(cmd.as_ref()),
         Cmd::Netdevs => link::netdevs(),
         Cmd::Rping(a) => rping::rping(&a),
+        Cmd::Mckey(a) => mckey::mckey(&a),
+        Cmd::Cmatose(a) => cmatose::cmatose(&a),
+        Cmd::Asyncwatch(a) => asyncwatch::asyncwatch(&a),
+        Cmd::Udaddy(a) => udaddy::udaddy(&a),
         Cmd::Selftest(a) => selftest::selftest(&a),
         Cmd::CmServer { port } => cm_basic::server(port).map(|()| ExitCode::SUCCESS),
         Cmd::CmClient { addr, port } => cm_basic::client(&addr, port).map(|()| ExitCode::SUCCESS),

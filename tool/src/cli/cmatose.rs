@@ -1,0 +1,439 @@
+//! `rverbs cmatose`: rdma-core's `ucmatose`. `-c` RC connections over
+//! rdma_cm; the server sends `-C` messages of `-S` bytes on each, the
+//! client receives them and replies with as many; then the server
+//! disconnects. Either side can be rdma-core's.
+//!
+//! Unlike the C tool, every completion's status and length is checked,
+//! and no wait is unbounded once connecting began (`--timeout`; a server
+//! waits for its first connection request without limit).
+
+use super::wait::{parse_timeout, Timeout, DEFAULT_SECS};
+use clap::Args;
+use rverbs::cm::{CmChannel, CmEvent, CmId, ConnParam, EventType, IdOption, PortSpace};
+use rverbs::{
+    Access, Cq, Error, Mr, Pd, Qp, QpCaps, QpInit, QpType, RecvWr, Result, SendOp, SendWr, Wc,
+};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Args)]
+pub struct CmatoseArgs {
+    /// Connect to this server (none: be the server).
+    #[arg(short = 's', value_name = "server_address")]
+    server: Option<String>,
+    /// Bind to this local address.
+    #[arg(short = 'b', value_name = "bind_address")]
+    bind: Option<String>,
+    /// Address format: name, ip or ipv6 (all resolved alike).
+    #[arg(short = 'f', value_name = "address_format")]
+    format: Option<String>,
+    /// Port space: tcp.
+    #[arg(short = 'P', value_name = "port_space")]
+    port_space: Option<String>,
+    /// Connections.
+    #[arg(short = 'c', value_name = "connections", default_value_t = 1)]
+    connections: u32,
+    /// Messages each way on each connection.
+    #[arg(short = 'C', value_name = "message_count", default_value_t = 10)]
+    count: u32,
+    /// Bytes per message.
+    #[arg(short = 'S', value_name = "message_size", default_value_t = 100)]
+    size: u32,
+    /// Type of service of the connections (RDMA_OPTION_ID_TOS).
+    #[arg(short = 't', value_name = "type_of_service", value_parser = parse_u8)]
+    tos: Option<u8>,
+    /// Port number.
+    #[arg(short = 'p', value_name = "port_number", default_value_t = 7471)]
+    port: u16,
+    /// Migrate the ids to a new event channel after the transfers.
+    #[arg(short = 'm')]
+    migrate: bool,
+    /// ACK timeout exponent of the QPs (RDMA_OPTION_ID_ACK_TIMEOUT).
+    #[arg(short = 'a', value_name = "ack_timeout", value_parser = parse_u8)]
+    ack_timeout: Option<u8>,
+    /// Give up after this many seconds without progress.
+    #[arg(long, value_name = "SECS", default_value = DEFAULT_SECS, value_parser = parse_timeout)]
+    timeout: Timeout,
+}
+
+/// `strtoul(optarg, NULL, 0)` into a u8: decimal, `0x` hex or `0` octal.
+pub fn parse_u8(s: &str) -> std::result::Result<u8, String> {
+    let r = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u8::from_str_radix(h, 16)
+    } else if s.len() > 1 && s.starts_with('0') {
+        u8::from_str_radix(&s[1..], 8)
+    } else {
+        s.parse()
+    };
+    r.map_err(|_| format!("{s:?} is not a number from 0 to 255"))
+}
+
+pub fn invalid(what: impl Into<String>) -> Error {
+    Error::InvalidArgument { what: what.into() }
+}
+
+/// `getaddrinfo(host, port)`: an address or a host name.
+pub fn get_addr(host: &str, port: u16) -> Result<SocketAddr> {
+    (host, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| Error::Io {
+            what: format!("getaddrinfo failed - invalid hostname or IP address {host}"),
+            source: std::io::Error::other("no address"),
+        })
+}
+
+/// One connection's id and verbs objects.
+struct Node {
+    id: CmId,
+    res: Option<Res>,
+    connected: bool,
+}
+
+struct Res {
+    send_cq: Cq,
+    recv_cq: Cq,
+    qp: Qp,
+    mr: Mr,
+    _pd: Pd,
+}
+
+pub fn cmatose(a: &CmatoseArgs) -> Result<ExitCode> {
+    if let Some(p) = &a.port_space {
+        if !p.to_ascii_lowercase().starts_with("tcp") {
+            return Err(invalid(format!(
+                "-P {p}: only the tcp port space is supported"
+            )));
+        }
+    }
+    if a.connections == 0 {
+        return Err(invalid("-c 0: at least one connection"));
+    }
+    let res = if a.server.is_some() {
+        println!("cmatose: starting client");
+        run_client(a)
+    } else {
+        println!("cmatose: starting server");
+        run_server(a)
+    };
+    let status = match res {
+        Ok(()) => 0,
+        Err(e) => {
+            println!("cmatose: {e}");
+            -1
+        }
+    };
+    println!("test complete");
+    println!("return status {status}");
+    Ok(if status == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The next event, at most the timeout (`None`: no limit).
+fn next_event(chan: &Arc<CmChannel>, t: Option<Timeout>, what: &str) -> Result<CmEvent> {
+    if let Some(t) = t {
+        if !chan.poll(t.millis())? {
+            return Err(t.expired(what));
+        }
+    }
+    chan.get_event()
+}
+
+/// The error events of a connection, printed as the C tool does.
+fn connect_failed(ev: &CmEvent) -> Error {
+    println!("cmatose: event: {}, error: {}", ev.name(), ev.status);
+    Error::CmEvent {
+        expected: "ESTABLISHED",
+        got: ev.name(),
+        status: ev.status,
+        private_data: ev.conn.private_data.clone(),
+    }
+}
+
+/// PD, CQs, the RC QP and the buffer of a connection; receives posted.
+fn init_node(a: &CmatoseArgs, id: &CmId) -> Result<Res> {
+    let ctx = id.context()?;
+    let pd = ctx.alloc_pd()?;
+    let depth = a.count.max(1);
+    let send_cq = ctx.create_cq(depth, None, 0)?;
+    let recv_cq = ctx.create_cq(depth, None, 0)?;
+    let mut qp = id.create_qp(
+        &pd,
+        &QpInit {
+            qp_type: QpType::Rc,
+            send_cq: &send_cq,
+            recv_cq: &recv_cq,
+            caps: QpCaps {
+                max_send_wr: depth,
+                max_recv_wr: depth,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: true,
+            srq: None,
+        },
+    )?;
+    let mr = pd.alloc_mr(a.size.max(1) as usize, Access::LOCAL_WRITE)?;
+    if a.count > 0 {
+        let s = [mr.slice(0, a.size)?];
+        for _ in 0..a.count {
+            qp.post_recv(&[RecvWr { wr_id: 1, sges: &s }])?;
+        }
+    }
+    Ok(Res {
+        send_cq,
+        recv_cq,
+        qp,
+        mr,
+        _pd: pd,
+    })
+}
+
+fn post_sends(a: &CmatoseArgs, n: &mut Node) -> Result<()> {
+    let Some(r) = n.res.as_mut().filter(|_| n.connected) else {
+        return Ok(());
+    };
+    let data: Vec<u8> = (0..a.size).map(|i| i as u8).collect();
+    r.mr.write(0, &data)?;
+    let s = [r.mr.slice(0, a.size)?];
+    for _ in 0..a.count {
+        r.qp.post_send(&[SendWr::new(2, SendOp::Send, &s)])?;
+    }
+    Ok(())
+}
+
+/// Waits for `-C` completions on each connected node's send or receive
+/// CQ, each successful (receives: of `-S` bytes).
+fn poll_cqs(a: &CmatoseArgs, nodes: &mut [Node], recv: bool) -> Result<()> {
+    let what = if recv { "message" } else { "send completion" };
+    for (i, n) in nodes.iter_mut().enumerate() {
+        let Some(r) = n.res.as_mut().filter(|_| n.connected) else {
+            continue;
+        };
+        let cq = if recv { &mut r.recv_cq } else { &mut r.send_cq };
+        for k in 0..a.count {
+            let w = next_wc(
+                a.timeout,
+                cq,
+                &format!("{what} {} of {} on connection {i}", k + 1, a.count),
+            )?;
+            if !w.is_ok() || (recv && w.byte_len != a.size) {
+                return Err(invalid(format!(
+                    "{what} {} on connection {i}: status {}, {} bytes (want {})",
+                    k + 1,
+                    w.status,
+                    w.byte_len,
+                    a.size
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn next_wc(t: Timeout, cq: &mut Cq, what: &str) -> Result<Wc> {
+    let mut wc = [Wc::default()];
+    let start = Instant::now();
+    loop {
+        if cq.poll(&mut wc) == 1 {
+            return Ok(wc[0]);
+        }
+        if start.elapsed() > t.duration() {
+            return Err(t.expired(what));
+        }
+        std::thread::sleep(Duration::from_micros(20));
+    }
+}
+
+fn set_options(a: &CmatoseArgs, id: &CmId, tos: bool) {
+    if let (Some(t), true) = (a.tos, tos) {
+        if let Err(e) = id.set_option(IdOption::Tos(t)) {
+            println!("cmatose: set TOS option failed: {e}");
+        }
+    }
+    if let Some(t) = a.ack_timeout {
+        if let Err(e) = id.set_option(IdOption::AckTimeout(t)) {
+            println!("cmatose: set ack timeout option failed: {e}");
+        }
+    }
+}
+
+/// Moves every id (and the listener) to a new event channel (`-m`).
+fn migrate(nodes: &mut [Node], listen: Option<&mut CmId>) -> Result<Arc<CmChannel>> {
+    println!("migrating to new event channel");
+    let chan = CmChannel::new()?;
+    if let Some(l) = listen {
+        l.migrate(&chan)?;
+    }
+    for n in nodes {
+        n.id.migrate(&chan)?;
+    }
+    Ok(chan)
+}
+
+/// Waits until every connected node got DISCONNECTED (answering each with
+/// a disconnect, as the C tool does).
+fn disconnect_events(
+    a: &CmatoseArgs,
+    chan: &Arc<CmChannel>,
+    nodes: &mut [Node],
+    mut left: usize,
+) -> Result<()> {
+    while left > 0 {
+        let ev = next_event(chan, Some(a.timeout), "DISCONNECTED")?;
+        if ev.kind == EventType::DISCONNECTED {
+            if let Some(n) = nodes.iter_mut().find(|n| n.id.uid() == ev.uid) {
+                // The peer's disconnect already took the connection down;
+                // ours only completes the exchange (its error is moot).
+                let _ = n.id.disconnect();
+                n.connected = false;
+            }
+            left -= 1;
+        }
+    }
+    Ok(())
+}
+
+fn run_client(a: &CmatoseArgs) -> Result<()> {
+    let host = a.server.as_deref().unwrap_or_default();
+    let dst = get_addr(host, a.port)?;
+    let src = a.bind.as_deref().map(|b| get_addr(b, 0)).transpose()?;
+    let mut chan = CmChannel::new()?;
+    let mut nodes = Vec::new();
+    for _ in 0..a.connections {
+        nodes.push(Node {
+            id: chan.create_id(PortSpace::TCP)?,
+            res: None,
+            connected: false,
+        });
+    }
+    println!("cmatose: connecting");
+    for n in &nodes {
+        n.id.resolve_addr(src.as_ref(), &dst, 2000)?;
+    }
+    let mut left = nodes.len();
+    while left > 0 {
+        let ev = next_event(&chan, Some(a.timeout), "the connections")?;
+        let Some(n) = nodes.iter_mut().find(|n| n.id.uid() == ev.uid) else {
+            continue;
+        };
+        match ev.kind {
+            EventType::ADDR_RESOLVED => {
+                set_options(a, &n.id, true);
+                n.id.resolve_route(2000)?;
+            }
+            EventType::ROUTE_RESOLVED => {
+                n.res = Some(init_node(a, &n.id)?);
+                n.id.connect(&ConnParam {
+                    responder_resources: 1,
+                    initiator_depth: 1,
+                    retry_count: 5,
+                    ..ConnParam::default()
+                })?;
+            }
+            EventType::ESTABLISHED => {
+                n.connected = true;
+                left -= 1;
+            }
+            EventType::ADDR_ERROR
+            | EventType::ROUTE_ERROR
+            | EventType::CONNECT_ERROR
+            | EventType::UNREACHABLE
+            | EventType::REJECTED => return Err(connect_failed(&ev)),
+            _ => {}
+        }
+    }
+    if a.count > 0 {
+        println!("receiving data transfers");
+        poll_cqs(a, &mut nodes, true)?;
+        println!("sending replies");
+        for n in &mut nodes {
+            post_sends(a, n)?;
+        }
+        println!("data transfers complete");
+    }
+    if a.migrate {
+        chan = migrate(&mut nodes, None)?;
+    }
+    let connected = nodes.iter().filter(|n| n.connected).count();
+    disconnect_events(a, &chan, &mut nodes, connected)
+}
+
+fn run_server(a: &CmatoseArgs) -> Result<()> {
+    let mut chan = CmChannel::new()?;
+    let mut listen = chan.create_id(PortSpace::TCP)?;
+    let any: SocketAddr = ([0, 0, 0, 0], a.port).into();
+    let src = match a.bind.as_deref() {
+        Some(b) => get_addr(b, a.port)?,
+        None => any,
+    };
+    listen
+        .bind(&src)
+        .map_err(|e| invalid(format!("bind address failed: {e}")))?;
+    listen.listen(0)?;
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut left = a.connections as usize;
+    while left > 0 {
+        // The first request may take any time; after it, the timeout.
+        let limit = (!nodes.is_empty()).then_some(a.timeout);
+        let ev = next_event(&chan, limit, "the connections")?;
+        match ev.kind {
+            EventType::CONNECT_REQUEST => {
+                let Some(id) = ev.request else { continue };
+                if nodes.len() == a.connections as usize {
+                    println!("cmatose: failing connection request");
+                    let _ = id.reject(&[]);
+                    continue;
+                }
+                let res = init_node(a, &id)?;
+                set_options(a, &id, false);
+                id.accept(&ConnParam::default())?;
+                nodes.push(Node {
+                    id,
+                    res: Some(res),
+                    connected: false,
+                });
+            }
+            EventType::ESTABLISHED => {
+                if let Some(n) = nodes.iter_mut().find(|n| n.id.uid() == ev.uid) {
+                    n.connected = true;
+                    left -= 1;
+                }
+            }
+            EventType::CONNECT_ERROR | EventType::UNREACHABLE | EventType::REJECTED => {
+                return Err(connect_failed(&ev))
+            }
+            _ => {}
+        }
+    }
+    if a.count > 0 {
+        println!("initiating data transfers");
+        for n in &mut nodes {
+            post_sends(a, n)?;
+        }
+        println!("completing sends");
+        poll_cqs(a, &mut nodes, false)?;
+        println!("receiving data transfers");
+        poll_cqs(a, &mut nodes, true)?;
+        println!("data transfers complete");
+    }
+    if a.migrate {
+        chan = migrate(&mut nodes, Some(&mut listen))?;
+    }
+    println!("cmatose: disconnecting");
+    let mut connected = 0;
+    for n in nodes.iter_mut().filter(|n| n.connected) {
+        n.id.disconnect()?;
+        connected += 1;
+    }
+    disconnect_events(a, &chan, &mut nodes, connected)?;
+    println!("disconnected");
+    Ok(())
+}
