@@ -14,17 +14,34 @@ fn main() {
     let text = std::fs::read_to_string(&list).expect("read symbols.txt");
     // Version nodes in rdma-core's order, each inheriting the one before.
     const NODES: &[&str] = &[
-        "IBVERBS_1.0", "IBVERBS_1.1", "IBVERBS_1.5", "IBVERBS_1.6", "IBVERBS_1.7",
-        "IBVERBS_1.8", "IBVERBS_1.9", "IBVERBS_1.10", "IBVERBS_1.11", "IBVERBS_1.12",
-        "IBVERBS_1.13", "IBVERBS_1.14", "IBVERBS_PRIVATE_34",
+        "IBVERBS_1.0",
+        "IBVERBS_1.1",
+        "IBVERBS_1.5",
+        "IBVERBS_1.6",
+        "IBVERBS_1.7",
+        "IBVERBS_1.8",
+        "IBVERBS_1.9",
+        "IBVERBS_1.10",
+        "IBVERBS_1.11",
+        "IBVERBS_1.12",
+        "IBVERBS_1.13",
+        "IBVERBS_1.14",
+        "IBVERBS_PRIVATE_34",
     ];
     let mut by_node: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
         let mut it = line.split_whitespace();
         let (Some(name), Some(node)) = (it.next(), it.next()) else {
             panic!("symbols.txt: `{line}` is not `name VERSION`");
         };
-        assert!(NODES.contains(&node), "symbols.txt: unknown version node {node}");
+        assert!(
+            NODES.contains(&node),
+            "symbols.txt: unknown version node {node}"
+        );
         by_node.entry(node).or_default().push(name);
     }
     let mut map = String::new();

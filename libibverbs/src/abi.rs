@@ -34,6 +34,9 @@ pub struct IbvDevice {
     pub ibdev_path: [c_char; SYSFS_PATH_MAX],
 }
 
+/// `verbs_context.query_device_ex`.
+pub type QueryDeviceExFn =
+    unsafe extern "C" fn(*mut IbvContext, *const c_void, *mut IbvDeviceAttrEx, usize) -> c_int;
 /// `ops.poll_cq`.
 pub type PollCqFn = unsafe extern "C" fn(*mut IbvCq, c_int, *mut IbvWc) -> c_int;
 /// `ops.req_notify_cq`.
@@ -106,7 +109,7 @@ pub struct VerbsContext {
     /// `advise_mr` … `create_cq_ex` (25 slots).
     pub ops_a: [*const c_void; 25],
     pub priv_: *mut c_void,
-    pub query_device_ex: *const c_void,
+    pub query_device_ex: Option<QueryDeviceExFn>,
     /// `ibv_destroy_flow` … `close_xrcd` (10 slots).
     pub ops_b: [*const c_void; 10],
     pub abi_placeholder3: u64,
@@ -158,6 +161,95 @@ pub struct IbvDeviceAttr {
     pub max_pkeys: u16,
     pub local_ca_ack_delay: u8,
     pub phys_port_cnt: u8,
+}
+
+/// `struct ibv_odp_caps`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct IbvOdpCaps {
+    pub general_caps: u64,
+    pub rc_odp_caps: u32,
+    pub uc_odp_caps: u32,
+    pub ud_odp_caps: u32,
+}
+
+/// `struct ibv_tso_caps`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct IbvTsoCaps {
+    pub max_tso: u32,
+    pub supported_qpts: u32,
+}
+
+/// `struct ibv_rss_caps`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct IbvRssCaps {
+    pub supported_qpts: u32,
+    pub max_rwq_indirection_tables: u32,
+    pub max_rwq_indirection_table_size: u32,
+    pub rx_hash_fields_mask: u64,
+    pub rx_hash_function: u8,
+}
+
+/// `struct ibv_packet_pacing_caps`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct IbvPacketPacingCaps {
+    pub qp_rate_limit_min: u32,
+    pub qp_rate_limit_max: u32,
+    pub supported_qpts: u32,
+}
+
+/// `struct ibv_tm_caps`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct IbvTmCaps {
+    pub max_rndv_hdr_size: u32,
+    pub max_num_tags: u32,
+    pub flags: u32,
+    pub max_ops: u32,
+    pub max_sge: u32,
+}
+
+/// `struct ibv_cq_moderation_caps`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct IbvCqModerationCaps {
+    pub max_cq_count: u16,
+    pub max_cq_period: u16,
+}
+
+/// `struct ibv_pci_atomic_caps`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct IbvPciAtomicCaps {
+    pub fetch_add: u16,
+    pub swap: u16,
+    pub compare_swap: u16,
+}
+
+/// `struct ibv_device_attr_ex`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct IbvDeviceAttrEx {
+    pub orig_attr: IbvDeviceAttr,
+    pub comp_mask: u32,
+    pub odp_caps: IbvOdpCaps,
+    pub completion_timestamp_mask: u64,
+    pub hca_core_clock: u64,
+    pub device_cap_flags_ex: u64,
+    pub tso_caps: IbvTsoCaps,
+    pub rss_caps: IbvRssCaps,
+    pub max_wq_type_rq: u32,
+    pub packet_pacing_caps: IbvPacketPacingCaps,
+    pub raw_packet_caps: u32,
+    pub tm_caps: IbvTmCaps,
+    pub cq_mod_caps: IbvCqModerationCaps,
+    pub max_dm_size: u64,
+    pub pci_atomic_caps: IbvPciAtomicCaps,
+    pub xrc_odp_caps: u32,
+    pub phys_port_cnt_ex: u32,
 }
 
 /// `struct ibv_port_attr`.
@@ -543,6 +635,36 @@ mod layout_test {
                 max_srq => "max_srq", max_srq_wr => "max_srq_wr", max_srq_sge => "max_srq_sge",
                 max_pkeys => "max_pkeys", local_ca_ack_delay => "local_ca_ack_delay",
                 phys_port_cnt => "phys_port_cnt" }),
+            l!(IbvOdpCaps => "struct ibv_odp_caps" { general_caps => "general_caps",
+                rc_odp_caps => "per_transport_caps.rc_odp_caps",
+                uc_odp_caps => "per_transport_caps.uc_odp_caps",
+                ud_odp_caps => "per_transport_caps.ud_odp_caps" }),
+            l!(IbvTsoCaps => "struct ibv_tso_caps" { max_tso => "max_tso",
+                supported_qpts => "supported_qpts" }),
+            l!(IbvRssCaps => "struct ibv_rss_caps" { supported_qpts => "supported_qpts",
+                max_rwq_indirection_tables => "max_rwq_indirection_tables",
+                max_rwq_indirection_table_size => "max_rwq_indirection_table_size",
+                rx_hash_fields_mask => "rx_hash_fields_mask",
+                rx_hash_function => "rx_hash_function" }),
+            l!(IbvPacketPacingCaps => "struct ibv_packet_pacing_caps" {
+                qp_rate_limit_min => "qp_rate_limit_min", qp_rate_limit_max => "qp_rate_limit_max",
+                supported_qpts => "supported_qpts" }),
+            l!(IbvTmCaps => "struct ibv_tm_caps" { max_rndv_hdr_size => "max_rndv_hdr_size",
+                max_num_tags => "max_num_tags", flags => "flags", max_ops => "max_ops",
+                max_sge => "max_sge" }),
+            l!(IbvCqModerationCaps => "struct ibv_cq_moderation_caps" {
+                max_cq_count => "max_cq_count", max_cq_period => "max_cq_period" }),
+            l!(IbvPciAtomicCaps => "struct ibv_pci_atomic_caps" { fetch_add => "fetch_add",
+                swap => "swap", compare_swap => "compare_swap" }),
+            l!(IbvDeviceAttrEx => "struct ibv_device_attr_ex" { orig_attr => "orig_attr",
+                comp_mask => "comp_mask", odp_caps => "odp_caps",
+                completion_timestamp_mask => "completion_timestamp_mask",
+                hca_core_clock => "hca_core_clock", device_cap_flags_ex => "device_cap_flags_ex",
+                tso_caps => "tso_caps", rss_caps => "rss_caps", max_wq_type_rq => "max_wq_type_rq",
+                packet_pacing_caps => "packet_pacing_caps", raw_packet_caps => "raw_packet_caps",
+                tm_caps => "tm_caps", cq_mod_caps => "cq_mod_caps", max_dm_size => "max_dm_size",
+                pci_atomic_caps => "pci_atomic_caps", xrc_odp_caps => "xrc_odp_caps",
+                phys_port_cnt_ex => "phys_port_cnt_ex" }),
             l!(IbvPortAttr => "struct ibv_port_attr" { state => "state", max_mtu => "max_mtu",
                 active_mtu => "active_mtu", gid_tbl_len => "gid_tbl_len",
                 port_cap_flags => "port_cap_flags", max_msg_sz => "max_msg_sz",
@@ -627,17 +749,22 @@ mod layout_test {
         for l in ls {
             // The anonymous `wr.rdma` struct: checked through a typedef of
             // the same shape (and its offsets inside ibv_send_wr below).
-            let c = if l.c.starts_with("struct {") { "rdma_t" } else { l.c };
+            let c = if l.c.starts_with("struct {") {
+                "rdma_t"
+            } else {
+                l.c
+            };
             s += &format!(
                 "printf(\"{} %zu %zu\\n\", sizeof({c}), _Alignof({c}));\n",
                 l.rust
             );
             for (f, _) in &l.fields {
-                let f = if *f == "raw" && l.rust == "IbvGid" { "raw[0]" } else { f };
-                s += &format!(
-                    "printf(\"{}.{f} %zu\\n\", offsetof({c}, {f}));\n",
-                    l.rust
-                );
+                let f = if *f == "raw" && l.rust == "IbvGid" {
+                    "raw[0]"
+                } else {
+                    f
+                };
+                s += &format!("printf(\"{}.{f} %zu\\n\", offsetof({c}, {f}));\n", l.rust);
             }
         }
         s += "return 0; }\n";
@@ -647,7 +774,8 @@ mod layout_test {
     #[test]
     fn structs_match_verbs_h() {
         let ls = layouts();
-        let dir = std::env::temp_dir().join(format!("rverbs-libibverbs-layout-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("rverbs-libibverbs-layout-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let (src, exe) = (dir.join("layout.c"), dir.join("layout"));
         std::fs::write(&src, c_program(&ls)).expect("write layout.c");
@@ -670,10 +798,20 @@ mod layout_test {
         let (mut structs, mut fields) = (0, 0);
         for l in &ls {
             let want = format!("{} {} {}", l.rust, l.size, l.align);
-            assert_eq!(lines.next(), Some(want.as_str()), "size/align of {} ({})", l.rust, l.c);
+            assert_eq!(
+                lines.next(),
+                Some(want.as_str()),
+                "size/align of {} ({})",
+                l.rust,
+                l.c
+            );
             structs += 1;
             for (f, off) in &l.fields {
-                let f = if *f == "raw" && l.rust == "IbvGid" { "raw[0]" } else { f };
+                let f = if *f == "raw" && l.rust == "IbvGid" {
+                    "raw[0]"
+                } else {
+                    f
+                };
                 let want = format!("{}.{f} {off}", l.rust);
                 assert_eq!(lines.next(), Some(want.as_str()), "offset in {}", l.c);
                 fields += 1;

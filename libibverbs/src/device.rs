@@ -173,10 +173,13 @@ unsafe extern "C" fn get_device_index(d: *mut IbvDevice) -> c_int {
     let Some(b) = (unsafe { dev_of(d) }) else {
         return -1;
     };
-    std::fs::read_to_string(format!("/sys/class/infiniband/{}/ibdev_index", b.dev.name()))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(-1)
+    std::fs::read_to_string(format!(
+        "/sys/class/infiniband/{}/ibdev_index",
+        b.dev.name()
+    ))
+    .ok()
+    .and_then(|s| s.trim().parse().ok())
+    .unwrap_or(-1)
 }
 export!("ibv_get_device_index" = get_device_index);
 
@@ -235,8 +238,7 @@ unsafe extern "C" fn open_device(d: *mut IbvDevice) -> *mut IbvContext {
             query_port: Some(query_port_ex),
             ops_a: [std::ptr::null(); 25],
             priv_: std::ptr::null_mut(),
-            // NULL: ibv_query_device_ex falls back to ibv_query_device.
-            query_device_ex: std::ptr::null(),
+            query_device_ex: Some(query_device_ex),
             ops_b: [std::ptr::null(); 10],
             abi_placeholder3: 0,
             sz: std::mem::size_of::<VerbsContext>(),
@@ -282,18 +284,7 @@ fn fw_ver(driver: Driver, raw: u64) -> String {
     }
 }
 
-unsafe extern "C" fn query_device(c: *mut IbvContext, out: *mut IbvDeviceAttr) -> c_int {
-    // SAFETY: an open context of ours (C contract).
-    let Some(b) = (unsafe { ctx_of(c) }) else {
-        return ret_errno(libc::EINVAL);
-    };
-    if out.is_null() {
-        return ret_errno(libc::EINVAL);
-    }
-    let a = match b.ctx.query_device() {
-        Ok(a) => a,
-        Err(e) => return ret_errno(errno_of(&e)),
-    };
+fn device_attr(driver: Driver, a: &rverbs::DeviceAttr) -> IbvDeviceAttr {
     let i = |v: u32| v.min(c_int::MAX as u32) as c_int;
     let mut r = IbvDeviceAttr {
         fw_ver: [0; 64],
@@ -337,12 +328,99 @@ unsafe extern "C" fn query_device(c: *mut IbvContext, out: *mut IbvDeviceAttr) -
         local_ca_ack_delay: a.local_ca_ack_delay,
         phys_port_cnt: a.phys_port_cnt,
     };
-    fill(&mut r.fw_ver, &fw_ver(b.dev.dev.driver(), a.fw_ver));
-    // SAFETY: out is a writable ibv_device_attr (C contract, non-NULL).
-    unsafe { out.write(r) };
+    fill(&mut r.fw_ver, &fw_ver(driver, a.fw_ver));
+    r
+}
+
+unsafe extern "C" fn query_device(c: *mut IbvContext, out: *mut IbvDeviceAttr) -> c_int {
+    // SAFETY: an open context of ours (C contract).
+    let Some(b) = (unsafe { ctx_of(c) }) else {
+        return ret_errno(libc::EINVAL);
+    };
+    if out.is_null() {
+        return ret_errno(libc::EINVAL);
+    }
+    match b.ctx.query_device() {
+        // SAFETY: out is a writable ibv_device_attr (C contract, non-NULL).
+        Ok(a) => unsafe { out.write(device_attr(b.dev.dev.driver(), &a)) },
+        Err(e) => return ret_errno(errno_of(&e)),
+    }
     0
 }
 export!("ibv_query_device" = query_device);
+
+/// `verbs_context.query_device_ex`, what `verbs.h`'s inline
+/// `ibv_query_device_ex` calls (`QUERY_DEVICE_EX`): writes the first
+/// `len` bytes (the caller's `sizeof`). rverbs does not report the TSO,
+/// packet pacing and PCI atomic capabilities: 0, as on rxe.
+unsafe extern "C" fn query_device_ex(
+    c: *mut IbvContext,
+    input: *const c_void,
+    out: *mut IbvDeviceAttrEx,
+    len: usize,
+) -> c_int {
+    // SAFETY: an open context of ours (C contract).
+    let Some(b) = (unsafe { ctx_of(c) }) else {
+        return libc::EINVAL;
+    };
+    // SAFETY: NULL or a readable ibv_query_device_ex_input, whose first
+    // member is `comp_mask` (u32); none is defined.
+    if !input.is_null() && unsafe { input.cast::<u32>().read_unaligned() } != 0 {
+        return libc::EINVAL;
+    }
+    if out.is_null() || len < std::mem::size_of::<IbvDeviceAttr>() {
+        return libc::EINVAL;
+    }
+    let a = match b.ctx.query_device_ex() {
+        Ok(a) => a,
+        Err(e) => return errno_of(&e),
+    };
+    let r = IbvDeviceAttrEx {
+        orig_attr: device_attr(b.dev.dev.driver(), &a.orig),
+        comp_mask: 0,
+        odp_caps: IbvOdpCaps {
+            general_caps: a.odp_general_caps,
+            rc_odp_caps: a.odp_rc_caps,
+            uc_odp_caps: a.odp_uc_caps,
+            ud_odp_caps: a.odp_ud_caps,
+        },
+        completion_timestamp_mask: a.completion_timestamp_mask,
+        hca_core_clock: a.hca_core_clock,
+        device_cap_flags_ex: a.device_cap_flags_ex,
+        tso_caps: IbvTsoCaps::default(),
+        rss_caps: IbvRssCaps {
+            supported_qpts: a.rss_supported_qpts,
+            max_rwq_indirection_tables: a.max_rwq_indirection_tables,
+            max_rwq_indirection_table_size: a.max_rwq_indirection_table_size,
+            ..IbvRssCaps::default()
+        },
+        max_wq_type_rq: a.max_wq_type_rq,
+        packet_pacing_caps: IbvPacketPacingCaps::default(),
+        raw_packet_caps: a.raw_packet_caps,
+        tm_caps: IbvTmCaps {
+            max_rndv_hdr_size: a.tm_max_rndv_hdr_size,
+            max_num_tags: a.tm_max_num_tags,
+            flags: a.tm_flags,
+            max_ops: a.tm_max_ops,
+            max_sge: a.tm_max_sge,
+        },
+        cq_mod_caps: IbvCqModerationCaps {
+            max_cq_count: a.max_cq_moderation_count,
+            max_cq_period: a.max_cq_moderation_period,
+        },
+        max_dm_size: a.max_dm_size,
+        pci_atomic_caps: IbvPciAtomicCaps::default(),
+        xrc_odp_caps: a.odp_xrc_caps,
+        phys_port_cnt_ex: u32::from(a.orig.phys_port_cnt),
+    };
+    let len = len.min(std::mem::size_of::<IbvDeviceAttrEx>());
+    // SAFETY: out has room for len bytes (C contract; at most the struct's
+    // size), and r is a distinct local.
+    unsafe {
+        std::ptr::copy_nonoverlapping(std::ptr::from_ref(&r).cast::<u8>(), out.cast::<u8>(), len)
+    };
+    0
+}
 
 fn port_attr(b: &CtxBox, port: u8) -> Result<IbvPortAttr, c_int> {
     let p = b.ctx.query_port(port).map_err(|e| errno_of(&e))?;
@@ -379,11 +457,7 @@ unsafe fn write_prefix(a: &IbvPortAttr, out: *mut IbvPortAttr, len: usize) {
     // SAFETY: out has room for len bytes (C contract; len is at most the
     // struct's size), and `a` is a distinct local.
     unsafe {
-        std::ptr::copy_nonoverlapping(
-            std::ptr::from_ref(a).cast::<u8>(),
-            out.cast::<u8>(),
-            len,
-        )
+        std::ptr::copy_nonoverlapping(std::ptr::from_ref(a).cast::<u8>(), out.cast::<u8>(), len)
     };
 }
 
@@ -411,7 +485,11 @@ unsafe extern "C" fn query_port_ex(
 }
 
 /// The exported `ibv_query_port`: the 1.1 ABI's shorter struct.
-unsafe extern "C" fn query_port_compat(c: *mut IbvContext, port: u8, out: *mut IbvPortAttr) -> c_int {
+unsafe extern "C" fn query_port_compat(
+    c: *mut IbvContext,
+    port: u8,
+    out: *mut IbvPortAttr,
+) -> c_int {
     // SAFETY: the compat struct is COMPAT_PORT_ATTR_LEN bytes (C contract).
     unsafe { query_port_ex(c, port, out, COMPAT_PORT_ATTR_LEN) }
 }
@@ -419,7 +497,12 @@ export!("ibv_query_port" = query_port_compat);
 
 /// `ibv_query_gid`: 0, or -1 with errno. An empty entry reads as the zero
 /// GID, as rdma-core keeps for its API.
-unsafe extern "C" fn query_gid(c: *mut IbvContext, port: u8, index: c_int, gid: *mut IbvGid) -> c_int {
+unsafe extern "C" fn query_gid(
+    c: *mut IbvContext,
+    port: u8,
+    index: c_int,
+    gid: *mut IbvGid,
+) -> c_int {
     // SAFETY: an open context of ours (C contract).
     let Some(b) = (unsafe { ctx_of(c) }) else {
         set_errno(libc::EINVAL);
@@ -451,7 +534,12 @@ fn read_sysfs(path: &str) -> Result<String, c_int> {
 
 /// `ibv_query_pkey`: from sysfs `ports/P/pkeys/I`, as rdma-core reads it;
 /// written big-endian.
-unsafe extern "C" fn query_pkey(c: *mut IbvContext, port: u8, index: c_int, pkey: *mut u16) -> c_int {
+unsafe extern "C" fn query_pkey(
+    c: *mut IbvContext,
+    port: u8,
+    index: c_int,
+    pkey: *mut u16,
+) -> c_int {
     // SAFETY: an open context of ours (C contract).
     let Some(b) = (unsafe { ctx_of(c) }) else {
         set_errno(libc::EINVAL);
@@ -573,7 +661,3 @@ extern "C" fn is_fork_initialized() -> c_int {
     2
 }
 export!("ibv_is_fork_initialized" = is_fork_initialized);
-
-/// Unused, for the `c_void` import in signatures kept for reference.
-#[allow(dead_code)]
-type Opaque = c_void;

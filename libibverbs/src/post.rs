@@ -87,7 +87,8 @@ unsafe fn gather(list: *const IbvSge, n: c_int) -> Result<Vec<u8>, c_int> {
         }
         // SAFETY: inline data is read by the CPU from addr..addr+length,
         // which the caller promises readable.
-        let bytes = unsafe { std::slice::from_raw_parts(s.addr as usize as *const u8, s.length as usize) };
+        let bytes =
+            unsafe { std::slice::from_raw_parts(s.addr as usize as *const u8, s.length as usize) };
         v.extend_from_slice(bytes);
     }
     Ok(v)

@@ -7,7 +7,7 @@
 //! C-side users and refuse the same way.
 
 use crate::abi::*;
-use crate::device::{ctx_of, CtxBox};
+use crate::device::ctx_of;
 use crate::{errno_of, export, null_errno, ret_errno, set_errno};
 use rverbs::{Access, AhAttr, CompChannel, Cq, External, Grh, Mr, Mtu, Pd, Qp};
 use rverbs::{QpAttr, QpCaps, QpInit, QpState, QpType};
@@ -47,7 +47,10 @@ unsafe extern "C" fn alloc_pd(c: *mut IbvContext) -> *mut IbvPd {
     };
     match b.ctx.alloc_pd() {
         Ok(pd) => Box::into_raw(Box::new(PdBox {
-            c: IbvPd { context: c, handle: 0 },
+            c: IbvPd {
+                context: c,
+                handle: 0,
+            },
             pd,
             users: AtomicUsize::new(0),
         }))
@@ -81,7 +84,13 @@ struct MrBox {
 /// `IBV_ACCESS_OPTIONAL_RANGE`: hints the device may ignore.
 const ACCESS_OPTIONAL: u32 = 0x3ff0_0000;
 
-unsafe fn reg(p: *mut IbvPd, addr: *mut c_void, len: usize, iova: u64, access: c_uint) -> *mut IbvMr {
+unsafe fn reg(
+    p: *mut IbvPd,
+    addr: *mut c_void,
+    len: usize,
+    iova: u64,
+    access: c_uint,
+) -> *mut IbvMr {
     // SAFETY: a PD of ours (C contract).
     let Some(b) = (unsafe { pd_of(p) }) else {
         return null_errno(libc::EINVAL);
@@ -113,7 +122,12 @@ unsafe fn reg(p: *mut IbvPd, addr: *mut c_void, len: usize, iova: u64, access: c
     Box::into_raw(Box::new(MrBox { c, _mr: mr, pd: b })).cast()
 }
 
-unsafe extern "C" fn reg_mr(p: *mut IbvPd, addr: *mut c_void, len: usize, access: c_int) -> *mut IbvMr {
+unsafe extern "C" fn reg_mr(
+    p: *mut IbvPd,
+    addr: *mut c_void,
+    len: usize,
+    access: c_int,
+) -> *mut IbvMr {
     // SAFETY: forwarded C contract.
     unsafe { reg(p, addr, len, addr as u64, access as c_uint) }
 }
@@ -231,7 +245,10 @@ unsafe extern "C" fn create_cq(
     }
     // SAFETY: NULL or a channel of ours (C contract).
     let chan = unsafe { channel.cast::<ChanBox>().as_ref() };
-    let cq = match b.ctx.create_cq(cqe as u32, chan.map(|c| &c.ch), comp_vector as u32) {
+    let cq = match b
+        .ctx
+        .create_cq(cqe as u32, chan.map(|c| &c.ch), comp_vector as u32)
+    {
         Ok(cq) => cq,
         Err(e) => return null_errno(errno_of(&e)),
     };
@@ -300,7 +317,11 @@ unsafe extern "C" fn get_cq_event(
             return -1;
         }
     };
-    let Some(p) = lock(&b.cqs).iter().find(|(h, _)| *h == handle).map(|&(_, p)| p) else {
+    let Some(p) = lock(&b.cqs)
+        .iter()
+        .find(|(h, _)| *h == handle)
+        .map(|&(_, p)| p)
+    else {
         // An event for a CQ destroyed since: the kernel dropped those, so
         // this is a stale or foreign handle.
         set_errno(libc::EIO);
@@ -658,7 +679,3 @@ unsafe extern "C" fn destroy_qp(q: *mut IbvQp) -> c_int {
     0
 }
 export!("ibv_destroy_qp" = destroy_qp);
-
-/// Keeps the import used where only the type name documents intent.
-#[allow(dead_code)]
-fn _ctx(_: &CtxBox) {}

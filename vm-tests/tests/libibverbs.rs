@@ -90,8 +90,9 @@ fn assert_ours_loaded(prog: &str, args: &[&str]) {
     l.arg(which(prog)).env("LD_LIBRARY_PATH", lib_dir());
     let ldd = stdout(&run(l));
     assert!(
-        ldd.lines().any(|l| l.contains("libibverbs.so.1 => ")
-            && l.contains(&lib_dir().display().to_string())),
+        ldd.lines()
+            .any(|l| l.contains("libibverbs.so.1 => ")
+                && l.contains(&lib_dir().display().to_string())),
         "ldd {prog}:\n{ldd}"
     );
 }
@@ -111,7 +112,12 @@ fn which(prog: &str) -> String {
 fn ibv_devices_prints_the_same() {
     let a = run(theirs("ibv_devices"));
     let b = run(ours("ibv_devices"));
-    assert!(a.status.success() && b.status.success(), "{}\n{}", show(&a), show(&b));
+    assert!(
+        a.status.success() && b.status.success(),
+        "{}\n{}",
+        show(&a),
+        show(&b)
+    );
     assert!(stdout(&a).contains(&env().dev), "{}", show(&a));
     assert_eq!(stdout(&b), stdout(&a), "ibv_devices over ours vs rdma-core");
     assert_ours_loaded("ibv_devices", &[]);
@@ -120,19 +126,32 @@ fn ibv_devices_prints_the_same() {
 #[test]
 fn ibv_devinfo_prints_the_same() {
     let dev = env().dev;
-    let a = run({
-        let mut c = theirs("ibv_devinfo");
-        c.args(["-d", &dev]);
-        c
-    });
-    let b = run({
-        let mut c = ours("ibv_devinfo");
-        c.args(["-d", &dev]);
-        c
-    });
-    assert!(a.status.success() && b.status.success(), "{}\n{}", show(&a), show(&b));
-    assert!(stdout(&a).contains("PORT_ACTIVE"), "{}", show(&a));
-    assert_eq!(stdout(&b), stdout(&a), "ibv_devinfo -d {dev} over ours vs rdma-core");
+    // Plain, and -v (the extended attributes through verbs_context's
+    // query_device_ex, every GID through ibv_query_gid/_type).
+    for args in [vec!["-d", dev.as_str()], vec!["-d", dev.as_str(), "-v"]] {
+        let a = run({
+            let mut c = theirs("ibv_devinfo");
+            c.args(&args);
+            c
+        });
+        let b = run({
+            let mut c = ours("ibv_devinfo");
+            c.args(&args);
+            c
+        });
+        assert!(
+            a.status.success() && b.status.success(),
+            "{}\n{}",
+            show(&a),
+            show(&b)
+        );
+        assert!(stdout(&a).contains("PORT_ACTIVE"), "{}", show(&a));
+        assert_eq!(
+            stdout(&b),
+            stdout(&a),
+            "ibv_devinfo {args:?} over ours vs rdma-core"
+        );
+    }
     assert_ours_loaded("ibv_devinfo", &["-d", &dev]);
 }
 
@@ -161,7 +180,13 @@ fn pingpong_args(size: u32, events: bool, port: u16) -> Vec<String> {
 fn pingpong(server_ours: bool, size: u32, events: bool) {
     let port = PORT.fetch_add(1, Ordering::Relaxed);
     let a = pingpong_args(size, events, port);
-    let side = |is_ours: bool| if is_ours { ours("ibv_rc_pingpong") } else { theirs("ibv_rc_pingpong") };
+    let side = |is_ours: bool| {
+        if is_ours {
+            ours("ibv_rc_pingpong")
+        } else {
+            theirs("ibv_rc_pingpong")
+        }
+    };
     let server = Background::spawn(side(server_ours).args(&a));
     let client = retry_until_ok(Duration::from_secs(20), || {
         let mut c = side(!server_ours);
@@ -169,11 +194,18 @@ fn pingpong(server_ours: bool, size: u32, events: bool) {
         c
     });
     let server = server.wait(Duration::from_secs(60));
-    let what = format!("server over {}, size {size}, events {events}", if server_ours { "ours" } else { "rdma-core" });
+    let what = format!(
+        "server over {}, size {size}, events {events}",
+        if server_ours { "ours" } else { "rdma-core" }
+    );
     for (who, out) in [("client", &client), ("server", &server)] {
         assert!(out.status.success(), "{who} ({what}): {}", show(out));
         let text = stdout(out);
-        assert!(text.contains("500 iters in"), "{who} ({what}): {}", show(out));
+        assert!(
+            text.contains("500 iters in"),
+            "{who} ({what}): {}",
+            show(out)
+        );
         assert!(
             text.contains(&format!("{} bytes in", u64::from(size) * 1000)),
             "{who} ({what}): {}",
