@@ -376,6 +376,17 @@ pub struct IbvGid {
     pub raw: [u8; 16],
 }
 
+/// `struct ibv_gid_entry`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct IbvGidEntry {
+    pub gid: IbvGid,
+    pub gid_index: u32,
+    pub port_num: u32,
+    pub gid_type: u32,
+    pub ndev_ifindex: u32,
+}
+
 /// `struct ibv_global_route`.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -695,6 +706,8 @@ mod layout_test {
                 send_cq => "send_cq", recv_cq => "recv_cq", srq => "srq", cap => "cap",
                 qp_type => "qp_type", sq_sig_all => "sq_sig_all" }),
             l!(IbvGid => "union ibv_gid" { raw => "raw" }),
+            l!(IbvGidEntry => "struct ibv_gid_entry" { gid => "gid", gid_index => "gid_index",
+                port_num => "port_num", gid_type => "gid_type", ndev_ifindex => "ndev_ifindex" }),
             l!(IbvGlobalRoute => "struct ibv_global_route" { dgid => "dgid",
                 flow_label => "flow_label", sgid_index => "sgid_index", hop_limit => "hop_limit",
                 traffic_class => "traffic_class" }),

@@ -526,6 +526,96 @@ unsafe extern "C" fn query_gid(
 }
 export!("ibv_query_gid" = query_gid);
 
+/// One populated GID table entry in C's form.
+fn gid_entry(e: &rverbs::GidEntry) -> IbvGidEntry {
+    IbvGidEntry {
+        gid: IbvGid { raw: e.gid },
+        gid_index: e.index,
+        port_num: e.port,
+        // enum ibv_gid_type: IB 0, RoCE v1 1, RoCE v2 2.
+        gid_type: match e.gid_type {
+            rverbs::GidType::Ib => 0,
+            rverbs::GidType::RoceV1 => 1,
+            rverbs::GidType::RoceV2 => 2,
+            rverbs::GidType::Other(t) => t,
+        },
+        ndev_ifindex: e.netdev_ifindex,
+    }
+}
+
+/// `_ibv_query_gid_ex` (what `verbs.h`'s `ibv_query_gid_ex` calls): one
+/// populated entry, or `ENODATA` for an empty one; an errno return.
+unsafe extern "C" fn query_gid_ex(
+    c: *mut IbvContext,
+    port: u32,
+    index: u32,
+    out: *mut IbvGidEntry,
+    flags: u32,
+    entry_size: usize,
+) -> c_int {
+    // SAFETY: an open context of ours (C contract).
+    let Some(b) = (unsafe { ctx_of(c) }) else {
+        return libc::EINVAL;
+    };
+    if flags != 0 || out.is_null() || entry_size < std::mem::size_of::<IbvGidEntry>() {
+        return libc::EINVAL;
+    }
+    let Ok(port8) = u8::try_from(port) else {
+        return libc::EINVAL;
+    };
+    let table = match b.ctx.gid_table(port8) {
+        Ok(t) => t,
+        Err(e) => return errno_of(&e),
+    };
+    match table.iter().find(|e| e.index == index) {
+        Some(e) => {
+            // SAFETY: out has room for entry_size >= size_of bytes (C contract).
+            unsafe { out.write_unaligned(gid_entry(e)) };
+            0
+        }
+        None => libc::ENODATA,
+    }
+}
+export!("_ibv_query_gid_ex" = query_gid_ex);
+
+/// `_ibv_query_gid_table` (what `ibv_query_gid_table` calls): every
+/// populated entry of every port, `entry_size` apart; the count, or a
+/// negative errno (`EINVAL` if they do not fit, as the kernel answers).
+unsafe extern "C" fn query_gid_table(
+    c: *mut IbvContext,
+    out: *mut IbvGidEntry,
+    max: usize,
+    flags: u32,
+    entry_size: usize,
+) -> isize {
+    // SAFETY: an open context of ours (C contract).
+    let Some(b) = (unsafe { ctx_of(c) }) else {
+        return -(libc::EINVAL as isize);
+    };
+    if flags != 0 || entry_size < std::mem::size_of::<IbvGidEntry>() || (max > 0 && out.is_null()) {
+        return -(libc::EINVAL as isize);
+    }
+    let table = match b.ctx.query_gid_table() {
+        Ok(t) => t,
+        Err(e) => return -(errno_of(&e) as isize),
+    };
+    if table.len() > max {
+        return -(libc::EINVAL as isize);
+    }
+    for (i, e) in table.iter().enumerate() {
+        // SAFETY: out has room for max entries of entry_size bytes (C
+        // contract); i < table.len() <= max.
+        unsafe {
+            out.cast::<u8>()
+                .add(i * entry_size)
+                .cast::<IbvGidEntry>()
+                .write_unaligned(gid_entry(e))
+        };
+    }
+    table.len() as isize
+}
+export!("_ibv_query_gid_table" = query_gid_table);
+
 fn read_sysfs(path: &str) -> Result<String, c_int> {
     std::fs::read_to_string(path)
         .map(|s| s.trim_end_matches('\n').to_string())

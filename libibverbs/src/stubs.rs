@@ -22,11 +22,6 @@ extern "C" fn minus1_eopnotsupp() -> c_int {
     -1
 }
 
-extern "C" fn neg_eopnotsupp() -> isize {
-    set_errno(libc::EOPNOTSUPP);
-    -(libc::EOPNOTSUPP as isize)
-}
-
 /// Calls with nothing to report (`void`), or whose work rverbs does not
 /// need (fork ranges: the kernels rverbs supports copy pinned pages on
 /// fork, so there is nothing to mark): they succeed doing nothing.
@@ -59,7 +54,6 @@ export!("ibv_set_ece" = errno_eopnotsupp);
 export!("ibv_init_ah_from_wc" = errno_eopnotsupp);
 export!("ibv_resolve_eth_l2_from_gid" = errno_eopnotsupp);
 export!("ibv_query_qp_data_in_order" = nothing);
-export!("_ibv_query_gid_ex" = errno_eopnotsupp);
 // Calls that return -1 (or a negative errno) on failure.
 export!("ibv_get_async_event" = minus1_eopnotsupp);
 export!("ibv_get_pkey_index" = minus1_eopnotsupp);
@@ -67,7 +61,6 @@ export!("ibv_rate_to_mult" = minus1_eopnotsupp);
 export!("ibv_rate_to_mbps" = minus1_eopnotsupp);
 export!("mult_to_ibv_rate" = nothing);
 export!("mbps_to_ibv_rate" = nothing);
-export!("_ibv_query_gid_table" = neg_eopnotsupp);
 // void, or nothing to do.
 export!("ibv_ack_async_event" = nothing);
 export!("ibv_unimport_mr" = nothing);
