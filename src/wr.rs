@@ -79,6 +79,19 @@ impl<'a> Slice<'a> {
 }
 
 impl Slice<'static> {
+    /// An SGE named by its raw parts, for a C ABI (`rverbs-libibverbs`)
+    /// whose callers name memory by address and lkey, not by `Mr`.
+    ///
+    /// # Safety
+    /// `lkey` names a live MR of the QP's PD covering `addr..addr + len`
+    /// until the work request completes, and no Rust reference reaches that
+    /// memory meanwhile: what a C caller of `ibv_post_send` promises. (The
+    /// device checks the lkey's bounds itself, as with rdma-core.)
+    #[allow(unsafe_code)]
+    pub unsafe fn from_raw_parts(addr: u64, len: u32, lkey: u32) -> Slice<'static> {
+        Slice::checked(addr, len, lkey)
+    }
+
     /// A slice over memory that is not an `Mr`'s: for tests that run the
     /// data path over a device model's memory, never for the device.
     #[cfg(test)]

@@ -114,6 +114,9 @@ fn build_vm_tests() -> Result<Vec<(String, PathBuf)>> {
         "--features",
         "tokio",
     ]))?;
+    // rverbs' libibverbs.so (vm-tests/tests/libibverbs.rs runs rdma-core's
+    // tools over it).
+    crate::host::run(cargo().args(["build", "--quiet", "-p", "rverbs-libibverbs"]))?;
     let out = cargo()
         .args(["test", "-p", VM_TESTS_PACKAGE, "--tests", "--no-run"])
         .stdout(Stdio::null())

@@ -1,0 +1,681 @@
+//! PDs, MRs, completion channels, CQs and QPs: each C struct the first
+//! field of a box that owns the rverbs object.
+//!
+//! Lifetimes as libibverbs has them: the kernel refuses to destroy a PD
+//! with MRs or QPs, a CQ with QPs, a channel with CQs (`EBUSY`); rverbs'
+//! objects instead keep their parents alive, so the boxes count their
+//! C-side users and refuse the same way.
+
+use crate::abi::*;
+use crate::device::ctx_of;
+use crate::{errno_of, export, null_errno, ret_errno, set_errno};
+use rverbs::{Access, AhAttr, CompChannel, Cq, External, Grh, Mr, Mtu, Pd, Qp};
+use rverbs::{QpAttr, QpCaps, QpInit, QpState, QpType};
+use std::ffi::{c_int, c_uint, c_void};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic cannot leave these objects half-updated (no panics while
+    // held): a poisoned lock is still consistent.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Refuses to destroy an object still in use, as the kernel does.
+fn busy(users: &AtomicUsize) -> bool {
+    users.load(Ordering::Acquire) != 0
+}
+
+#[repr(C)]
+pub(crate) struct PdBox {
+    c: IbvPd,
+    pd: Pd,
+    users: AtomicUsize,
+}
+
+unsafe fn pd_of<'a>(p: *mut IbvPd) -> Option<&'a PdBox> {
+    // SAFETY: PDs come only from alloc_pd (C contract: not deallocated);
+    // `c` is the first field.
+    unsafe { p.cast::<PdBox>().as_ref() }
+}
+
+unsafe extern "C" fn alloc_pd(c: *mut IbvContext) -> *mut IbvPd {
+    // SAFETY: an open context of ours (C contract).
+    let Some(b) = (unsafe { ctx_of(c) }) else {
+        return null_errno(libc::EINVAL);
+    };
+    match b.ctx.alloc_pd() {
+        Ok(pd) => Box::into_raw(Box::new(PdBox {
+            c: IbvPd {
+                context: c,
+                handle: 0,
+            },
+            pd,
+            users: AtomicUsize::new(0),
+        }))
+        .cast(),
+        Err(e) => null_errno(errno_of(&e)),
+    }
+}
+export!("ibv_alloc_pd" = alloc_pd);
+
+unsafe extern "C" fn dealloc_pd(p: *mut IbvPd) -> c_int {
+    // SAFETY: a PD of ours (C contract).
+    let Some(b) = (unsafe { pd_of(p) }) else {
+        return ret_errno(libc::EINVAL);
+    };
+    if busy(&b.users) {
+        return ret_errno(libc::EBUSY);
+    }
+    // SAFETY: made by Box::into_raw in alloc_pd; unused (checked above).
+    drop(unsafe { Box::from_raw(p.cast::<PdBox>()) });
+    0
+}
+export!("ibv_dealloc_pd" = dealloc_pd);
+
+#[repr(C)]
+struct MrBox {
+    c: IbvMr,
+    _mr: Mr<External>,
+    pd: *const PdBox,
+}
+
+/// `IBV_ACCESS_OPTIONAL_RANGE`: hints the device may ignore.
+const ACCESS_OPTIONAL: u32 = 0x3ff0_0000;
+
+unsafe fn reg(
+    p: *mut IbvPd,
+    addr: *mut c_void,
+    len: usize,
+    iova: u64,
+    access: c_uint,
+) -> *mut IbvMr {
+    // SAFETY: a PD of ours (C contract).
+    let Some(b) = (unsafe { pd_of(p) }) else {
+        return null_errno(libc::EINVAL);
+    };
+    if iova != addr as u64 {
+        // rverbs registers memory at its own address only.
+        return null_errno(libc::EOPNOTSUPP);
+    }
+    let Some(access) = Access::from_bits(access & !ACCESS_OPTIONAL) else {
+        return null_errno(libc::EINVAL);
+    };
+    // SAFETY: the C caller of ibv_reg_mr promises what register_raw asks:
+    // the range stays mapped until ibv_dereg_mr, and C code has no Rust
+    // references to it.
+    let mr = match unsafe { b.pd.register_raw(addr.cast(), len, access) } {
+        Ok(m) => m,
+        Err(e) => return null_errno(errno_of(&e)),
+    };
+    b.users.fetch_add(1, Ordering::AcqRel);
+    let c = IbvMr {
+        context: b.c.context,
+        pd: p,
+        addr,
+        length: len,
+        handle: 0,
+        lkey: mr.lkey(),
+        rkey: mr.rkey(),
+    };
+    Box::into_raw(Box::new(MrBox { c, _mr: mr, pd: b })).cast()
+}
+
+unsafe extern "C" fn reg_mr(
+    p: *mut IbvPd,
+    addr: *mut c_void,
+    len: usize,
+    access: c_int,
+) -> *mut IbvMr {
+    // SAFETY: forwarded C contract.
+    unsafe { reg(p, addr, len, addr as u64, access as c_uint) }
+}
+export!("ibv_reg_mr" = reg_mr);
+
+unsafe extern "C" fn reg_mr_iova2(
+    p: *mut IbvPd,
+    addr: *mut c_void,
+    len: usize,
+    iova: u64,
+    access: c_uint,
+) -> *mut IbvMr {
+    // SAFETY: forwarded C contract.
+    unsafe { reg(p, addr, len, iova, access) }
+}
+export!("ibv_reg_mr_iova2" = reg_mr_iova2);
+
+unsafe extern "C" fn reg_mr_iova(
+    p: *mut IbvPd,
+    addr: *mut c_void,
+    len: usize,
+    iova: u64,
+    access: c_int,
+) -> *mut IbvMr {
+    // SAFETY: forwarded C contract.
+    unsafe { reg(p, addr, len, iova, access as c_uint) }
+}
+export!("ibv_reg_mr_iova" = reg_mr_iova);
+
+unsafe extern "C" fn dereg_mr(m: *mut IbvMr) -> c_int {
+    if m.is_null() {
+        return ret_errno(libc::EINVAL);
+    }
+    // SAFETY: made by Box::into_raw in reg (C contract: deregistered once).
+    let b = unsafe { Box::from_raw(m.cast::<MrBox>()) };
+    // SAFETY: the PD outlives its MRs: dealloc_pd refuses while users > 0.
+    unsafe { (*b.pd).users.fetch_sub(1, Ordering::AcqRel) };
+    drop(b);
+    0
+}
+export!("ibv_dereg_mr" = dereg_mr);
+
+#[repr(C)]
+pub(crate) struct ChanBox {
+    c: IbvCompChannel,
+    ch: CompChannel,
+    /// The CQs on this channel by rverbs user handle (what an event names).
+    cqs: Mutex<Vec<(u64, usize)>>,
+    users: AtomicUsize,
+}
+
+unsafe extern "C" fn create_comp_channel(c: *mut IbvContext) -> *mut IbvCompChannel {
+    // SAFETY: an open context of ours (C contract).
+    let Some(b) = (unsafe { ctx_of(c) }) else {
+        return null_errno(libc::EINVAL);
+    };
+    match b.ctx.create_comp_channel() {
+        Ok(ch) => Box::into_raw(Box::new(ChanBox {
+            c: IbvCompChannel {
+                context: c,
+                fd: ch.fd().as_raw_fd(),
+                refcnt: 0,
+            },
+            ch,
+            cqs: Mutex::new(Vec::new()),
+            users: AtomicUsize::new(0),
+        }))
+        .cast(),
+        Err(e) => null_errno(errno_of(&e)),
+    }
+}
+export!("ibv_create_comp_channel" = create_comp_channel);
+
+unsafe extern "C" fn destroy_comp_channel(ch: *mut IbvCompChannel) -> c_int {
+    // SAFETY: a channel of ours (C contract); `c` is the first field.
+    let Some(b) = (unsafe { ch.cast::<ChanBox>().as_ref() }) else {
+        return ret_errno(libc::EINVAL);
+    };
+    if busy(&b.users) {
+        return ret_errno(libc::EBUSY);
+    }
+    // SAFETY: made by Box::into_raw; no CQ uses it (checked above).
+    drop(unsafe { Box::from_raw(ch.cast::<ChanBox>()) });
+    0
+}
+export!("ibv_destroy_comp_channel" = destroy_comp_channel);
+
+#[repr(C)]
+pub(crate) struct CqBox {
+    pub(crate) c: IbvCq,
+    pub(crate) cq: Mutex<Cq>,
+    chan: *const ChanBox,
+    users: AtomicUsize,
+}
+
+pub(crate) unsafe fn cq_of<'a>(c: *mut IbvCq) -> Option<&'a CqBox> {
+    // SAFETY: CQs come only from create_cq (C contract: not destroyed);
+    // `c` is the first field.
+    unsafe { c.cast::<CqBox>().as_ref() }
+}
+
+unsafe extern "C" fn create_cq(
+    c: *mut IbvContext,
+    cqe: c_int,
+    cq_context: *mut c_void,
+    channel: *mut IbvCompChannel,
+    comp_vector: c_int,
+) -> *mut IbvCq {
+    // SAFETY: an open context of ours (C contract).
+    let Some(b) = (unsafe { ctx_of(c) }) else {
+        return null_errno(libc::EINVAL);
+    };
+    if cqe <= 0 || comp_vector < 0 {
+        return null_errno(libc::EINVAL);
+    }
+    // SAFETY: NULL or a channel of ours (C contract).
+    let chan = unsafe { channel.cast::<ChanBox>().as_ref() };
+    let cq = match b
+        .ctx
+        .create_cq(cqe as u32, chan.map(|c| &c.ch), comp_vector as u32)
+    {
+        Ok(cq) => cq,
+        Err(e) => return null_errno(errno_of(&e)),
+    };
+    let handle = cq.user_handle();
+    let granted = cq.cqe().min(c_int::MAX as u32) as c_int;
+    let p = Box::into_raw(Box::new(CqBox {
+        c: IbvCq {
+            context: c,
+            channel,
+            cq_context,
+            handle: 0,
+            cqe: granted,
+            mutex: libc::PTHREAD_MUTEX_INITIALIZER,
+            cond: libc::PTHREAD_COND_INITIALIZER,
+            comp_events_completed: 0,
+            async_events_completed: 0,
+        },
+        cq: Mutex::new(cq),
+        chan: chan.map_or(std::ptr::null(), std::ptr::from_ref),
+        users: AtomicUsize::new(0),
+    }));
+    if let Some(ch) = chan {
+        ch.users.fetch_add(1, Ordering::AcqRel);
+        lock(&ch.cqs).push((handle, p as usize));
+    }
+    p.cast()
+}
+export!("ibv_create_cq" = create_cq);
+
+unsafe extern "C" fn destroy_cq(c: *mut IbvCq) -> c_int {
+    // SAFETY: a CQ of ours (C contract).
+    let Some(b) = (unsafe { cq_of(c) }) else {
+        return ret_errno(libc::EINVAL);
+    };
+    if busy(&b.users) {
+        return ret_errno(libc::EBUSY);
+    }
+    // SAFETY: the channel outlives its CQs (destroy_comp_channel refuses
+    // while users > 0).
+    if let Some(ch) = unsafe { b.chan.as_ref() } {
+        lock(&ch.cqs).retain(|&(_, p)| p != c as usize);
+        ch.users.fetch_sub(1, Ordering::AcqRel);
+    }
+    // SAFETY: made by Box::into_raw in create_cq; no QP uses it.
+    drop(unsafe { Box::from_raw(c.cast::<CqBox>()) });
+    0
+}
+export!("ibv_destroy_cq" = destroy_cq);
+
+/// `ibv_get_cq_event`: blocks for the next event on the channel; 0, or -1
+/// with errno.
+unsafe extern "C" fn get_cq_event(
+    ch: *mut IbvCompChannel,
+    cq_out: *mut *mut IbvCq,
+    ctx_out: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: a channel of ours (C contract).
+    let Some(b) = (unsafe { ch.cast::<ChanBox>().as_ref() }) else {
+        set_errno(libc::EINVAL);
+        return -1;
+    };
+    let handle = match b.ch.get_event() {
+        Ok(h) => h,
+        Err(e) => {
+            set_errno(errno_of(&e));
+            return -1;
+        }
+    };
+    let Some(p) = lock(&b.cqs)
+        .iter()
+        .find(|(h, _)| *h == handle)
+        .map(|&(_, p)| p)
+    else {
+        // An event for a CQ destroyed since: the kernel dropped those, so
+        // this is a stale or foreign handle.
+        set_errno(libc::EIO);
+        return -1;
+    };
+    let cq = p as *mut IbvCq;
+    if !cq_out.is_null() {
+        // SAFETY: a writable pointer slot (C contract).
+        unsafe { *cq_out = cq };
+    }
+    if !ctx_out.is_null() {
+        // SAFETY: cq is live (listed on its channel); ctx_out writable.
+        unsafe { *ctx_out = (*cq).cq_context };
+    }
+    0
+}
+export!("ibv_get_cq_event" = get_cq_event);
+
+/// `ibv_ack_cq_events`: rverbs counts events as it reads them, so this
+/// only keeps the C-visible counter.
+unsafe extern "C" fn ack_cq_events(c: *mut IbvCq, n: c_uint) {
+    // SAFETY: a CQ of ours (C contract).
+    if let Some(b) = unsafe { cq_of(c) } {
+        let _g = lock(&b.cq);
+        // SAFETY: the counter is written only here, under the CQ's lock.
+        unsafe { (*c).comp_events_completed = (*c).comp_events_completed.wrapping_add(n) };
+    }
+}
+export!("ibv_ack_cq_events" = ack_cq_events);
+
+#[repr(C)]
+pub(crate) struct QpBox {
+    pub(crate) c: IbvQp,
+    pub(crate) qp: Mutex<Qp>,
+    /// What ibv_query_qp reports beyond the state and caps: the attributes
+    /// last set by ibv_modify_qp.
+    attr: Mutex<IbvQpAttr>,
+    init: IbvQpInitAttr,
+    pd: *const PdBox,
+    send_cq: *const CqBox,
+    recv_cq: *const CqBox,
+}
+
+pub(crate) unsafe fn qp_of<'a>(q: *mut IbvQp) -> Option<&'a QpBox> {
+    // SAFETY: QPs come only from create_qp (C contract: not destroyed);
+    // `c` is the first field.
+    unsafe { q.cast::<QpBox>().as_ref() }
+}
+
+unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut IbvQp {
+    // SAFETY: a PD of ours and a readable init attr (C contract).
+    let (Some(pd), Some(a)) = (unsafe { pd_of(p) }, unsafe { init.as_mut() }) else {
+        return null_errno(libc::EINVAL);
+    };
+    let qp_type = match a.qp_type {
+        2 => QpType::Rc,
+        3 => QpType::Uc,
+        4 => QpType::Ud,
+        _ => return null_errno(libc::EOPNOTSUPP),
+    };
+    if !a.srq.is_null() {
+        return null_errno(libc::EOPNOTSUPP);
+    }
+    // SAFETY: CQs of ours (C contract).
+    let (Some(scq), Some(rcq)) = (unsafe { cq_of(a.send_cq) }, unsafe { cq_of(a.recv_cq) }) else {
+        return null_errno(libc::EINVAL);
+    };
+    let caps = QpCaps {
+        max_send_wr: a.cap.max_send_wr,
+        max_recv_wr: a.cap.max_recv_wr,
+        max_send_sge: a.cap.max_send_sge,
+        max_recv_sge: a.cap.max_recv_sge,
+        max_inline_data: a.cap.max_inline_data,
+    };
+    // Lock the CQs (once if they are one) while the QP borrows them;
+    // by address, so two threads creating QPs cannot deadlock.
+    let made = if std::ptr::eq(scq, rcq) {
+        let g = lock(&scq.cq);
+        make_qp(pd, qp_type, &g, &g, caps, a.sq_sig_all != 0)
+    } else {
+        let first_send = (scq as *const CqBox as usize) < (rcq as *const CqBox as usize);
+        let (g1, g2) = if first_send {
+            let g1 = lock(&scq.cq);
+            (g1, lock(&rcq.cq))
+        } else {
+            let g2 = lock(&rcq.cq);
+            (lock(&scq.cq), g2)
+        };
+        make_qp(pd, qp_type, &g1, &g2, caps, a.sq_sig_all != 0)
+    };
+    let qp = match made {
+        Ok(q) => q,
+        Err(e) => return null_errno(errno_of(&e)),
+    };
+    let g = qp.caps();
+    a.cap = IbvQpCap {
+        max_send_wr: g.max_send_wr,
+        max_recv_wr: g.max_recv_wr,
+        max_send_sge: g.max_send_sge,
+        max_recv_sge: g.max_recv_sge,
+        max_inline_data: g.max_inline_data,
+    };
+    for users in [&pd.users, &scq.users, &rcq.users] {
+        users.fetch_add(1, Ordering::AcqRel);
+    }
+    let c = IbvQp {
+        context: pd.c.context,
+        qp_context: a.qp_context,
+        pd: p,
+        send_cq: a.send_cq,
+        recv_cq: a.recv_cq,
+        srq: std::ptr::null_mut(),
+        handle: 0,
+        qp_num: qp.qpn(),
+        state: 0,
+        qp_type: a.qp_type,
+        mutex: libc::PTHREAD_MUTEX_INITIALIZER,
+        cond: libc::PTHREAD_COND_INITIALIZER,
+        events_completed: 0,
+    };
+    Box::into_raw(Box::new(QpBox {
+        c,
+        qp: Mutex::new(qp),
+        attr: Mutex::new(IbvQpAttr::default()),
+        init: *a,
+        pd,
+        send_cq: scq,
+        recv_cq: rcq,
+    }))
+    .cast()
+}
+export!("ibv_create_qp" = create_qp);
+
+fn make_qp(
+    pd: &PdBox,
+    qp_type: QpType,
+    send_cq: &Cq,
+    recv_cq: &Cq,
+    caps: QpCaps,
+    sq_sig_all: bool,
+) -> rverbs::Result<Qp> {
+    pd.pd.create_qp(&QpInit {
+        qp_type,
+        send_cq,
+        recv_cq,
+        caps,
+        sq_sig_all,
+        srq: None,
+    })
+}
+
+fn state_of(s: c_int) -> Option<QpState> {
+    Some(match s {
+        0 => QpState::Reset,
+        1 => QpState::Init,
+        2 => QpState::Rtr,
+        3 => QpState::Rts,
+        4 => QpState::Sqd,
+        5 => QpState::Sqe,
+        6 => QpState::Err,
+        _ => return None,
+    })
+}
+
+fn state_raw(s: QpState) -> c_int {
+    match s {
+        QpState::Reset => 0,
+        QpState::Init => 1,
+        QpState::Rtr => 2,
+        QpState::Rts => 3,
+        QpState::Sqd => 4,
+        QpState::Sqe => 5,
+        QpState::Err => 6,
+        QpState::Unknown(v) => v as c_int,
+    }
+}
+
+/// The `ibv_qp_attr_mask` bits this library translates; any other bit
+/// (alternate path, migration, rate limit, resizing) is refused.
+const MODIFY_KNOWN: c_int = {
+    use qp_mask::*;
+    STATE
+        | CUR_STATE
+        | EN_SQD_ASYNC_NOTIFY
+        | ACCESS_FLAGS
+        | PKEY_INDEX
+        | PORT
+        | QKEY
+        | AV
+        | PATH_MTU
+        | TIMEOUT
+        | RETRY_CNT
+        | RNR_RETRY
+        | RQ_PSN
+        | MAX_QP_RD_ATOMIC
+        | MIN_RNR_TIMER
+        | SQ_PSN
+        | MAX_DEST_RD_ATOMIC
+        | DEST_QPN
+};
+
+/// `struct ibv_qp_attr` + mask as rverbs' `QpAttr`.
+fn qp_attr(a: &IbvQpAttr, mask: c_int) -> Result<QpAttr, c_int> {
+    use qp_mask::*;
+    if mask & !MODIFY_KNOWN != 0 {
+        return Err(libc::EOPNOTSUPP);
+    }
+    let has = |bit: c_int| mask & bit != 0;
+    let mut r = QpAttr::default();
+    if has(STATE) {
+        r.state = Some(state_of(a.qp_state).ok_or(libc::EINVAL)?);
+    }
+    if has(CUR_STATE) {
+        r.cur_state = Some(state_of(a.cur_qp_state).ok_or(libc::EINVAL)?);
+    }
+    r.en_sqd_async_notify = has(EN_SQD_ASYNC_NOTIFY) && a.en_sqd_async_notify != 0;
+    if has(ACCESS_FLAGS) {
+        r.access = Some(Access::from_bits(a.qp_access_flags).ok_or(libc::EINVAL)?);
+    }
+    r.pkey_index = has(PKEY_INDEX).then_some(a.pkey_index);
+    r.port = has(PORT).then_some(a.port_num);
+    r.qkey = has(QKEY).then_some(a.qkey);
+    if has(AV) {
+        let h = &a.ah_attr;
+        r.av = Some(AhAttr {
+            dlid: h.dlid,
+            sl: h.sl,
+            src_path_bits: h.src_path_bits,
+            static_rate: h.static_rate,
+            port_num: h.port_num,
+            grh: (h.is_global != 0).then_some(Grh {
+                dgid: h.grh.dgid.raw,
+                flow_label: h.grh.flow_label,
+                sgid_index: h.grh.sgid_index,
+                hop_limit: h.grh.hop_limit,
+                traffic_class: h.grh.traffic_class,
+            }),
+        });
+    }
+    if has(PATH_MTU) {
+        let m = u8::try_from(a.path_mtu).map_err(|_| libc::EINVAL)?;
+        r.path_mtu = Some(Mtu::from_raw(m).ok_or(libc::EINVAL)?);
+    }
+    r.timeout = has(TIMEOUT).then_some(a.timeout);
+    r.retry_cnt = has(RETRY_CNT).then_some(a.retry_cnt);
+    r.rnr_retry = has(RNR_RETRY).then_some(a.rnr_retry);
+    r.rq_psn = has(RQ_PSN).then_some(a.rq_psn);
+    r.max_rd_atomic = has(MAX_QP_RD_ATOMIC).then_some(a.max_rd_atomic);
+    r.min_rnr_timer = has(MIN_RNR_TIMER).then_some(a.min_rnr_timer);
+    r.sq_psn = has(SQ_PSN).then_some(a.sq_psn);
+    r.max_dest_rd_atomic = has(MAX_DEST_RD_ATOMIC).then_some(a.max_dest_rd_atomic);
+    r.dest_qpn = has(DEST_QPN).then_some(a.dest_qp_num);
+    Ok(r)
+}
+
+/// `ibv_modify_qp`: 0 or an errno (positive), as libibverbs returns.
+unsafe extern "C" fn modify_qp(q: *mut IbvQp, a: *mut IbvQpAttr, mask: c_int) -> c_int {
+    // SAFETY: a QP of ours and a readable attr (C contract).
+    let (Some(b), Some(a)) = (unsafe { qp_of(q) }, unsafe { a.as_ref() }) else {
+        return ret_errno(libc::EINVAL);
+    };
+    let r = match qp_attr(a, mask) {
+        Ok(r) => r,
+        Err(e) => return ret_errno(e),
+    };
+    if let Err(e) = lock(&b.qp).modify(&r) {
+        return ret_errno(errno_of(&e));
+    }
+    // Remember what was set, for ibv_query_qp.
+    let mut keep = lock(&b.attr);
+    let old = *keep;
+    *keep = *a;
+    use qp_mask::*;
+    let pick = |bit: c_int| mask & bit == 0;
+    macro_rules! restore {
+        ($($bit:ident => $($f:ident),+);* $(;)?) => {
+            $(if pick($bit) { $(keep.$f = old.$f;)+ })*
+        };
+    }
+    restore!(
+        STATE => qp_state; CUR_STATE => cur_qp_state;
+        EN_SQD_ASYNC_NOTIFY => en_sqd_async_notify; ACCESS_FLAGS => qp_access_flags;
+        PKEY_INDEX => pkey_index; PORT => port_num; QKEY => qkey; AV => ah_attr;
+        PATH_MTU => path_mtu; TIMEOUT => timeout; RETRY_CNT => retry_cnt;
+        RNR_RETRY => rnr_retry; RQ_PSN => rq_psn; MAX_QP_RD_ATOMIC => max_rd_atomic;
+        MIN_RNR_TIMER => min_rnr_timer; SQ_PSN => sq_psn;
+        MAX_DEST_RD_ATOMIC => max_dest_rd_atomic; DEST_QPN => dest_qp_num;
+    );
+    if mask & STATE != 0 {
+        // SAFETY: the C-visible state field, written under the attr lock.
+        unsafe { (*q).state = a.qp_state };
+    }
+    0
+}
+export!("ibv_modify_qp" = modify_qp);
+
+/// `ibv_query_qp`: the state from the kernel (`QUERY_QP`), the granted
+/// caps, and the other attributes as last set through `ibv_modify_qp`.
+unsafe extern "C" fn query_qp(
+    q: *mut IbvQp,
+    out: *mut IbvQpAttr,
+    _mask: c_int,
+    init: *mut IbvQpInitAttr,
+) -> c_int {
+    // SAFETY: a QP of ours (C contract).
+    let Some(b) = (unsafe { qp_of(q) }) else {
+        return ret_errno(libc::EINVAL);
+    };
+    if out.is_null() || init.is_null() {
+        return ret_errno(libc::EINVAL);
+    }
+    let qp = lock(&b.qp);
+    let state = match qp.query_state() {
+        Ok(s) => s,
+        Err(e) => return ret_errno(errno_of(&e)),
+    };
+    let g = qp.caps();
+    let cap = IbvQpCap {
+        max_send_wr: g.max_send_wr,
+        max_recv_wr: g.max_recv_wr,
+        max_send_sge: g.max_send_sge,
+        max_recv_sge: g.max_recv_sge,
+        max_inline_data: g.max_inline_data,
+    };
+    let mut a = *lock(&b.attr);
+    a.qp_state = state_raw(state);
+    a.cur_qp_state = a.qp_state;
+    a.cap = cap;
+    let mut i = b.init;
+    i.cap = cap;
+    // SAFETY: out and init are writable (C contract, non-NULL).
+    unsafe {
+        out.write(a);
+        init.write(i);
+        (*q).state = a.qp_state;
+    }
+    0
+}
+export!("ibv_query_qp" = query_qp);
+
+unsafe extern "C" fn destroy_qp(q: *mut IbvQp) -> c_int {
+    if q.is_null() {
+        return ret_errno(libc::EINVAL);
+    }
+    // SAFETY: made by Box::into_raw in create_qp (C contract: once).
+    let b = unsafe { Box::from_raw(q.cast::<QpBox>()) };
+    // SAFETY: the PD and CQs outlive their QPs (their destroy refuses
+    // while users > 0).
+    unsafe {
+        (*b.pd).users.fetch_sub(1, Ordering::AcqRel);
+        (*b.send_cq).users.fetch_sub(1, Ordering::AcqRel);
+        (*b.recv_cq).users.fetch_sub(1, Ordering::AcqRel);
+    }
+    drop(b);
+    0
+}
+export!("ibv_destroy_qp" = destroy_qp);

@@ -1,0 +1,230 @@
+//! rverbs' `libibverbs.so.1` (crate `rverbs-libibverbs`) under rdma-core's
+//! own unchanged programs: `ibv_devices` and `ibv_devinfo` print what they
+//! print over rdma-core, and `ibv_rc_pingpong` over ours talks to
+//! `ibv_rc_pingpong` over rdma-core in both roles. Every run checks that
+//! the dynamic loader took our library, not Debian's.
+
+mod common;
+
+use common::{env, retry_until_ok, show, Background};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+static PORT: AtomicU16 = AtomicU16::new(18900);
+
+/// A directory holding our library as `libibverbs.so.1` (the name the
+/// programs' `NEEDED` entry asks for): `target/debug/libibverbs.so`, which
+/// `cargo xtask test` builds, linked under /tmp (the VM's writable
+/// tmpfs). Panics, never skips, if the library was not built.
+fn lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test executable's path");
+        let profile = exe
+            .parent()
+            .filter(|d| d.ends_with("deps"))
+            .and_then(Path::parent)
+            .expect("cargo's profile directory");
+        let so = profile.join("libibverbs.so");
+        assert!(
+            so.is_file(),
+            "{} is missing: build it with `cargo build -p rverbs-libibverbs` \
+             (`cargo xtask test` does)",
+            so.display()
+        );
+        let dir = std::env::temp_dir().join(format!("rverbs-libibverbs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create the library directory");
+        let link = dir.join("libibverbs.so.1");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&so, &link).expect("link libibverbs.so.1");
+        dir
+    })
+}
+
+/// `prog` over our library.
+fn ours(prog: &str) -> Command {
+    let mut c = Command::new(prog);
+    c.env("LD_LIBRARY_PATH", lib_dir());
+    c
+}
+
+/// `prog` over rdma-core's library (whatever the environment says).
+fn theirs(prog: &str) -> Command {
+    let mut c = Command::new(prog);
+    c.env_remove("LD_LIBRARY_PATH");
+    c
+}
+
+fn run(mut c: Command) -> Output {
+    c.output()
+        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", c.get_program()))
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The loader's own account (`LD_DEBUG=libs`) of which libibverbs it
+/// initialised: ours, under `lib_dir()`.
+fn assert_ours_loaded(prog: &str, args: &[&str]) {
+    let mut c = ours(prog);
+    c.args(args).env("LD_DEBUG", "libs");
+    let out = run(c);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = format!("calling init: {}/libibverbs.so.1", lib_dir().display());
+    assert!(
+        err.lines().any(|l| l.contains(&want)),
+        "{prog} did not initialise our library ({want}):\n{}",
+        show(&out)
+    );
+    assert!(
+        !err.contains("/usr/lib/x86_64-linux-gnu/libibverbs.so.1"),
+        "{prog} also loaded rdma-core's libibverbs:\n{}",
+        show(&out)
+    );
+    // ldd agrees.
+    let mut l = Command::new("ldd");
+    l.arg(which(prog)).env("LD_LIBRARY_PATH", lib_dir());
+    let ldd = stdout(&run(l));
+    assert!(
+        ldd.lines()
+            .any(|l| l.contains("libibverbs.so.1 => ")
+                && l.contains(&lib_dir().display().to_string())),
+        "ldd {prog}:\n{ldd}"
+    );
+}
+
+fn which(prog: &str) -> String {
+    let out = run({
+        let mut c = Command::new("sh");
+        c.args(["-c", &format!("command -v {prog}")]);
+        c
+    });
+    let p = stdout(&out).trim().to_string();
+    assert!(!p.is_empty(), "{prog} is not installed (ibverbs-utils)");
+    p
+}
+
+#[test]
+fn ibv_devices_prints_the_same() {
+    let a = run(theirs("ibv_devices"));
+    let b = run(ours("ibv_devices"));
+    assert!(
+        a.status.success() && b.status.success(),
+        "{}\n{}",
+        show(&a),
+        show(&b)
+    );
+    assert!(stdout(&a).contains(&env().dev), "{}", show(&a));
+    assert_eq!(stdout(&b), stdout(&a), "ibv_devices over ours vs rdma-core");
+    assert_ours_loaded("ibv_devices", &[]);
+}
+
+#[test]
+fn ibv_devinfo_prints_the_same() {
+    let dev = env().dev;
+    // Plain, and -v (the extended attributes through verbs_context's
+    // query_device_ex, every GID through ibv_query_gid/_type).
+    for args in [vec!["-d", dev.as_str()], vec!["-d", dev.as_str(), "-v"]] {
+        let a = run({
+            let mut c = theirs("ibv_devinfo");
+            c.args(&args);
+            c
+        });
+        let b = run({
+            let mut c = ours("ibv_devinfo");
+            c.args(&args);
+            c
+        });
+        assert!(
+            a.status.success() && b.status.success(),
+            "{}\n{}",
+            show(&a),
+            show(&b)
+        );
+        assert!(stdout(&a).contains("PORT_ACTIVE"), "{}", show(&a));
+        assert_eq!(
+            stdout(&b),
+            stdout(&a),
+            "ibv_devinfo {args:?} over ours vs rdma-core"
+        );
+    }
+    assert_ours_loaded("ibv_devinfo", &["-d", &dev]);
+}
+
+fn pingpong_args(size: u32, events: bool, port: u16) -> Vec<String> {
+    let e = env();
+    let mut a = vec![
+        "-d".to_string(),
+        e.dev,
+        "-g".into(),
+        e.gid.to_string(),
+        "-n".into(),
+        "500".into(),
+        "-s".into(),
+        size.to_string(),
+        "-p".into(),
+        port.to_string(),
+    ];
+    if events {
+        a.push("-e".into());
+    }
+    a
+}
+
+/// `ibv_rc_pingpong` with the server over `server_ours ? ours : rdma-core`
+/// and the client over the other.
+fn pingpong(server_ours: bool, size: u32, events: bool) {
+    let port = PORT.fetch_add(1, Ordering::Relaxed);
+    let a = pingpong_args(size, events, port);
+    let side = |is_ours: bool| {
+        if is_ours {
+            ours("ibv_rc_pingpong")
+        } else {
+            theirs("ibv_rc_pingpong")
+        }
+    };
+    let server = Background::spawn(side(server_ours).args(&a));
+    let client = retry_until_ok(Duration::from_secs(20), || {
+        let mut c = side(!server_ours);
+        c.args(&a).arg(env().addr);
+        c
+    });
+    let server = server.wait(Duration::from_secs(60));
+    let what = format!(
+        "server over {}, size {size}, events {events}",
+        if server_ours { "ours" } else { "rdma-core" }
+    );
+    for (who, out) in [("client", &client), ("server", &server)] {
+        assert!(out.status.success(), "{who} ({what}): {}", show(out));
+        let text = stdout(out);
+        assert!(
+            text.contains("500 iters in"),
+            "{who} ({what}): {}",
+            show(out)
+        );
+        assert!(
+            text.contains(&format!("{} bytes in", u64::from(size) * 1000)),
+            "{who} ({what}): {}",
+            show(out)
+        );
+    }
+}
+
+#[test]
+fn rc_pingpong_ours_serves_rdma_core() {
+    assert_ours_loaded("ibv_rc_pingpong", &["-h"]);
+    for (size, events) in [(1, false), (4096, true), (65536, false)] {
+        pingpong(true, size, events);
+    }
+}
+
+#[test]
+fn rc_pingpong_rdma_core_serves_ours() {
+    for (size, events) in [(1, true), (4096, false), (65536, true)] {
+        pingpong(false, size, events);
+    }
+}
