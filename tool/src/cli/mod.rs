@@ -108,6 +108,10 @@ fn parse_one(argv: &[OsString]) -> Option<Cmd> {
         "pingpong" => Cmd::Pingpong(args("pingpong", argv)?),
         "selftest" => Cmd::Selftest(args("selftest", argv)?),
         "rping" => Cmd::Rping(args("rping", argv)?),
+        "asyncwatch" => Cmd::Asyncwatch(args("asyncwatch", argv)?),
+        "cmatose" => Cmd::Cmatose(args("cmatose", argv)?),
+        "udaddy" => Cmd::Udaddy(args("udaddy", argv)?),
+        "mckey" => Cmd::Mckey(args("mckey", argv)?),
         _ => return None,
     })
 }
