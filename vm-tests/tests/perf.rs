@@ -31,15 +31,15 @@ enum Tool {
     Perftest,
 }
 
+/// The tool under `timeout` (perftest waits on its peer without limit).
 fn command(tool: Tool, test: (&str, &str)) -> Command {
+    let mut c = Command::new("timeout");
+    c.arg("90");
     match tool {
-        Tool::Rverbs => {
-            let mut c = Command::new(rverbs_bin());
-            c.args(["perf", test.0]);
-            c
-        }
-        Tool::Perftest => Command::new(test.1),
-    }
+        Tool::Rverbs => c.args([rverbs_bin(), "perf", test.0]),
+        Tool::Perftest => c.arg(test.1),
+    };
+    c
 }
 
 /// Waits until something listens on TCP `port` (perftest's client does not
@@ -61,7 +61,7 @@ fn wait_listening(port: u16) {
 }
 
 /// Runs a server of `server` and a client of `client` for `test` with the
-/// same flags (`-d`, `-x`, the port and `extra`), each in `dir`; returns
+/// same flags (`-d`, `-x`, the port and `extra`), the client in `dir`; returns
 /// (server, client) output, both having succeeded.
 fn pair(
     test: (&str, &str),
@@ -73,9 +73,15 @@ fn pair(
     let e = env();
     let port = PORT.fetch_add(1, Ordering::Relaxed);
     let (p, gid) = (port.to_string(), e.gid.to_string());
-    let mut args = vec!["-d", &e.dev, "-x", &gid, "-p", &p];
+    // -F: perftest measures the CPU clock rate, which under an emulated
+    // CPU can be too noisy for it to report at all without -F.
+    let mut args = vec!["-d", &e.dev, "-x", &gid, "-p", &p, "-F"];
     args.extend_from_slice(extra);
-    let s = Background::spawn(command(server, test).args(&args).current_dir(dir));
+    // The server in a directory of its own: with --out_json both sides
+    // write perftest_out.json.
+    let sdir = dir.join("server");
+    std::fs::create_dir_all(&sdir).unwrap();
+    let s = Background::spawn(command(server, test).args(&args).current_dir(&sdir));
     wait_listening(port);
     let c = command(client, test)
         .args(&args)

@@ -104,9 +104,11 @@ impl Peer {
         let gid = match f.len() {
             7 => false,
             24 if f[23].is_empty() => true,
-            n => return Err(bad(&format!(
+            n => {
+                return Err(bad(&format!(
                 "{n} fields, expected 7 (LID:OUT_READS:QPN:PSN:RKEY:VADDR:SRQN) or 23 with a GID"
-            ))),
+            )))
+            }
         };
         let num = |i: usize, bits: u32, name: &str| {
             hex_number(f[i], bits)

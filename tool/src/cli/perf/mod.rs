@@ -91,6 +91,11 @@ pub struct PerfArgs {
         default_value_t = 0
     )]
     pub inline: u32,
+    /// Accepted for perftest's sake (there: do not fail when the CPU clock
+    /// rate cannot be measured); rverbs times with the monotonic clock, so
+    /// there is nothing to check.
+    #[arg(short = 'F', long = "CPU-freq")]
+    pub cpu_freq: bool,
     /// Report bandwidth in Gb/s instead of MB/s.
     #[arg(long = "report_gbits")]
     pub report_gbits: bool,

@@ -122,9 +122,27 @@ impl Oob {
         Peer::decode(&m).map_err(|e| bad_message("reading the peer's address", e))
     }
 
+    /// One round of address messages where this side only waits for the
+    /// peer's test to end, however long it runs (the exchange has no
+    /// heartbeat to tell a slow peer from a dead one; a dead one closes the
+    /// connection).
+    fn await_peer(&mut self, me: &Peer) -> Result<Peer> {
+        self.s
+            .set_read_timeout(None)
+            .map_err(|e| io("clearing the TCP read timeout", e))?;
+        let p = self.hand_shake(me);
+        self.t.bound(&self.s)?;
+        p
+    }
+
     /// The last round and the closing `done` (`ctx_close_connection`).
     fn close(&mut self, me: &Peer) -> Result<()> {
         self.hand_shake(me)?;
+        self.close_after_round()
+    }
+
+    /// `done` and the peer's `done`, after the last round.
+    fn close_after_round(&mut self) -> Result<()> {
         self.s
             .write_all(DONE)
             .map_err(|e| self.t.tcp_error("sending done", e))?;
@@ -456,7 +474,7 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
     match (sh, client) {
         (Shape::RdmaBw, false) => {
             // The server waits for the client's end and prints its figures.
-            oob.hand_shake(&me)?;
+            oob.await_peer(&me)?;
             let r = oob.bw_reports(&BwReport::default())?;
             println!("{}", report::bw_line(&r));
             json.push_str(&report::bw_json(&r));
@@ -498,7 +516,7 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
                 b.post_recv(16u32.saturating_sub(b.recvs))?;
                 oob.hand_shake(&me)?;
                 let mut s = b.send_lat(size, iters, client)?;
-                lat_out(size, s.get_mut(1..).unwrap_or_default(), &mut json);
+                lat_out(size, &mut s, &mut json);
                 // Drop what is left posted of this size's receives.
             }
             oob.close(&me)?;
@@ -512,7 +530,8 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
             // wait was for the other's last write.
         }
         (Shape::RdmaLat, false) => {
-            oob.close(&me)?;
+            oob.await_peer(&me)?;
+            oob.close_after_round()?;
         }
         (Shape::RdmaLat, true) => {
             for &size in &sizes {
