@@ -151,7 +151,8 @@ pub fn parse_version(msg: &[u8]) -> Result<f64, BadMessage> {
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .ok_or_else(|| bad("not a decimal number"))?;
-    if !(v >= MIN_PEER_VERSION) {
+    // NaN is not a version either.
+    if v.is_nan() || v < MIN_PEER_VERSION {
         return Err(bad(&format!(
             "older than {MIN_PEER_VERSION:.2}, whose exchange this tool does not speak"
         )));
