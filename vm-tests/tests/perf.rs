@@ -225,7 +225,7 @@ fn flags_all_sizes_gbits_and_json_agree_with_perftest() {
 }
 
 #[test]
-fn post_list_events_and_inline() {
+fn post_list_events_inline_and_mtu() {
     let dir = tmpdir("flags");
     let (_, c) = pair(
         TESTS[5],
@@ -263,4 +263,19 @@ fn post_list_events_and_inline() {
         "{}",
         show(&c)
     );
+    // -m on our side only: perftest's server takes the smaller MTU too.
+    let (s, c) = pair(
+        TESTS[5],
+        Tool::Perftest,
+        Tool::Rverbs,
+        &["-s", "4096", "-n", "100", "-m", "512"],
+        &dir,
+    );
+    for o in [&s, &c] {
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains(" Mtu             : 512[B]"),
+            "{}",
+            show(o)
+        );
+    }
 }

@@ -91,6 +91,10 @@ pub struct PerfArgs {
         default_value_t = 0
     )]
     pub inline: u32,
+    /// Path MTU in bytes (256, 512, 1024, 2048 or 4096; default and upper
+    /// limit: the port's active MTU). The smaller of the two sides' is used.
+    #[arg(short = 'm', long = "mtu")]
+    pub mtu: Option<u32>,
     /// Accepted for perftest's sake (there: do not fail when the CPU clock
     /// rate cannot be measured); rverbs times with the monotonic clock, so
     /// there is nothing to check.
@@ -167,6 +171,14 @@ fn check_args(a: &PerfArgs) -> Result<()> {
         return Err(bad_value(
             "-s 0: write-lat needs at least 1 byte (each side waits for the last byte of its buffer)",
         ));
+    }
+    if a.mtu
+        .is_some_and(|m| ![256, 512, 1024, 2048, 4096].contains(&m))
+    {
+        return Err(bad_value(format!(
+            "-m {}: the MTU is one of 256, 512, 1024, 2048, 4096",
+            a.mtu.unwrap_or(0)
+        )));
     }
     if a.tx_depth() == 0 {
         return Err(bad_value("-t 0: the send queue needs at least 1 entry"));

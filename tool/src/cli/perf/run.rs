@@ -285,9 +285,15 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
     oob.xchg(&CYCLE_BUFFER.to_be_bytes(), &mut cb, "cycle buffer size")?;
     let cycle = CYCLE_BUFFER.max(u32::from_be_bytes(cb).min(1 << 30));
     oob.xchg(&CACHE_LINE.to_be_bytes(), &mut cb, "cache line size")?;
+    // -m lowers the MTU below the port's active one (perftest's set_mtu).
+    let ours = match a.mtu {
+        Some(bytes) => (bytes / 128).trailing_zeros() as u8,
+        None => port.active_mtu,
+    }
+    .min(port.active_mtu);
     let mut m = [0u8; MTU_LEN];
-    oob.xchg(&mtu_msg(port.active_mtu), &mut m, "MTU")?;
-    let mtu = parse_mtu(&m).map_or(port.active_mtu, |p| p.min(port.active_mtu));
+    oob.xchg(&mtu_msg(ours), &mut m, "MTU")?;
+    let mtu = parse_mtu(&m).map_or(ours, |p| p.min(ours));
 
     // The peer's RDMA may cycle through a buffer of `cycle` bytes starting
     // at any cache line below it: room for that and one more message.
@@ -375,16 +381,10 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
             .max(1) as u8,
     );
     qp.modify(&rts)?;
-    match sh {
-        Shape::SendBw | Shape::SendLat => {
-            oob.hand_shake(&me)?;
-            oob.hand_shake(&me)?;
-        }
-        Shape::RdmaBw | Shape::RdmaLat => {
-            oob.hand_shake(&me)?;
-            oob.hand_shake(&me)?;
-        }
-    }
+    // Two more rounds after the connection in every test (perftest prints
+    // the remote address after the first; the second is "after RTR").
+    oob.hand_shake(&me)?;
+    oob.hand_shake(&me)?;
 
     let mut b = Bench {
         cq,
