@@ -426,6 +426,7 @@ fn testbed_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
         Ok(bin) => {
             two_host_pingpong(tally, &base, &bin);
             two_host_cm(tally, &base, &bin);
+            two_host_perf(tally, &base, &bin);
         }
         Err(e) => tally.fail("two hosts: rverbs pingpong", &e),
     }
@@ -555,6 +556,44 @@ fn two_host_pingpong(tally: &mut Tally, base: &vm::Options, bin: &str) {
             ..base.clone()
         }) {
             Ok(o) if o.success() && o.lines[0].iter().any(|l| l.contains("20 iters in")) => {
+                tally.pass(what)
+            }
+            Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
+            Err(e) => tally.fail(what, &e),
+        }
+    }
+}
+
+/// Two hosts, `rverbs perf write-bw` against perftest's `ib_write_bw` in
+/// both roles (perftest's exchange; -F: perftest's clock check is too
+/// strict under an emulated CPU). Each host prints the client's figures.
+fn two_host_perf(tally: &mut Tally, base: &vm::Options, bin: &str) {
+    let retry = |client: &str| {
+        format!(
+            "for i in $(seq 50); do {client} $RVERBS_PEER_ADDR && exit 0; sleep 0.3; done; exit 1"
+        )
+    };
+    let ours = format!("{bin} perf write-bw -d rxe0 -x 1 -F -n 200");
+    let theirs = "ib_write_bw -d rxe0 -x 1 -F -n 200".to_string();
+    for (what, server, client) in [
+        (
+            "two hosts: rverbs perf write-bw client -> ib_write_bw server",
+            &theirs,
+            &ours,
+        ),
+        (
+            "two hosts: ib_write_bw client -> rverbs perf write-bw server",
+            &ours,
+            &theirs,
+        ),
+    ] {
+        match vm::run(&vm::Options {
+            two_hosts: true,
+            cmd: vec!["sh".into(), "-c".into(), retry(client)],
+            peer_cmd: Some(server.clone()),
+            ..base.clone()
+        }) {
+            Ok(o) if o.success() && o.lines[0].iter().any(|l| l.contains(" 65536      200 ")) => {
                 tally.pass(what)
             }
             Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),

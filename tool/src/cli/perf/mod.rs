@@ -1,7 +1,7 @@
-//! `rverbs perf`: perftest-style latency and bandwidth tests over RC, so
-//! that `cargo xtask bench` can set rverbs beside perftest's `ib_*` tools on
-//! the same kernel. Both sides are `rverbs perf` (the out-of-band exchange
-//! is our own), and the report lines are laid out as perftest's.
+//! `rverbs perf`: perftest's latency and bandwidth tests over RC, speaking
+//! perftest's own out-of-band exchange ([`rverbs_tool::wire::perf`]), so
+//! that either side can be perftest's `ib_*` tool of the same test (or
+//! `rverbs perf` again). Flags, defaults and the report are perftest's.
 
 mod report;
 mod run;
@@ -14,22 +14,35 @@ use std::process::ExitCode;
 /// Which operation, and whether latency or bandwidth.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Test {
-    /// SEND ping-pong; half the round trip.
+    /// SEND ping-pong; half the round trip (`ib_send_lat`).
     SendLat,
-    /// RDMA WRITE ping-pong (each side polls its buffer); half the round trip.
+    /// RDMA WRITE ping-pong (each side polls its buffer); half the round
+    /// trip (`ib_write_lat`).
     WriteLat,
-    /// RDMA READ, one at a time; the full round trip.
+    /// RDMA READ, one at a time; the full round trip (`ib_read_lat`).
     ReadLat,
-    /// Fetch-and-add, one at a time; the full round trip.
+    /// Fetch-and-add, one at a time; the full round trip (`ib_atomic_lat`).
     AtomicLat,
-    /// SEND stream.
+    /// SEND stream (`ib_send_bw`).
     SendBw,
-    /// RDMA WRITE stream.
+    /// RDMA WRITE stream (`ib_write_bw`).
     WriteBw,
-    /// RDMA READ stream.
+    /// RDMA READ stream (`ib_read_bw`).
     ReadBw,
-    /// Fetch-and-add stream.
+    /// Fetch-and-add stream (`ib_atomic_bw`).
     AtomicBw,
+}
+
+impl Test {
+    pub fn is_lat(self) -> bool {
+        matches!(
+            self,
+            Test::SendLat | Test::WriteLat | Test::ReadLat | Test::AtomicLat
+        )
+    }
+    pub fn is_atomic(self) -> bool {
+        matches!(self, Test::AtomicLat | Test::AtomicBw)
+    }
 }
 
 #[derive(Args, Clone)]
@@ -43,39 +56,98 @@ pub struct PerfArgs {
     /// Device port.
     #[arg(short = 'i', long = "ib-port", default_value_t = 1)]
     pub ib_port: u8,
-    /// GID index (RoCE needs one).
+    /// GID index (default on RoCE: the best one, IPv4 and RoCE v2 first, as
+    /// perftest chooses).
     #[arg(short = 'x', long = "gid-index")]
     pub gid_idx: Option<u32>,
-    /// Message size in bytes.
-    #[arg(short = 's', long, default_value_t = 2)]
-    pub size: u32,
-    /// Iterations.
-    #[arg(short = 'n', long, default_value_t = 1000)]
-    pub iters: u32,
+    /// Message size in bytes (perftest's defaults: 65536 for bandwidth, 2
+    /// for latency, 8 for atomics).
+    #[arg(short = 's', long)]
+    pub size: Option<u32>,
+    /// Run every size from 2 bytes to 8 MiB (powers of two).
+    #[arg(short = 'a', long = "all")]
+    pub all: bool,
+    /// Iterations (perftest's defaults: 5000 for write-bw, 1000 otherwise).
+    #[arg(short = 'n', long)]
+    pub iters: Option<u32>,
     /// TCP port of the exchange.
     #[arg(short = 'p', long, default_value_t = 18515)]
     pub port: u16,
     /// Work requests posted per doorbell (bandwidth tests).
-    #[arg(long, default_value_t = 1)]
+    #[arg(short = 'l', long = "post_list", alias = "batch", default_value_t = 1)]
     pub batch: u32,
-    /// Outstanding work requests (bandwidth tests).
-    #[arg(short = 't', long = "tx-depth", default_value_t = 128)]
-    pub tx_depth: u32,
+    /// Outstanding work requests (default: 128 for bandwidth, 1 for
+    /// latency).
+    #[arg(short = 't', long = "tx-depth")]
+    pub tx_depth: Option<u32>,
     /// Sleep on completion events instead of polling.
     #[arg(short = 'e', long = "events")]
     pub events: bool,
     /// Copy small payloads into the WQE (sends and writes) when the QP allows.
-    #[arg(short = 'I', long = "inline-size", default_value_t = 0)]
+    #[arg(
+        short = 'I',
+        long = "inline_size",
+        alias = "inline-size",
+        default_value_t = 0
+    )]
     pub inline: u32,
+    /// Path MTU in bytes (256, 512, 1024, 2048 or 4096; default and upper
+    /// limit: the port's active MTU). The smaller of the two sides' is used.
+    #[arg(short = 'm', long = "mtu")]
+    pub mtu: Option<u32>,
+    /// Accepted for perftest's sake (there: do not fail when the CPU clock
+    /// rate cannot be measured); rverbs times with the monotonic clock, so
+    /// there is nothing to check.
+    #[arg(short = 'F', long = "CPU-freq")]
+    pub cpu_freq: bool,
+    /// Report bandwidth in Gb/s instead of MB/s.
+    #[arg(long = "report_gbits")]
+    pub report_gbits: bool,
+    /// Also write the report to a JSON file (perftest's keys and layout).
+    #[arg(long = "out_json")]
+    pub out_json: bool,
+    /// The JSON file's name.
+    #[arg(long = "out_json_file", default_value = "perftest_out.json")]
+    pub out_json_file: String,
     /// Give up after this many seconds without progress: no answer on the
-    /// TCP exchange, no completion, no event, no byte written by the peer
-    /// (the passive side of a one-sided test hears from the active side
-    /// over TCP while it runs). A server waits for its client to connect
-    /// without limit.
+    /// TCP exchange, no completion, no event, no byte written by the peer.
+    /// The passive side of a one-sided test and a server waiting for its
+    /// client wait without limit (perftest's exchange has no heartbeat).
     #[arg(long, value_name = "SECS", default_value = DEFAULT_SECS, value_parser = parse_timeout)]
     pub timeout: Timeout,
     /// The server to connect to (none: be the server).
     pub server: Option<String>,
+}
+
+impl PerfArgs {
+    /// The message size, perftest's default if none was given.
+    pub fn size(&self) -> u32 {
+        match self.size {
+            _ if self.test.is_atomic() => 8,
+            Some(s) => s,
+            None if self.test.is_lat() => 2,
+            None => 65536,
+        }
+    }
+    pub fn iters(&self) -> u32 {
+        self.iters.unwrap_or(if self.test == Test::WriteBw {
+            5000
+        } else {
+            1000
+        })
+    }
+    pub fn tx_depth(&self) -> u32 {
+        self.tx_depth
+            .unwrap_or(if self.test.is_lat() { 1 } else { 128 })
+    }
+    /// The sizes to run: one, or all of `-a`.
+    pub fn sizes(&self) -> Vec<u32> {
+        if self.all && !self.test.is_atomic() {
+            (1..24).map(|i| 1u32 << i).collect()
+        } else {
+            vec![self.size()]
+        }
+    }
 }
 
 pub fn perf(a: &PerfArgs) -> Result<ExitCode> {
@@ -86,30 +158,36 @@ pub fn perf(a: &PerfArgs) -> Result<ExitCode> {
 /// The checks that need no device (those against the device's limits are
 /// in [`run::run`]).
 fn check_args(a: &PerfArgs) -> Result<()> {
-    if matches!(a.test, Test::AtomicLat | Test::AtomicBw) && a.size != 8 && a.size != 2 {
+    if a.test.is_atomic() && a.size.is_some_and(|s| s != 8) {
         return Err(bad_value("atomics move 8 bytes: use -s 8"));
     }
-    if a.iters == 0 {
-        return Err(bad_value("-n 0: at least one iteration is needed"));
-    }
-    if a.test == Test::SendLat && a.iters < 2 {
+    if a.iters() < 5 {
         return Err(bad_value(format!(
-            "-n {}: send-lat leaves out its first round trip (the warm-up), so it needs at least 2",
-            a.iters
+            "-n {}: perftest needs at least 5 iterations",
+            a.iters()
         )));
     }
-    if a.test == Test::WriteLat && a.size == 0 {
+    if a.test == Test::WriteLat && a.size() == 0 {
         return Err(bad_value(
             "-s 0: write-lat needs at least 1 byte (each side waits for the last byte of its buffer)",
         ));
     }
-    if a.tx_depth == 0 {
+    if a.mtu
+        .is_some_and(|m| ![256, 512, 1024, 2048, 4096].contains(&m))
+    {
+        return Err(bad_value(format!(
+            "-m {}: the MTU is one of 256, 512, 1024, 2048, 4096",
+            a.mtu.unwrap_or(0)
+        )));
+    }
+    if a.tx_depth() == 0 {
         return Err(bad_value("-t 0: the send queue needs at least 1 entry"));
     }
-    if a.batch == 0 || a.batch > a.tx_depth {
+    if a.batch == 0 || a.batch > a.tx_depth() {
         return Err(bad_value(format!(
-            "--batch {} must be 1..=tx-depth ({})",
-            a.batch, a.tx_depth
+            "-l {} must be 1..=tx-depth ({})",
+            a.batch,
+            a.tx_depth()
         )));
     }
     Ok(())

@@ -1,12 +1,17 @@
-//! Setting up the QP pair across two processes and running each test.
+//! Setting up the QP pair with the peer (perftest's exchange, step by step
+//! as each `ib_*` tool takes it) and running each test.
 
 use super::super::wait::{bad_value, failed_completion, Timeout};
 use super::{report, PerfArgs, Test};
 use rverbs::{
-    Access, AhAttr, CompChannel, Context, Cq, Error, Grh, Mr, Mtu, Qp, QpAttr, QpCaps, QpInit,
-    QpType, RecvWr, Remote, Result, SendOp, SendWr, Wc,
+    Access, AhAttr, CompChannel, Context, Cq, Error, GidType, Grh, Mr, Mtu, Qp, QpAttr, QpCaps,
+    QpInit, QpType, RecvWr, Remote, Result, SendOp, SendWr, Wc,
 };
-use rverbs_tool::wire::perf::{Peer, MSG_LEN, PROGRESS, SYNC};
+use rverbs_tool::wire::perf::{
+    mtu_msg, parse_mtu, parse_version, version_msg, BwReport, Peer, DONE, MSG_LEN, MSG_LEN_GID,
+    MTU_LEN, VERSION_LEN,
+};
+use rverbs_tool::wire::BadMessage;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::ExitCode;
@@ -15,10 +20,15 @@ use std::time::{Duration, Instant};
 /// Signal one work request in this many on bandwidth tests (perftest's
 /// default CQ moderation).
 const CQ_MOD: u32 = 100;
-/// Receives kept posted by a send-bandwidth server.
+/// Receives kept posted by a send test's receiver (perftest's rx depth).
 const RX_DEPTH: u32 = 512;
 /// Latency samples reserved up front (more grow the vector as they come).
 const SAMPLES_RESERVED: u32 = 1 << 20;
+/// Our cycle buffer (perftest's default: the page size) and cache line.
+const CYCLE_BUFFER: u32 = 4096;
+const CACHE_LINE: u32 = 64;
+/// `IBV_LINK_LAYER_ETHERNET`.
+const LINK_ETHERNET: u8 = 2;
 
 struct Bench {
     cq: Cq,
@@ -29,34 +39,15 @@ struct Bench {
     /// 1 is what the peer targets.
     region: usize,
     remote: Remote,
-    inline: bool,
+    /// Largest payload sent inline.
+    inline: u32,
     /// The payload of inline sends and writes (its content does not matter
     /// to the measurement).
     zeros: Vec<u8>,
     /// How long a wait may see no progress.
     timeout: Timeout,
-    heartbeat: Heartbeat,
-}
-
-/// The active side's [`PROGRESS`] bytes: one every quarter of the timeout
-/// while it runs, so that a passive side (which sees no completions) knows
-/// it is alive.
-struct Heartbeat {
-    sock: TcpStream,
-    every: Duration,
-    last: Instant,
-}
-
-impl Heartbeat {
-    fn beat(&mut self, t: Timeout) -> Result<()> {
-        if self.last.elapsed() >= self.every {
-            self.sock
-                .write_all(&[PROGRESS])
-                .map_err(|e| t.tcp_error("telling the peer the test goes on", e))?;
-            self.last = Instant::now();
-        }
-        Ok(())
-    }
+    /// Receives posted and not yet completed.
+    recvs: u32,
 }
 
 fn io(what: &str, e: std::io::Error) -> Error {
@@ -66,158 +57,182 @@ fn io(what: &str, e: std::io::Error) -> Error {
     }
 }
 
+fn bad_message(what: &str, e: BadMessage) -> Error {
+    io(
+        what,
+        std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+    )
+}
+
+/// How a test's exchange goes: perftest's tools differ in the number and
+/// place of the address rounds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// write-bw, read-bw, atomic-bw: the server only waits.
+    RdmaBw,
+    SendBw,
+    SendLat,
+    /// write-lat (both run), read-lat and atomic-lat (the server only
+    /// waits).
+    RdmaLat,
+}
+
+fn shape(t: Test) -> Shape {
+    match t {
+        Test::WriteBw | Test::ReadBw | Test::AtomicBw => Shape::RdmaBw,
+        Test::SendBw => Shape::SendBw,
+        Test::SendLat => Shape::SendLat,
+        Test::WriteLat | Test::ReadLat | Test::AtomicLat => Shape::RdmaLat,
+    }
+}
+
+/// The TCP side of the exchange: each message goes both ways, the client
+/// writing first.
+struct Oob {
+    s: TcpStream,
+    client: bool,
+    t: Timeout,
+    /// Whether address messages carry a GID (then they are longer).
+    gid: bool,
+}
+
+impl Oob {
+    fn xchg(&mut self, mine: &[u8], theirs: &mut [u8], what: &str) -> Result<()> {
+        let t = self.t;
+        let send = |s: &mut TcpStream| {
+            s.write_all(mine)
+                .map_err(|e| t.tcp_error(&format!("sending {what}"), e))
+        };
+        if self.client {
+            send(&mut self.s)?;
+        }
+        self.s
+            .read_exact(theirs)
+            .map_err(|e| t.tcp_error(&format!("reading the peer's {what}"), e))?;
+        if !self.client {
+            send(&mut self.s)?;
+        }
+        Ok(())
+    }
+
+    /// One round of address messages (perftest's `ctx_hand_shake`).
+    fn hand_shake(&mut self, me: &Peer) -> Result<Peer> {
+        let mut m = vec![0u8; if self.gid { MSG_LEN_GID } else { MSG_LEN }];
+        self.xchg(&me.encode(), &mut m, "address")?;
+        Peer::decode(&m).map_err(|e| bad_message("reading the peer's address", e))
+    }
+
+    /// One round of address messages where this side only waits for the
+    /// peer's test to end, however long it runs (the exchange has no
+    /// heartbeat to tell a slow peer from a dead one; a dead one closes the
+    /// connection).
+    fn await_peer(&mut self, me: &Peer) -> Result<Peer> {
+        self.s
+            .set_read_timeout(None)
+            .map_err(|e| io("clearing the TCP read timeout", e))?;
+        let p = self.hand_shake(me);
+        self.t.bound(&self.s)?;
+        p
+    }
+
+    /// The last round and the closing `done` (`ctx_close_connection`).
+    fn close(&mut self, me: &Peer) -> Result<()> {
+        self.hand_shake(me)?;
+        self.close_after_round()
+    }
+
+    /// `done` and the peer's `done`, after the last round.
+    fn close_after_round(&mut self) -> Result<()> {
+        self.s
+            .write_all(DONE)
+            .map_err(|e| self.t.tcp_error("sending done", e))?;
+        // Read the peer's `done` too, so that closing with unread bytes does
+        // not reset the connection under it.
+        let _ = self.s.set_read_timeout(Some(Duration::from_secs(2)));
+        let mut d = [0u8; DONE.len()];
+        let _ = self.s.read_exact(&mut d);
+        Ok(())
+    }
+
+    /// The client's figures to the server (`xchg_bw_reports`).
+    fn bw_reports(&mut self, mine: &BwReport) -> Result<BwReport> {
+        let mut theirs = [[0u8; 8]; 5];
+        for (m, t) in mine.fields().iter().zip(theirs.iter_mut()) {
+            self.xchg(m, t, "bandwidth report")?;
+        }
+        Ok(BwReport::from_fields(&theirs))
+    }
+}
+
 /// Checks the sizes and depths asked for against the device's limits;
 /// returns the CQ size.
-fn check_limits(ctx: &Context, a: &PerfArgs) -> Result<u32> {
+fn check_limits(ctx: &Context, a: &PerfArgs, max_size: u32) -> Result<u32> {
     let dev = ctx.query_device()?;
-    if a.tx_depth > dev.max_qp_wr {
+    if a.tx_depth() > dev.max_qp_wr {
         return Err(bad_value(format!(
             "-t {}: larger than the device's max_qp_wr ({})",
-            a.tx_depth, dev.max_qp_wr
+            a.tx_depth(),
+            dev.max_qp_wr
         )));
     }
     let cqe = a
-        .tx_depth
+        .tx_depth()
+        .max(16)
         .checked_mul(2)
         .and_then(|d| d.checked_add(RX_DEPTH))
         .filter(|&c| c <= dev.max_cqe)
         .ok_or_else(|| {
             bad_value(format!(
                 "-t {}: its CQ (2 x tx-depth + {RX_DEPTH} receives) exceeds the device's max_cqe ({})",
-                a.tx_depth, dev.max_cqe
+                a.tx_depth(),
+                dev.max_cqe
             ))
         })?;
     let port = ctx.query_port(a.ib_port)?;
-    if a.size > port.max_msg_sz {
+    if max_size > port.max_msg_sz {
         return Err(bad_value(format!(
-            "-s {}: larger than the port's largest message ({} bytes)",
-            a.size, port.max_msg_sz
+            "-s {max_size}: larger than the port's largest message ({} bytes)",
+            port.max_msg_sz
         )));
     }
     Ok(cqe)
 }
 
-pub fn run(a: &PerfArgs) -> Result<ExitCode> {
-    let ctx = Context::open_by_name(a.dev.as_deref())?;
-    let cqe = check_limits(&ctx, a)?;
-    let region = (a.size.max(8) as usize).next_multiple_of(64);
-    let channel = if a.events {
-        Some(ctx.create_comp_channel()?)
-    } else {
-        None
+/// perftest's choice of GID when none is given on RoCE: an IPv4 one over
+/// an IPv6 one, RoCE v2 over v1.
+fn best_gid(ctx: &Context, port: u8) -> Result<u32> {
+    let table = ctx.query_gid_table()?;
+    let score = |g: &[u8; 16], t: GidType| {
+        let v4 = g[..10] == [0; 10] && g[10..12] == [0xff, 0xff];
+        u8::from(v4) * 2 + u8::from(t == GidType::RoceV2)
     };
-    let pd = ctx.alloc_pd()?;
-    let mr = pd.alloc_mr(
-        region * 2,
-        Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
-    )?;
-    let depth = a.tx_depth;
-    let cq = ctx.create_cq(cqe, channel.as_ref(), 0)?;
-    let mut qp = pd.create_qp(&QpInit {
-        qp_type: QpType::Rc,
-        send_cq: &cq,
-        recv_cq: &cq,
-        caps: QpCaps {
-            max_send_wr: depth,
-            max_recv_wr: RX_DEPTH,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: a.inline,
-        },
-        sq_sig_all: false,
-        srq: None,
-    })?;
-    let inline = a.inline >= a.size && qp.caps().max_inline_data >= a.size;
-    let access =
-        Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
-    qp.modify(&QpAttr::init(a.ib_port, access))?;
-    let gid = match a.gid_idx {
-        Some(i) => ctx.query_gid(a.ib_port, i)?,
-        None => [0; 16],
-    };
-    let me = Peer {
-        qpn: qp.qpn(),
-        psn: std::process::id() & 0xff_ffff,
-        gid,
-        rkey: mr.rkey(),
-        addr: mr.addr() + region as u64,
-    };
-    let (mut sock, peer) = exchange(a, &me)?;
-    let heartbeat = Heartbeat {
-        sock: sock
-            .try_clone()
-            .map_err(|e| io("cloning the TCP socket", e))?,
-        every: a.timeout.duration() / 4,
-        last: Instant::now(),
-    };
-    let mut rtr = QpAttr::rtr(
-        AhAttr {
-            port_num: a.ib_port,
-            grh: (peer.gid != [0; 16]).then_some(Grh {
-                dgid: peer.gid,
-                sgid_index: a.gid_idx.unwrap_or(0) as u8,
-                hop_limit: 1,
-                ..Grh::default()
-            }),
-            ..AhAttr::default()
-        },
-        Mtu::M1024,
-        peer.qpn,
-        peer.psn,
-    );
-    rtr.max_dest_rd_atomic = Some(16);
-    qp.modify(&rtr)?;
-    let mut rts = QpAttr::rts(me.psn);
-    rts.max_rd_atomic = Some(16);
-    qp.modify(&rts)?;
-    let mut b = Bench {
-        cq,
-        qp,
-        mr,
-        channel,
-        region,
-        remote: Remote {
-            addr: peer.addr,
-            rkey: peer.rkey,
-        },
-        inline,
-        zeros: if inline {
-            vec![0; a.size as usize]
-        } else {
-            Vec::new()
-        },
-        timeout: a.timeout,
-        heartbeat,
-    };
-    if b.channel.is_some() {
-        b.cq.req_notify(false)?;
-    }
-    // Both sides are connected before either sends.
-    sync(&mut sock, a.timeout, "before the test")?;
-    let client = a.server.is_some();
-    match (a.test, client) {
-        (Test::SendLat, _) => b.send_lat(a, client)?,
-        (Test::WriteLat, _) => b.write_lat(a, client)?,
-        (Test::ReadLat | Test::AtomicLat, true) => b.one_sided_lat(a)?,
-        (Test::SendBw, false) => b.send_bw_server(a)?,
-        (Test::WriteBw | Test::ReadBw | Test::AtomicBw | Test::SendBw, true) => b.bw(a)?,
-        // The passive side of one-sided tests has nothing to do but wait
-        // (in the sync below, hearing the active side's progress bytes).
-        _ => {}
-    }
-    sync(&mut sock, a.timeout, "at the end of the test")?;
-    Ok(ExitCode::SUCCESS)
+    table
+        .iter()
+        .filter(|e| e.port == u32::from(port))
+        .max_by_key(|e| (score(&e.gid, e.gid_type), std::cmp::Reverse(e.index)))
+        .map(|e| e.index)
+        .ok_or_else(|| bad_value(format!("port {port} has no GID: pass -x")))
 }
 
-fn exchange(a: &PerfArgs, me: &Peer) -> Result<(TcpStream, Peer)> {
+fn mtu_of(v: u8) -> Mtu {
+    match v {
+        1 => Mtu::M256,
+        2 => Mtu::M512,
+        4 => Mtu::M2048,
+        5 => Mtu::M4096,
+        _ => Mtu::M1024,
+    }
+}
+
+fn connect_tcp(a: &PerfArgs) -> Result<TcpStream> {
     let t = a.timeout;
-    let mut s = match &a.server {
+    match &a.server {
         Some(host) => {
             // The server may not listen yet: try for ten seconds.
             let mut tries = 0;
             loop {
                 match t.connect(host, a.port) {
-                    Ok(s) => break s,
+                    Ok(s) => break Ok(s),
                     Err(e) if tries > 100 => {
                         return Err(t.tcp_error(&format!("connect to {host}:{}", a.port), e))
                     }
@@ -229,54 +244,352 @@ fn exchange(a: &PerfArgs, me: &Peer) -> Result<(TcpStream, Peer)> {
             }
         }
         None => {
-            let l = TcpListener::bind(("::", a.port))
-                .or_else(|_| TcpListener::bind(("0.0.0.0", a.port)))
+            // perftest's client connects over IPv4 only.
+            let l = TcpListener::bind(("0.0.0.0", a.port))
                 .map_err(|e| io(&format!("listen on port {}", a.port), e))?;
             // No limit on waiting for a client; a limit on all after.
             let s = l.accept().map_err(|e| io("accept", e))?.0;
             t.bound(&s)?;
-            s
-        }
-    };
-    s.write_all(&me.encode())
-        .map_err(|e| t.tcp_error("sending our address", e))?;
-    let mut m = [0u8; MSG_LEN];
-    s.read_exact(&mut m)
-        .map_err(|e| t.tcp_error("reading the peer's address", e))?;
-    let peer = Peer::decode(&m).map_err(|e| {
-        io(
-            "reading the peer's address",
-            std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-        )
-    })?;
-    Ok((s, peer))
-}
-
-/// Tells the peer we reached the synchronisation point `at` and waits
-/// until it has too (passing over its progress bytes).
-fn sync(s: &mut TcpStream, t: Timeout, at: &str) -> Result<()> {
-    s.write_all(&[SYNC])
-        .map_err(|e| t.tcp_error(&format!("sync {at}"), e))?;
-    loop {
-        let mut b = [0u8; 1];
-        s.read_exact(&mut b)
-            .map_err(|e| t.tcp_error(&format!("waiting for the peer's sync {at}"), e))?;
-        match b[0] {
-            SYNC => return Ok(()),
-            PROGRESS => {}
-            other => {
-                return Err(io(
-                    &format!("waiting for the peer's sync {at}"),
-                    std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        format!("unexpected byte {other:#04x} from the peer"),
-                    ),
-                ))
-            }
+            Ok(s)
         }
     }
 }
 
+pub fn run(a: &PerfArgs) -> Result<ExitCode> {
+    let client = a.server.is_some();
+    let sizes = a.sizes();
+    let max_size = sizes.iter().copied().max().unwrap_or(2);
+    let iters = a.iters();
+    let ctx = Context::open_by_name(a.dev.as_deref())?;
+    let cqe = check_limits(&ctx, a, max_size)?;
+    let port = ctx.query_port(a.ib_port)?;
+    let dev = ctx.query_device()?;
+    let ethernet = port.link_layer == LINK_ETHERNET;
+    let gid_idx = match a.gid_idx {
+        Some(i) => Some(i),
+        None if ethernet => Some(best_gid(&ctx, a.ib_port)?),
+        None => None,
+    };
+
+    // The exchange before the resources: versions, buffer geometry, MTU.
+    let mut oob = Oob {
+        s: connect_tcp(a)?,
+        client,
+        t: a.timeout,
+        gid: gid_idx.is_some(),
+    };
+    let mut v = [0u8; VERSION_LEN];
+    oob.xchg(&version_msg(), &mut v, "version")?;
+    parse_version(&v).map_err(|e| bad_message("reading the peer's version", e))?;
+    let mut cb = [0u8; 4];
+    oob.xchg(&CYCLE_BUFFER.to_be_bytes(), &mut cb, "cycle buffer size")?;
+    let cycle = CYCLE_BUFFER.max(u32::from_be_bytes(cb).min(1 << 30));
+    oob.xchg(&CACHE_LINE.to_be_bytes(), &mut cb, "cache line size")?;
+    // -m lowers the MTU below the port's active one (perftest's set_mtu).
+    let ours = match a.mtu {
+        Some(bytes) => (bytes / 128).trailing_zeros() as u8,
+        None => port.active_mtu,
+    }
+    .min(port.active_mtu);
+    let mut m = [0u8; MTU_LEN];
+    oob.xchg(&mtu_msg(ours), &mut m, "MTU")?;
+    let mtu = parse_mtu(&m).map_or(ours, |p| p.min(ours));
+
+    // The peer's RDMA may cycle through a buffer of `cycle` bytes starting
+    // at any cache line below it: room for that and one more message.
+    let region = (max_size.max(cycle) as usize + max_size as usize).next_multiple_of(4096);
+    let channel = if a.events {
+        Some(ctx.create_comp_channel()?)
+    } else {
+        None
+    };
+    let pd = ctx.alloc_pd()?;
+    let access =
+        Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
+    let mr = pd.alloc_mr(region * 2, access)?;
+    let cq = ctx.create_cq(cqe, channel.as_ref(), 0)?;
+    let mut qp = pd.create_qp(&QpInit {
+        qp_type: QpType::Rc,
+        send_cq: &cq,
+        recv_cq: &cq,
+        caps: QpCaps {
+            // Latency tests signal every request; a few more entries than
+            // perftest's depth of 1 keep a completion that is polled late
+            // from stalling the next post.
+            max_send_wr: a.tx_depth().max(if a.test.is_lat() { 16 } else { 1 }),
+            max_recv_wr: RX_DEPTH,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: a.inline,
+        },
+        sq_sig_all: false,
+        srq: None,
+    })?;
+    let inline = a.inline.min(qp.caps().max_inline_data);
+    qp.modify(&QpAttr::init(a.ib_port, access))?;
+    let gid = match gid_idx {
+        Some(i) => Some(ctx.query_gid(a.ib_port, i)?),
+        None => None,
+    };
+    let out_reads = dev.max_qp_rd_atom.clamp(1, 255) as u16;
+    let me = Peer {
+        lid: port.lid,
+        out_reads,
+        qpn: qp.qpn(),
+        psn: (std::process::id().wrapping_mul(2_654_435_761)
+            ^ Instant::now().elapsed().subsec_nanos())
+            & 0xff_ffff,
+        rkey: mr.rkey(),
+        addr: mr.addr() + region as u64,
+        gid,
+        srqn: 0,
+    };
+
+    // The address rounds before the connection.
+    let sh = shape(a.test);
+    if sh == Shape::RdmaLat {
+        oob.hand_shake(&me)?;
+    }
+    let peer = oob.hand_shake(&me)?;
+    if gid.is_some_and(|g| is_v4(&g)) != peer.gid.is_some_and(|g| is_v4(&g)) {
+        return Err(bad_value(
+            "the peer's GID is of the other IP version (IPv4 against IPv6): pick another -x",
+        ));
+    }
+    let mut rtr = QpAttr::rtr(
+        AhAttr {
+            port_num: a.ib_port,
+            dlid: peer.lid,
+            grh: peer.gid.map(|dgid| Grh {
+                dgid,
+                sgid_index: gid_idx.unwrap_or(0) as u8,
+                hop_limit: 0xff,
+                ..Grh::default()
+            }),
+            ..AhAttr::default()
+        },
+        mtu_of(mtu),
+        peer.qpn,
+        peer.psn,
+    );
+    rtr.max_dest_rd_atomic = Some(out_reads.min(255) as u8);
+    qp.modify(&rtr)?;
+    let mut rts = QpAttr::rts(me.psn);
+    rts.max_rd_atomic = Some(
+        peer.out_reads
+            .min(dev.max_qp_init_rd_atom.clamp(1, 255) as u16)
+            .max(1) as u8,
+    );
+    qp.modify(&rts)?;
+    // Two more rounds after the connection in every test (perftest prints
+    // the remote address after the first; the second is "after RTR").
+    oob.hand_shake(&me)?;
+    oob.hand_shake(&me)?;
+
+    let mut b = Bench {
+        cq,
+        qp,
+        mr,
+        channel,
+        region,
+        remote: Remote {
+            addr: peer.addr,
+            rkey: peer.rkey,
+        },
+        inline,
+        zeros: vec![0; inline as usize],
+        timeout: a.timeout,
+        recvs: 0,
+    };
+    if b.channel.is_some() {
+        b.cq.req_notify(false)?;
+    }
+
+    let dev_name = ctx.device().name().to_string();
+    let title = match a.test {
+        Test::SendLat => "Send Latency",
+        Test::WriteLat => "RDMA_Write Latency",
+        Test::ReadLat => "RDMA_Read Latency",
+        Test::AtomicLat => "Atomic FETCH_AND_ADD Latency",
+        Test::SendBw => "Send BW",
+        Test::WriteBw => "RDMA_Write BW",
+        Test::ReadBw => "RDMA_Read BW",
+        Test::AtomicBw => "Atomic FETCH_AND_ADD BW",
+    };
+    let title = if a.batch > 1 && !a.test.is_lat() {
+        title.replace(" BW", " Post List BW")
+    } else {
+        title.to_string()
+    };
+    let mtu_bytes = 128u32 << mtu;
+    let info = report::Info {
+        title,
+        device: &dev_name,
+        qps: 1,
+        client,
+        tx_depth: a.tx_depth(),
+        rx_depth: (matches!(a.test, Test::SendBw | Test::SendLat) && !client).then_some(RX_DEPTH),
+        post_list: a.batch,
+        cq_mod: (!a.test.is_lat()).then_some(CQ_MOD.min(iters)),
+        mtu_bytes,
+        ethernet,
+        gid_index: gid_idx,
+        inline_or_reads: if matches!(
+            a.test,
+            Test::ReadLat | Test::ReadBw | Test::AtomicLat | Test::AtomicBw
+        ) {
+            Err(u32::from(out_reads))
+        } else {
+            Ok(inline)
+        },
+        events: a.events,
+    };
+    println!("{}", report::info(&info));
+    let rdma = match a.test {
+        Test::WriteLat | Test::WriteBw => 1,
+        Test::ReadLat | Test::ReadBw => 2,
+        _ => 0,
+    };
+    println!("{}", report::address("local", &me, rdma));
+    println!("{}", report::address("remote", &peer, rdma));
+    println!("{}", report::LINE);
+    let mut json = String::new();
+    let header = if a.test.is_lat() {
+        report::LAT_HEADER
+    } else if a.report_gbits {
+        report::BW_HEADER_GB
+    } else {
+        report::BW_HEADER_MB
+    };
+    println!("{header}");
+
+    let lat_out =
+        |size: u32, samples: &mut [f64], json: &mut String| match report::latency_stats(samples) {
+            Some(s) => {
+                println!("{}", report::lat_line(size.into(), samples.len(), &s));
+                json.push_str(&report::lat_json(size.into(), samples.len(), &s));
+            }
+            None => println!(" {size:<7} 0          (no samples)"),
+        };
+    match (sh, client) {
+        (Shape::RdmaBw, false) => {
+            // The server waits for the client's end and prints its figures.
+            oob.await_peer(&me)?;
+            let r = oob.bw_reports(&BwReport::default())?;
+            println!("{}", report::bw_line(&r));
+            json.push_str(&report::bw_json(&r));
+            oob.close(&me)?;
+        }
+        (Shape::RdmaBw, true) => {
+            let mut last = BwReport::default();
+            for &size in &sizes {
+                last = b.bw(a, size, iters)?;
+                println!("{}", report::bw_line(&last));
+                json.push_str(&report::bw_json(&last));
+            }
+            oob.hand_shake(&me)?;
+            oob.bw_reports(&last)?;
+            oob.close(&me)?;
+        }
+        (Shape::SendBw, _) => {
+            for &size in &sizes {
+                if !client {
+                    let depth = RX_DEPTH.min(b.qp.caps().max_recv_wr);
+                    b.post_recv(depth.saturating_sub(b.recvs))?;
+                }
+                oob.hand_shake(&me)?;
+                let r = if client {
+                    b.bw(a, size, iters)?
+                } else {
+                    b.send_bw_server(a, size, iters)?
+                };
+                println!("{}", report::bw_line(&r));
+                json.push_str(&report::bw_json(&r));
+                if a.all {
+                    oob.hand_shake(&me)?;
+                }
+            }
+            oob.close(&me)?;
+        }
+        (Shape::SendLat, _) => {
+            for &size in &sizes {
+                b.post_recv(16u32.saturating_sub(b.recvs))?;
+                oob.hand_shake(&me)?;
+                let mut s = b.send_lat(size, iters, client)?;
+                lat_out(size, &mut s, &mut json);
+                // Drop what is left posted of this size's receives.
+            }
+            oob.close(&me)?;
+        }
+        (Shape::RdmaLat, _) if a.test == Test::WriteLat => {
+            for &size in &sizes {
+                let mut s = b.write_lat(size, iters, client)?;
+                lat_out(size, &mut s, &mut json);
+            }
+            // ib_write_lat ends without a closing round: each side's last
+            // wait was for the other's last write.
+        }
+        (Shape::RdmaLat, false) => {
+            oob.await_peer(&me)?;
+            oob.close_after_round()?;
+        }
+        (Shape::RdmaLat, true) => {
+            for &size in &sizes {
+                let mut s = b.one_sided_lat(a, size, iters)?;
+                lat_out(size, &mut s, &mut json);
+            }
+            oob.close(&me)?;
+        }
+    }
+    println!("{}", report::LINE);
+    if a.out_json {
+        write_json(a, &info, &json)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn is_v4(g: &[u8; 16]) -> bool {
+    g[..10] == [0; 10] && g[10..12] == [0xff, 0xff]
+}
+
+/// perftest's `--out_json` file: its test information and results blocks.
+fn write_json(a: &PerfArgs, i: &report::Info<'_>, results: &str) -> Result<()> {
+    let mut s = String::from("{\ntest_info: {\n");
+    s.push_str(&format!("test: {}_Test,\n", i.title.replace(' ', "_")));
+    s.push_str(&format!(
+        "Dual_port: OFF,\nDevice: \"{}\",\nNumber_of_qps: {},\nTransport_type: IB,\nConnection_type: RC,\nUsing_SRQ: OFF,\n",
+        i.device, i.qps
+    ));
+    s.push_str(" PCIe_relax_order: Unsupported,\nibv_wr_API: OFF,\n");
+    if i.client {
+        s.push_str(&format!("TX_depth : {},\n", i.tx_depth));
+    }
+    if i.post_list > 1 {
+        s.push_str(&format!("Post_List: {},\n", i.post_list));
+    }
+    if let Some(rx) = i.rx_depth {
+        s.push_str(&format!("RX_depth: {rx},\n"));
+    }
+    if let Some(m) = i.cq_mod {
+        s.push_str(&format!("CQ_Moderation: {m},\n"));
+    }
+    s.push_str(&format!(
+        "Mtu: {},\nLink_type: {},\n",
+        i.mtu_bytes,
+        if i.ethernet { "Ethernet" } else { "IB" }
+    ));
+    if let Some(g) = i.gid_index {
+        s.push_str(&format!("GID_index: {g},\n"));
+    }
+    match i.inline_or_reads {
+        Ok(n) => s.push_str(&format!("Max_inline_data: {n},\n")),
+        Err(n) => s.push_str(&format!("Outstand_reads: {n},\n")),
+    }
+    s.push_str("rdma_cm_QPs: OFF,\nData_ex_method: Ethernet,\n},\n");
+    s.push_str(results);
+    s.push_str("}\n");
+    std::fs::write(&a.out_json_file, s).map_err(|e| io(&format!("writing {}", a.out_json_file), e))
+}
 /// The library's `Qp::post_send`, out of line: the library's data path is
 /// inlinable, so that a program pays no call for it; the benchmark needs a
 /// function boundary to count one call's instructions under callgrind
@@ -328,17 +641,20 @@ impl Bench {
         }
     }
 
+    /// Posts `n` receives of the whole target region (so that receives
+    /// left over from a smaller size of `-a` fit the next size too).
     fn post_recv(&mut self, n: u32) -> Result<()> {
         let s = [self.mr.slice(self.region, self.region as u32)?];
         for _ in 0..n {
             self.qp.post_recv(&[RecvWr { wr_id: 0, sges: &s }])?;
+            self.recvs += 1;
         }
         Ok(())
     }
 
     fn send(&mut self, op: SendOp, len: u32, signaled: bool) -> Result<()> {
         let s = [self.mr.slice(0, len)?];
-        let wr = if self.inline && !matches!(op, SendOp::Read(_)) {
+        let wr = if len <= self.inline && !matches!(op, SendOp::Read(_)) {
             // An inline payload is copied at post time.
             SendWr::inline(0, op, &self.zeros[..len as usize])
         } else {
@@ -347,89 +663,79 @@ impl Bench {
         bench_post_send(&mut self.qp, &[wr.signaled(signaled)])
     }
 
-    fn send_lat(&mut self, a: &PerfArgs, client: bool) -> Result<()> {
-        self.post_recv(16)?;
-        let mut samples = Vec::with_capacity(a.iters.min(SAMPLES_RESERVED) as usize);
+    /// perftest's `run_iter_lat_send`: the client sends first, the server
+    /// answers each message; one sample per round trip, halved. The
+    /// receives for the first messages are posted before (and the peer is
+    /// told so by an address round).
+    fn send_lat(&mut self, size: u32, iters: u32, client: bool) -> Result<Vec<f64>> {
+        let mut samples = Vec::with_capacity(iters.min(SAMPLES_RESERVED) as usize);
         let mut wc = [Wc::default(); 4];
         let mut last = Instant::now();
         // Receives that arrived but that the loop has not consumed yet.
         let mut arrived = 0u32;
-        for _ in 0..a.iters {
-            // The client serves first; the server answers each message.
+        for _ in 0..iters {
             if client {
-                self.send(SendOp::Send, a.size, true)?;
+                self.send(SendOp::Send, size, true)?;
             }
             while arrived == 0 {
                 let n = self.next_completions(&mut wc, || {
                     format!(
-                        "the peer's message {} of {} (does it use the same -n?)",
+                        "the peer's message {} of {iters} (does it use the same -n?)",
                         samples.len() + 1,
-                        a.iters
                     )
                 })?;
                 for w in &wc[..n] {
                     if w.opcode == rverbs::WcOpcode::RECV {
                         arrived += 1;
+                        self.recvs = self.recvs.saturating_sub(1);
                         self.post_recv(1)?;
                     }
                 }
             }
             arrived -= 1;
             if !client {
-                self.send(SendOp::Send, a.size, true)?;
+                self.send(SendOp::Send, size, true)?;
             }
             let now = Instant::now();
             samples.push(now.duration_since(last).as_secs_f64() * 1e6 / 2.0);
             last = now;
         }
-        if client {
-            // The first round trip is the warm-up.
-            report::latency(a.size, samples.get_mut(1..).unwrap_or_default());
-        }
-        Ok(())
+        Ok(samples)
     }
 
-    fn write_lat(&mut self, a: &PerfArgs, client: bool) -> Result<()> {
-        // Each side writes the iteration number into the last byte of the
-        // peer's region and spins on the last byte of its own.
-        let last = self.region + a.size as usize - 1;
-        let remote = Remote {
-            addr: self.remote.addr,
-            rkey: self.remote.rkey,
-        };
-        let mut samples = Vec::with_capacity(a.iters.min(SAMPLES_RESERVED) as usize);
+    /// perftest's `run_iter_lat_write`: each side writes a running count
+    /// (mod 256) into the last byte of the message it writes to the peer,
+    /// and spins on the last byte of its own region for the peer's count.
+    /// The server writes first; the client answers each write.
+    fn write_lat(&mut self, size: u32, iters: u32, client: bool) -> Result<Vec<f64>> {
+        let last = self.region + size as usize - 1;
+        let remote = self.remote;
+        let mut samples = Vec::with_capacity(iters.min(SAMPLES_RESERVED) as usize);
         let mut wc = [Wc::default(); 4];
         let mut t = Instant::now();
         let what = |i: u32| {
             move || {
-                format!(
-                    "the peer's RDMA WRITE {i} of {} (does it use the same -n and -s?)",
-                    a.iters
-                )
+                format!("the peer's RDMA WRITE {i} of {iters} (does it use the same -n and -s?)")
             }
         };
-        for i in 1..=a.iters {
-            let tag = (i % 251) as u8 + 1;
-            if !client {
-                self.await_byte(last, tag, what(i))?;
+        let mut rcnt = 0u32;
+        for i in 1..=iters {
+            if client || i > 1 {
+                rcnt += 1;
+                self.await_byte(last, rcnt as u8, what(rcnt))?;
             }
-            self.mr.write(a.size as usize - 1, &[tag])?;
-            let signaled = i % CQ_MOD == 0 || i == a.iters;
-            self.send(SendOp::Write(remote), a.size, signaled)?;
-            if signaled {
-                self.next_completions(&mut wc, || format!("the completion of our RDMA WRITE {i}"))?;
-            }
-            if client {
-                self.await_byte(last, tag, what(i))?;
-            }
+            self.mr.write(size as usize - 1, &[i as u8])?;
+            self.send(SendOp::Write(remote), size, true)?;
+            self.next_completions(&mut wc, || format!("the completion of our RDMA WRITE {i}"))?;
             let now = Instant::now();
             samples.push(now.duration_since(t).as_secs_f64() * 1e6 / 2.0);
             t = now;
         }
-        if client {
-            report::latency(a.size, &mut samples);
+        while rcnt < iters {
+            rcnt += 1;
+            self.await_byte(last, rcnt as u8, what(rcnt))?;
         }
-        Ok(())
+        Ok(samples)
     }
 
     /// Spins until the byte at `offset` of our MR is `value` (the peer's
@@ -453,34 +759,22 @@ impl Bench {
         }
     }
 
-    fn one_sided_lat(&mut self, a: &PerfArgs) -> Result<()> {
+    fn one_sided_lat(&mut self, a: &PerfArgs, size: u32, iters: u32) -> Result<Vec<f64>> {
         let op = self.op(a.test);
-        let len = if matches!(a.test, Test::AtomicLat) {
-            8
-        } else {
-            a.size
-        };
-        let mut samples = Vec::with_capacity(a.iters.min(SAMPLES_RESERVED) as usize);
+        let mut samples = Vec::with_capacity(iters.min(SAMPLES_RESERVED) as usize);
         let mut wc = [Wc::default(); 4];
-        for i in 1..=a.iters {
+        for i in 1..=iters {
             let t = Instant::now();
-            self.send(op, len, true)?;
+            self.send(op, size, true)?;
             self.next_completions(&mut wc, || format!("the completion of operation {i}"))?;
             samples.push(t.elapsed().as_secs_f64() * 1e6);
-            self.heartbeat.beat(self.timeout)?;
         }
-        report::latency(len, &mut samples);
-        Ok(())
+        Ok(samples)
     }
 
-    fn bw(&mut self, a: &PerfArgs) -> Result<()> {
+    fn bw(&mut self, a: &PerfArgs, len: u32, iters: u32) -> Result<BwReport> {
         let op = self.op(a.test);
-        let len = if matches!(a.test, Test::AtomicBw) {
-            8
-        } else {
-            a.size
-        };
-        let depth = self.qp.caps().max_send_wr.min(a.tx_depth);
+        let depth = self.qp.caps().max_send_wr.min(a.tx_depth());
         let (mut posted, mut completed) = (0u32, 0u32);
         let mut wc = [Wc::default(); 16];
         let start = Instant::now();
@@ -490,31 +784,30 @@ impl Bench {
         let mr = self.mr.clone();
         let s = [mr.slice(0, len)?];
         let zeros = self.zeros.clone();
+        let inline = len <= self.inline && matches!(op, SendOp::Write(_) | SendOp::Send);
         let mut batch = Vec::with_capacity(a.batch as usize);
-        while completed < a.iters {
-            while posted < a.iters && posted - completed + a.batch.min(a.iters - posted) <= depth {
+        while completed < iters {
+            while posted < iters && posted - completed + a.batch.min(iters - posted) <= depth {
                 batch.clear();
-                for _ in 0..a.batch.min(a.iters - posted) {
+                for _ in 0..a.batch.min(iters - posted) {
                     posted += 1;
-                    let signaled = posted % CQ_MOD == 0 || posted == a.iters;
+                    let signaled = posted % CQ_MOD == 0 || posted == iters;
                     // The wr_id carries the count this completion covers up to.
-                    let mut wr = SendWr::new(posted as u64, op, &s).signaled(signaled);
-                    if self.inline && !matches!(op, SendOp::Read(_) | SendOp::FetchAdd { .. }) {
-                        wr = SendWr::inline(posted as u64, op, &zeros[..len as usize])
-                            .signaled(signaled);
-                    }
-                    batch.push(wr);
+                    let wr = if inline {
+                        SendWr::inline(posted as u64, op, &zeros[..len as usize])
+                    } else {
+                        SendWr::new(posted as u64, op, &s)
+                    };
+                    batch.push(wr.signaled(signaled));
                 }
                 bench_post_send(&mut self.qp, &batch)?;
             }
             let n = self.next_completions(&mut wc, || {
                 format!(
-                    "the completion of work request {} of {}",
-                    completed + 1,
-                    a.iters
+                    "the completion of work request {} of {iters}",
+                    completed + 1
                 )
             })?;
-            self.heartbeat.beat(self.timeout)?;
             for w in &wc[..n] {
                 let upto = w.wr_id as u32;
                 if upto > completed {
@@ -529,31 +822,49 @@ impl Bench {
                 }
             }
         }
-        report::bandwidth(len, a.iters, start.elapsed().as_secs_f64(), peak);
-        Ok(())
+        let secs = start.elapsed().as_secs_f64();
+        Ok(report::bw_report(
+            len.into(),
+            iters.into(),
+            secs,
+            peak,
+            a.report_gbits,
+        ))
     }
 
-    fn send_bw_server(&mut self, a: &PerfArgs) -> Result<()> {
-        let mut outstanding = RX_DEPTH.min(self.qp.caps().max_recv_wr);
-        self.post_recv(outstanding)?;
+    /// The receiving side of send-bw: counts `iters` messages, keeping
+    /// receives posted (the first were posted before the address round).
+    fn send_bw_server(&mut self, a: &PerfArgs, size: u32, iters: u32) -> Result<BwReport> {
+        let depth = RX_DEPTH.min(self.qp.caps().max_recv_wr);
         let mut got = 0u32;
         let mut wc = [Wc::default(); 16];
-        while got < a.iters {
+        let mut start = None;
+        while got < iters {
             let n = self.next_completions(&mut wc, || {
                 format!(
-                    "the client's message {} of {} (does it use the same -n?)",
-                    got + 1,
-                    a.iters
+                    "the client's message {} of {iters} (does it use the same -n?)",
+                    got + 1
                 )
-            })? as u32;
-            got += n;
-            outstanding -= n;
-            let want = (a.iters - got).min(RX_DEPTH.min(self.qp.caps().max_recv_wr));
-            if outstanding < want {
-                self.post_recv(want - outstanding)?;
-                outstanding = want;
+            })?;
+            start.get_or_insert_with(Instant::now);
+            let recvs = wc[..n]
+                .iter()
+                .filter(|w| w.opcode == rverbs::WcOpcode::RECV)
+                .count() as u32;
+            got += recvs;
+            self.recvs = self.recvs.saturating_sub(recvs);
+            let want = iters.saturating_sub(got).min(depth);
+            if self.recvs < want {
+                self.post_recv(want - self.recvs)?;
             }
         }
-        Ok(())
+        let secs = start.map_or(0.0, |s| s.elapsed().as_secs_f64()).max(1e-9);
+        Ok(report::bw_report(
+            size.into(),
+            iters.into(),
+            secs,
+            0.0,
+            a.report_gbits,
+        ))
     }
 }
