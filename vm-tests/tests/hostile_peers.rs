@@ -429,7 +429,7 @@ fn tool_args(tool: &str, port: u16) -> Vec<String> {
 fn a_silent_tcp_peer_times_out_both_roles() {
     for (tool, what) in [
         ("pingpong", "Couldn't read remote address: nothing for 2 s"),
-        ("perf", "reading the peer's address: nothing for 2 s"),
+        ("perf", "reading the peer's version: nothing for 2 s"),
     ] {
         // The tool as client, against a listener that says nothing.
         let fake = FakeServer::start(Vec::new());
@@ -466,14 +466,30 @@ fn pingpong_msg_with_utf8_gid() -> Vec<u8> {
     m
 }
 
-/// The same for perf's 96-byte message.
-fn perf_msg_with_utf8_gid() -> Vec<u8> {
-    let mut m = b"000011:a2f3b0:0".to_vec();
-    m.extend_from_slice("é".as_bytes());
-    m.extend_from_slice(&[b'0'; 29]);
-    m.extend_from_slice(b":00001234:00007f0000001000");
-    m.resize(96, 0);
+/// What a perftest client sends before its address (version 6.06, cycle
+/// buffer and cache line sizes, MTU 1024), then `address` as its
+/// 108-byte address message with a GID.
+fn perf_stream(address: &[u8]) -> Vec<u8> {
+    let mut m = b"6.06".to_vec();
+    m.resize(16, 0);
+    m.extend_from_slice(&4096u32.to_be_bytes());
+    m.extend_from_slice(&64u32.to_be_bytes());
+    m.extend_from_slice(b"3\0");
+    let mut a = address.to_vec();
+    a.resize(108, 0);
+    m.extend_from_slice(&a);
     m
+}
+
+/// perf's address message with a two-byte UTF-8 character in a GID byte.
+fn perf_msg_with_utf8_gid() -> Vec<u8> {
+    let mut a = b"0000:0080:000012:a5099b:000002eb:0000556da9bbf000:".to_vec();
+    a.extend_from_slice("\u{e9}:".as_bytes());
+    for _ in 0..15 {
+        a.extend_from_slice(b"00:");
+    }
+    a.extend_from_slice(b"00000000:");
+    perf_stream(&a)
 }
 
 #[test]
@@ -497,12 +513,21 @@ fn hostile_exchange_messages_are_named_errors_not_panics() {
         (
             "perf",
             perf_msg_with_utf8_gid(),
-            "malformed perf address from the peer: GID is not 32 hex digits",
+            "malformed perftest address from the peer: a GID byte is not a 8-bit hex number",
         ),
         (
             "perf",
-            (0..96u8).map(|i| i.wrapping_mul(37) | 0x80).collect(),
-            "malformed perf address from the peer: 1 fields, expected 5",
+            perf_stream(
+                &(0..108u8)
+                    .map(|i| i.wrapping_mul(37) | 0x80)
+                    .collect::<Vec<_>>(),
+            ),
+            "malformed perftest address from the peer: 1 fields, expected 7",
+        ),
+        (
+            "perf",
+            b"000011:a2f3b0:0\xc3\xa9000000000000".to_vec(),
+            "malformed perftest version from the peer: not a decimal number",
         ),
     ];
     for (tool, msg, what) in cases {
@@ -541,19 +566,19 @@ fn bad_values_are_named_errors() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["perf", "send-lat", "-n", "0"],
-            "-n 0: at least one iteration is needed",
+            "-n 0: perftest needs at least 5 iterations",
         ),
         (
-            &["perf", "send-lat", "-n", "1"],
-            "send-lat leaves out its first round trip",
+            &["perf", "send-lat", "-n", "4"],
+            "-n 4: perftest needs at least 5 iterations",
         ),
         (
             &["perf", "read-lat", "-n", "0"],
-            "-n 0: at least one iteration is needed",
+            "-n 0: perftest needs at least 5 iterations",
         ),
         (
             &["perf", "write-lat", "-n", "0"],
-            "-n 0: at least one iteration is needed",
+            "-n 0: perftest needs at least 5 iterations",
         ),
         (
             &["perf", "write-lat", "-s", "0"],

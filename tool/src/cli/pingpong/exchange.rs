@@ -22,8 +22,13 @@ fn io(what: &str, e: std::io::Error) -> Error {
 
 /// Reads one peer message, decoded; a malformed one is an error naming
 /// what was wrong.
-fn read_dest(s: &mut TcpStream, t: Timeout, i: usize) -> Result<Dest> {
-    let what = format!("Couldn't read remote address [{i}]");
+fn read_dest(s: &mut TcpStream, t: Timeout, i: usize, of: usize) -> Result<Dest> {
+    // The C tools' words; the index only where there is more than one.
+    let what = if of > 1 {
+        format!("Couldn't read remote address [{i}]")
+    } else {
+        "Couldn't read remote address".to_string()
+    };
     let mut msg = [0u8; MSG_LEN];
     s.read_exact(&mut msg).map_err(|e| t.tcp_error(&what, e))?;
     Dest::decode(&msg).map_err(|e| {
@@ -48,7 +53,7 @@ pub fn client(host: &str, port: u16, my: &[Dest], t: Timeout) -> Result<Vec<Dest
         .map_err(|e| t.tcp_error(&format!("Couldn't connect to {host}:{port}"), e))?;
     write_dests(&mut s, t, my)?;
     let rem = (0..my.len())
-        .map(|i| read_dest(&mut s, t, i))
+        .map(|i| read_dest(&mut s, t, i, my.len()))
         .collect::<Result<Vec<_>>>()?;
     s.write_all(b"done\0")
         .map_err(|e| t.tcp_error("Couldn't write done", e))?;
@@ -73,7 +78,7 @@ pub fn server(
     drop(l);
     t.bound(&s)?;
     let rem = (0..my.len())
-        .map(|i| read_dest(&mut s, t, i))
+        .map(|i| read_dest(&mut s, t, i, my.len()))
         .collect::<Result<Vec<_>>>()?;
     connect(&rem)?;
     write_dests(&mut s, t, my)?;
