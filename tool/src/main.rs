@@ -8,7 +8,8 @@
 //! (below), a panic caught and reported as exit code 101, stdout flushed.
 //! What is lost: the "has overflowed its stack" message; a stack overflow
 //! still stops at the kernel's guard gap, as a plain SIGSEGV.
-#![no_main]
+//! (Test builds keep std's entry point: the test harness is the `main`.)
+#![cfg_attr(not(test), no_main)]
 
 mod cli;
 
@@ -17,7 +18,8 @@ use std::io::Write as _;
 use std::os::unix::ffi::OsStringExt as _;
 use std::process::ExitCode;
 
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
+#[cfg_attr(test, allow(dead_code))]
 extern "C" fn main(argc: c_int, argv: *const *const c_char) -> c_int {
     // Like any Unix filter: a closed pipe (`rverbs gids | grep -q`) ends the
     // program quietly instead of making println! panic.
