@@ -7,43 +7,22 @@
 //! and no wait is unbounded once connecting began (`--timeout`; a server
 //! waits for its first connection request without limit).
 
-use super::wait::{parse_timeout, Timeout, DEFAULT_SECS};
+use super::cm_common::{
+    check_port_space, framed, get_addr, invalid, next_event, next_wc, parse_u8, CmToolArgs,
+};
 use clap::Args;
 use rverbs::cm::{CmChannel, CmEvent, CmId, ConnParam, EventType, IdOption, PortSpace};
 use rverbs::{
-    Access, Cq, Error, Mr, Pd, Qp, QpCaps, QpInit, QpType, RecvWr, Result, SendOp, SendWr, Wc,
+    Access, Cq, Error, Mr, Pd, Qp, QpCaps, QpInit, QpType, RecvWr, Result, SendOp, SendWr,
 };
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 #[derive(Args)]
 pub struct CmatoseArgs {
-    /// Connect to this server (none: be the server).
-    #[arg(short = 's', value_name = "server_address")]
-    server: Option<String>,
-    /// Bind to this local address.
-    #[arg(short = 'b', value_name = "bind_address")]
-    bind: Option<String>,
-    /// Address format: name, ip or ipv6 (all resolved alike).
-    #[arg(short = 'f', value_name = "address_format")]
-    format: Option<String>,
-    /// Port space: tcp.
-    #[arg(short = 'P', value_name = "port_space")]
-    port_space: Option<String>,
-    /// Connections.
-    #[arg(short = 'c', value_name = "connections", default_value_t = 1)]
-    connections: u32,
-    /// Messages each way on each connection.
-    #[arg(short = 'C', value_name = "message_count", default_value_t = 10)]
-    count: u32,
-    /// Bytes per message.
-    #[arg(short = 'S', value_name = "message_size", default_value_t = 100)]
-    size: u32,
-    /// Type of service of the connections (RDMA_OPTION_ID_TOS).
-    #[arg(short = 't', value_name = "type_of_service", value_parser = parse_u8)]
-    tos: Option<u8>,
+    #[command(flatten)]
+    cm: CmToolArgs,
     /// Port number.
     #[arg(short = 'p', value_name = "port_number", default_value_t = 7471)]
     port: u16,
@@ -53,37 +32,6 @@ pub struct CmatoseArgs {
     /// ACK timeout exponent of the QPs (RDMA_OPTION_ID_ACK_TIMEOUT).
     #[arg(short = 'a', value_name = "ack_timeout", value_parser = parse_u8)]
     ack_timeout: Option<u8>,
-    /// Give up after this many seconds without progress.
-    #[arg(long, value_name = "SECS", default_value = DEFAULT_SECS, value_parser = parse_timeout)]
-    timeout: Timeout,
-}
-
-/// `strtoul(optarg, NULL, 0)` into a u8: decimal, `0x` hex or `0` octal.
-pub fn parse_u8(s: &str) -> std::result::Result<u8, String> {
-    let r = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        u8::from_str_radix(h, 16)
-    } else if s.len() > 1 && s.starts_with('0') {
-        u8::from_str_radix(&s[1..], 8)
-    } else {
-        s.parse()
-    };
-    r.map_err(|_| format!("{s:?} is not a number from 0 to 255"))
-}
-
-pub fn invalid(what: impl Into<String>) -> Error {
-    Error::InvalidArgument { what: what.into() }
-}
-
-/// `getaddrinfo(host, port)`: an address or a host name.
-pub fn get_addr(host: &str, port: u16) -> Result<SocketAddr> {
-    (host, port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| Error::Io {
-            what: format!("getaddrinfo failed - invalid hostname or IP address {host}"),
-            source: std::io::Error::other("no address"),
-        })
 }
 
 /// One connection's id and verbs objects.
@@ -102,47 +50,15 @@ struct Res {
 }
 
 pub fn cmatose(a: &CmatoseArgs) -> Result<ExitCode> {
-    if let Some(p) = &a.port_space {
-        if !p.to_ascii_lowercase().starts_with("tcp") {
-            return Err(invalid(format!(
-                "-P {p}: only the tcp port space is supported"
-            )));
-        }
-    }
-    if a.connections == 0 {
+    check_port_space(a.cm.port_space.as_deref(), "tcp")?;
+    if a.cm.connections == 0 {
         return Err(invalid("-c 0: at least one connection"));
     }
-    let res = if a.server.is_some() {
-        println!("cmatose: starting client");
-        run_client(a)
+    if a.cm.server.is_some() {
+        framed("cmatose", "client", || run_client(a))
     } else {
-        println!("cmatose: starting server");
-        run_server(a)
-    };
-    let status = match res {
-        Ok(()) => 0,
-        Err(e) => {
-            println!("cmatose: {e}");
-            -1
-        }
-    };
-    println!("test complete");
-    println!("return status {status}");
-    Ok(if status == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
-}
-
-/// The next event, at most the timeout (`None`: no limit).
-fn next_event(chan: &Arc<CmChannel>, t: Option<Timeout>, what: &str) -> Result<CmEvent> {
-    if let Some(t) = t {
-        if !chan.poll(t.millis())? {
-            return Err(t.expired(what));
-        }
+        framed("cmatose", "server", || run_server(a))
     }
-    chan.get_event()
 }
 
 /// The error events of a connection, printed as the C tool does.
@@ -160,7 +76,7 @@ fn connect_failed(ev: &CmEvent) -> Error {
 fn init_node(a: &CmatoseArgs, id: &CmId) -> Result<Res> {
     let ctx = id.context()?;
     let pd = ctx.alloc_pd()?;
-    let depth = a.count.max(1);
+    let depth = a.cm.count.max(1);
     let send_cq = ctx.create_cq(depth, None, 0)?;
     let recv_cq = ctx.create_cq(depth, None, 0)?;
     let mut qp = id.create_qp(
@@ -180,10 +96,10 @@ fn init_node(a: &CmatoseArgs, id: &CmId) -> Result<Res> {
             srq: None,
         },
     )?;
-    let mr = pd.alloc_mr(a.size.max(1) as usize, Access::LOCAL_WRITE)?;
-    if a.count > 0 {
-        let s = [mr.slice(0, a.size)?];
-        for _ in 0..a.count {
+    let mr = pd.alloc_mr(a.cm.size.max(1) as usize, Access::LOCAL_WRITE)?;
+    if a.cm.count > 0 {
+        let s = [mr.slice(0, a.cm.size)?];
+        for _ in 0..a.cm.count {
             qp.post_recv(&[RecvWr { wr_id: 1, sges: &s }])?;
         }
     }
@@ -200,10 +116,10 @@ fn post_sends(a: &CmatoseArgs, n: &mut Node) -> Result<()> {
     let Some(r) = n.res.as_mut().filter(|_| n.connected) else {
         return Ok(());
     };
-    let data: Vec<u8> = (0..a.size).map(|i| i as u8).collect();
+    let data: Vec<u8> = (0..a.cm.size).map(|i| i as u8).collect();
     r.mr.write(0, &data)?;
-    let s = [r.mr.slice(0, a.size)?];
-    for _ in 0..a.count {
+    let s = [r.mr.slice(0, a.cm.size)?];
+    for _ in 0..a.cm.count {
         r.qp.post_send(&[SendWr::new(2, SendOp::Send, &s)])?;
     }
     Ok(())
@@ -218,19 +134,19 @@ fn poll_cqs(a: &CmatoseArgs, nodes: &mut [Node], recv: bool) -> Result<()> {
             continue;
         };
         let cq = if recv { &mut r.recv_cq } else { &mut r.send_cq };
-        for k in 0..a.count {
+        for k in 0..a.cm.count {
             let w = next_wc(
-                a.timeout,
+                a.cm.timeout,
                 cq,
-                &format!("{what} {} of {} on connection {i}", k + 1, a.count),
+                &format!("{what} {} of {} on connection {i}", k + 1, a.cm.count),
             )?;
-            if !w.is_ok() || (recv && w.byte_len != a.size) {
+            if !w.is_ok() || (recv && w.byte_len != a.cm.size) {
                 return Err(invalid(format!(
                     "{what} {} on connection {i}: status {}, {} bytes (want {})",
                     k + 1,
                     w.status,
                     w.byte_len,
-                    a.size
+                    a.cm.size
                 )));
             }
         }
@@ -238,22 +154,8 @@ fn poll_cqs(a: &CmatoseArgs, nodes: &mut [Node], recv: bool) -> Result<()> {
     Ok(())
 }
 
-pub fn next_wc(t: Timeout, cq: &mut Cq, what: &str) -> Result<Wc> {
-    let mut wc = [Wc::default()];
-    let start = Instant::now();
-    loop {
-        if cq.poll(&mut wc) == 1 {
-            return Ok(wc[0]);
-        }
-        if start.elapsed() > t.duration() {
-            return Err(t.expired(what));
-        }
-        std::thread::sleep(Duration::from_micros(20));
-    }
-}
-
 fn set_options(a: &CmatoseArgs, id: &CmId, tos: bool) {
-    if let (Some(t), true) = (a.tos, tos) {
+    if let (Some(t), true) = (a.cm.tos, tos) {
         if let Err(e) = id.set_option(IdOption::Tos(t)) {
             println!("cmatose: set TOS option failed: {e}");
         }
@@ -287,7 +189,7 @@ fn disconnect_events(
     mut left: usize,
 ) -> Result<()> {
     while left > 0 {
-        let ev = next_event(chan, Some(a.timeout), "DISCONNECTED")?;
+        let ev = next_event(chan, Some(a.cm.timeout), "DISCONNECTED")?;
         if ev.kind == EventType::DISCONNECTED {
             if let Some(n) = nodes.iter_mut().find(|n| n.id.uid() == ev.uid) {
                 // The peer's disconnect already took the connection down;
@@ -302,12 +204,12 @@ fn disconnect_events(
 }
 
 fn run_client(a: &CmatoseArgs) -> Result<()> {
-    let host = a.server.as_deref().unwrap_or_default();
+    let host = a.cm.server.as_deref().unwrap_or_default();
     let dst = get_addr(host, a.port)?;
-    let src = a.bind.as_deref().map(|b| get_addr(b, 0)).transpose()?;
+    let src = a.cm.bind.as_deref().map(|b| get_addr(b, 0)).transpose()?;
     let mut chan = CmChannel::new()?;
     let mut nodes = Vec::new();
-    for _ in 0..a.connections {
+    for _ in 0..a.cm.connections {
         nodes.push(Node {
             id: chan.create_id(PortSpace::TCP)?,
             res: None,
@@ -320,7 +222,7 @@ fn run_client(a: &CmatoseArgs) -> Result<()> {
     }
     let mut left = nodes.len();
     while left > 0 {
-        let ev = next_event(&chan, Some(a.timeout), "the connections")?;
+        let ev = next_event(&chan, Some(a.cm.timeout), "the connections")?;
         let Some(n) = nodes.iter_mut().find(|n| n.id.uid() == ev.uid) else {
             continue;
         };
@@ -350,7 +252,7 @@ fn run_client(a: &CmatoseArgs) -> Result<()> {
             _ => {}
         }
     }
-    if a.count > 0 {
+    if a.cm.count > 0 {
         println!("receiving data transfers");
         poll_cqs(a, &mut nodes, true)?;
         println!("sending replies");
@@ -370,7 +272,7 @@ fn run_server(a: &CmatoseArgs) -> Result<()> {
     let mut chan = CmChannel::new()?;
     let mut listen = chan.create_id(PortSpace::TCP)?;
     let any: SocketAddr = ([0, 0, 0, 0], a.port).into();
-    let src = match a.bind.as_deref() {
+    let src = match a.cm.bind.as_deref() {
         Some(b) => get_addr(b, a.port)?,
         None => any,
     };
@@ -379,15 +281,15 @@ fn run_server(a: &CmatoseArgs) -> Result<()> {
         .map_err(|e| invalid(format!("bind address failed: {e}")))?;
     listen.listen(0)?;
     let mut nodes: Vec<Node> = Vec::new();
-    let mut left = a.connections as usize;
+    let mut left = a.cm.connections as usize;
     while left > 0 {
         // The first request may take any time; after it, the timeout.
-        let limit = (!nodes.is_empty()).then_some(a.timeout);
+        let limit = (!nodes.is_empty()).then_some(a.cm.timeout);
         let ev = next_event(&chan, limit, "the connections")?;
         match ev.kind {
             EventType::CONNECT_REQUEST => {
                 let Some(id) = ev.request else { continue };
-                if nodes.len() == a.connections as usize {
+                if nodes.len() == a.cm.connections as usize {
                     println!("cmatose: failing connection request");
                     let _ = id.reject(&[]);
                     continue;
@@ -413,7 +315,7 @@ fn run_server(a: &CmatoseArgs) -> Result<()> {
             _ => {}
         }
     }
-    if a.count > 0 {
+    if a.cm.count > 0 {
         println!("initiating data transfers");
         for n in &mut nodes {
             post_sends(a, n)?;

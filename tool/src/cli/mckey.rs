@@ -11,20 +11,17 @@
 //! send to complete before leaving (the C sender may leave with datagrams
 //! still queued), and no wait is unbounded (`--timeout`).
 
+use super::cm_common::{
+    framed, get_addr, invalid, receive_datagrams, send_datagrams, ud_res, UdRes,
+};
 use super::wait::{parse_timeout, Timeout, DEFAULT_SECS};
 use clap::Args;
 use rverbs::cm::{ud_ah_attr, CmChannel, CmId, EventType, JoinFlags, PortSpace};
-use rverbs::{
-    Access, Ah, Cq, Error, Mr, Pd, Qp, QpCaps, QpInit, QpType, RecvWr, Result, SendOp, SendWr, Wc,
-    WcOpcode,
-};
-use std::net::{SocketAddr, ToSocketAddrs};
+use rverbs::{Ah, Error, Result};
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// Bytes of the GRH at the head of every UD receive.
-const GRH_LEN: u32 = 40;
+use std::time::Duration;
 
 #[derive(Args)]
 pub struct MckeyArgs {
@@ -67,64 +64,25 @@ fn parse_ps(s: &str) -> std::result::Result<u16, String> {
     r.map_err(|_| format!("{s:?} is not a port space (0x111 for UDP, 0x2 for IPOIB)"))
 }
 
-fn invalid(what: impl Into<String>) -> Error {
-    Error::InvalidArgument { what: what.into() }
-}
-
-/// `getaddrinfo(host)`: an address or a host name.
-fn get_addr(host: &str) -> Result<SocketAddr> {
-    (host, 0)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| Error::Io {
-            what: format!("getaddrinfo failed - invalid hostname or IP address {host}"),
-            source: std::io::Error::other("no address"),
-        })
-}
-
 /// One id and its verbs objects.
 struct Node {
     id: CmId,
-    res: Option<Res>,
+    res: Option<UdRes>,
     /// Where to send, from the JOIN event: AH, QPN, Q_Key.
     dest: Option<(Ah, u32, u32)>,
 }
 
-struct Res {
-    cq: Cq,
-    qp: Qp,
-    mr: Mr,
-    pd: Pd,
-}
-
 pub fn mckey(a: &MckeyArgs) -> Result<ExitCode> {
-    println!(
-        "mckey: starting {}",
-        if a.sender { "client" } else { "server" }
-    );
-    let status = match run(a) {
-        Ok(()) => 0,
-        Err(e) => {
-            println!("mckey: {e}");
-            -1
-        }
-    };
-    println!("test complete");
-    println!("return status {status}");
-    Ok(if status == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    let role = if a.sender { "client" } else { "server" };
+    framed("mckey", role, || run(a))
 }
 
 fn run(a: &MckeyArgs) -> Result<()> {
     if a.connections == 0 {
         return Err(invalid("-c 0: at least one id must join"));
     }
-    let src = a.bind.as_deref().map(get_addr).transpose()?;
-    let dst = get_addr(&a.mcast)?;
+    let src = a.bind.as_deref().map(|h| get_addr(h, 0)).transpose()?;
+    let dst = get_addr(&a.mcast, 0)?;
     if !dst.ip().is_multicast() {
         return Err(invalid(format!("{} is not a multicast address", dst.ip())));
     }
@@ -195,7 +153,7 @@ fn join_all(
         };
         match ev.kind {
             EventType::ADDR_RESOLVED => {
-                n.res = Some(setup(a, &n.id)?);
+                n.res = Some(ud_res(&n.id, a.count, a.size, !a.sender)?);
                 let flags = if a.send_only {
                     JoinFlags::SendOnlyFullMember
                 } else {
@@ -239,114 +197,20 @@ fn join_all(
     Ok(())
 }
 
-/// The id's PD, CQ, UD QP and buffer; a receiver's receives posted.
-fn setup(a: &MckeyArgs, id: &CmId) -> Result<Res> {
-    let ctx = id.context()?;
-    let port = ctx.query_port(id.port_num()?)?;
-    let mtu = rverbs::Mtu::from_raw(port.active_mtu).map_or(0, rverbs::Mtu::bytes);
-    if a.count > 0 && a.size > mtu {
-        return Err(invalid(format!(
-            "message_size {} is larger than active mtu {mtu}",
-            a.size
-        )));
-    }
-    let pd = ctx.alloc_pd()?;
-    let depth = a.count.max(1);
-    let cq = ctx.create_cq(depth * 2, None, 0)?;
-    let qp = id.create_qp(
-        &pd,
-        &QpInit {
-            qp_type: QpType::Ud,
-            send_cq: &cq,
-            recv_cq: &cq,
-            caps: QpCaps {
-                max_send_wr: depth,
-                max_recv_wr: depth,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-            srq: None,
-        },
-    )?;
-    let mr = pd.alloc_mr((a.size + GRH_LEN) as usize, Access::LOCAL_WRITE)?;
-    let mut res = Res { cq, qp, mr, pd };
-    if !a.sender && a.count > 0 {
-        let s = [res.mr.slice(0, a.size + GRH_LEN)?];
-        for _ in 0..a.count {
-            res.qp.post_recv(&[RecvWr { wr_id: 1, sges: &s }])?;
-        }
-    }
-    Ok(res)
-}
-
 /// Posts `-C` sends to the group, the last one signaled, and waits for it.
 fn send(a: &MckeyArgs, n: &mut Node) -> Result<()> {
-    let (Some(res), Some((ah, qpn, qkey))) = (&mut n.res, &n.dest) else {
-        return Ok(());
-    };
-    // A pattern rather than the C tool's uninitialised buffer.
-    let data: Vec<u8> = (0..a.size).map(|i| i as u8).collect();
-    res.mr.write(0, &data)?;
-    let s = [res.mr.slice(0, a.size)?];
-    let me = res.qp.qpn();
-    for i in 0..a.count {
-        let wr = SendWr::new(u64::from(i), SendOp::SendWithImm(me), &s)
-            .signaled(i + 1 == a.count)
-            .to(ah, *qpn, *qkey);
-        res.qp.post_send(&[wr])?;
+    match (&mut n.res, &n.dest) {
+        (Some(res), Some((ah, qpn, qkey))) => {
+            send_datagrams(a.timeout, res, (ah, *qpn, *qkey), a.count, a.size)
+        }
+        _ => Ok(()),
     }
-    let w = next_wc(a, &mut res.cq, "the last send to complete")?;
-    if !w.is_ok() {
-        return Err(invalid(format!("send failed: status {}", w.status)));
-    }
-    Ok(())
 }
 
 /// Waits for `-C` datagrams, each checked.
 fn receive(a: &MckeyArgs, n: &mut Node) -> Result<()> {
-    let Some(res) = &mut n.res else {
-        return Ok(());
-    };
-    for i in 0..a.count {
-        let w = next_wc(
-            a,
-            &mut res.cq,
-            &format!("datagram {} of {}", i + 1, a.count),
-        )?;
-        if !w.is_ok() || w.opcode != WcOpcode::RECV {
-            return Err(invalid(format!(
-                "datagram {}: status {}, opcode {:?}",
-                i + 1,
-                w.status,
-                w.opcode
-            )));
-        }
-        if w.byte_len != a.size + GRH_LEN || w.imm_data != Some(w.src_qp) {
-            return Err(invalid(format!(
-                "datagram {}: {} bytes (want {} with the GRH), immediate {:?} from QP {:#x} (the sender's QPN)",
-                i + 1,
-                w.byte_len,
-                a.size + GRH_LEN,
-                w.imm_data,
-                w.src_qp
-            )));
-        }
-    }
-    Ok(())
-}
-
-fn next_wc(a: &MckeyArgs, cq: &mut Cq, what: &str) -> Result<Wc> {
-    let mut wc = [Wc::default()];
-    let start = Instant::now();
-    loop {
-        if cq.poll(&mut wc) == 1 {
-            return Ok(wc[0]);
-        }
-        if start.elapsed() > a.timeout.duration() {
-            return Err(a.timeout.expired(what));
-        }
-        std::thread::sleep(Duration::from_micros(50));
+    match &mut n.res {
+        Some(res) => receive_datagrams(a.timeout, &mut res.cq, a.count, a.size, "").map(drop),
+        None => Ok(()),
     }
 }

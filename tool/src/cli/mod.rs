@@ -1,6 +1,7 @@
 //! Subcommands of the `rverbs` tool, one module each.
 
 mod asyncwatch;
+mod cm_common;
 mod cmatose;
 mod devices;
 mod gids;
