@@ -98,6 +98,35 @@ fn assert_remote_access_error(wc: &rverbs::Wc) {
     assert_eq!(wc.status, WcStatus::REM_ACCESS_ERR, "{wc:?}");
 }
 
+/// A pair, B's target MR and a window of type `ty` bound onto it for
+/// remote read and write: the start of most tests below.
+fn bound_rw(ty: MwType) -> (Pair, Mr, Mw, u32) {
+    let mut p = pair();
+    let mr = target(&p);
+    let mut mw = p.pd.alloc_mw(ty).unwrap();
+    let rkey = bind(
+        &mut p,
+        &mut mw,
+        &mr,
+        Access::REMOTE_WRITE | Access::REMOTE_READ,
+    );
+    (p, mr, mw, rkey)
+}
+
+/// A's WRITE through `rkey` fails with REM_ACCESS_ERR and changes nothing.
+fn assert_write_refused(p: &mut Pair, mr: &Mr, rkey: u32) {
+    let before = contents(mr);
+    assert_remote_access_error(&write_through(p, mr, rkey, WIN_OFF, &[1; 64]));
+    assert_eq!(contents(mr), before, "a refused write changed nothing");
+}
+
+/// B invalidates `rkey` locally (wr_id `wr_id`), without waiting.
+fn post_local_inv(p: &mut Pair, wr_id: u64, rkey: u32) {
+    p.b.qp
+        .post_send(&[SendWr::new(wr_id, SendOp::LocalInv(rkey), &[])])
+        .unwrap();
+}
+
 #[test]
 fn type1_window_moves_bytes_and_its_old_rkey_dies_on_rebind() {
     let mut p = pair();
@@ -134,9 +163,7 @@ fn type1_old_rkey_after_rebind_is_a_remote_access_error() {
     let mut mw = p.pd.alloc_mw(MwType::Type1).unwrap();
     let old = bind(&mut p, &mut mw, &mr, Access::REMOTE_WRITE);
     bind(&mut p, &mut mw, &mr, Access::REMOTE_WRITE);
-    let before = contents(&mr);
-    assert_remote_access_error(&write_through(&mut p, &mr, old, WIN_OFF, &[1; 64]));
-    assert_eq!(contents(&mr), before);
+    assert_write_refused(&mut p, &mr, old);
 }
 
 /// rxe in Linux 6.12 does not confine a peer to the window: the
@@ -161,38 +188,18 @@ fn rxe_does_not_bound_accesses_by_the_window() {
 
 #[test]
 fn type2_window_dies_on_local_invalidate() {
-    let mut p = pair();
-    let mr = target(&p);
-    let mut mw = p.pd.alloc_mw(MwType::Type2).unwrap();
-    let rkey = bind(
-        &mut p,
-        &mut mw,
-        &mr,
-        Access::REMOTE_WRITE | Access::REMOTE_READ,
-    );
+    let (mut p, mr, _mw, rkey) = bound_rw(MwType::Type2);
     round_trip(&mut p, &mr, rkey, 3);
-    p.b.qp
-        .post_send(&[SendWr::new(5, SendOp::LocalInv(rkey), &[])])
-        .unwrap();
+    post_local_inv(&mut p, 5, rkey);
     let wc = wait(&mut p.b.cq, 1)[0];
     ok(&wc, WcOpcode::LOCAL_INV);
     assert_eq!(wc.wr_id, 5);
-    let before = contents(&mr);
-    assert_remote_access_error(&write_through(&mut p, &mr, rkey, WIN_OFF, &[1; 64]));
-    assert_eq!(contents(&mr), before);
+    assert_write_refused(&mut p, &mr, rkey);
 }
 
 #[test]
 fn type2_window_dies_on_the_peers_send_with_invalidate() {
-    let mut p = pair();
-    let mr = target(&p);
-    let mut mw = p.pd.alloc_mw(MwType::Type2).unwrap();
-    let rkey = bind(
-        &mut p,
-        &mut mw,
-        &mr,
-        Access::REMOTE_WRITE | Access::REMOTE_READ,
-    );
+    let (mut p, mr, _mw, rkey) = bound_rw(MwType::Type2);
     round_trip(&mut p, &mr, rkey, 4);
     // A's SEND with invalidate lands in B's receive and closes the window.
     let inbox = p.pd.alloc_mr(512, RW).unwrap();
@@ -221,9 +228,7 @@ fn type2_window_dies_on_the_peers_send_with_invalidate() {
     let mut got = vec![0; 512];
     inbox.read(0, &mut got).unwrap();
     assert_eq!(got, msg);
-    let before = contents(&mr);
-    assert_remote_access_error(&write_through(&mut p, &mr, rkey, WIN_OFF, &[1; 64]));
-    assert_eq!(contents(&mr), before);
+    assert_write_refused(&mut p, &mr, rkey);
 }
 
 #[test]
@@ -233,9 +238,7 @@ fn a_type1_window_cannot_be_invalidated() {
     let mr = target(&p);
     let mut mw = p.pd.alloc_mw(MwType::Type1).unwrap();
     let rkey = bind(&mut p, &mut mw, &mr, Access::REMOTE_WRITE);
-    p.b.qp
-        .post_send(&[SendWr::new(5, SendOp::LocalInv(rkey), &[])])
-        .unwrap();
+    post_local_inv(&mut p, 5, rkey);
     assert_local_op_failed(&mut p, 5);
 }
 
@@ -286,16 +289,8 @@ fn a_bind_the_kernel_refuses_fails_and_moves_the_qp_to_err() {
 
 #[test]
 fn a_window_keeps_its_mr_registered_after_the_mr_is_dropped() {
-    let mut p = pair();
-    let mr = target(&p);
+    let (mut p, mr, mw, rkey) = bound_rw(MwType::Type1);
     let (iova, want) = (mr.iova(), contents(&mr));
-    let mut mw = p.pd.alloc_mw(MwType::Type1).unwrap();
-    let rkey = bind(
-        &mut p,
-        &mut mw,
-        &mr,
-        Access::REMOTE_WRITE | Access::REMOTE_READ,
-    );
     drop(mr);
     // The program's last handle is gone; the window still opens onto the
     // same, still registered memory.
