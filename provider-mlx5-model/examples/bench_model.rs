@@ -45,7 +45,6 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1000);
     let mut p = Pair::new(PairCfg::default());
-    let (qa, qb) = (p.qpn(p.a), p.qpn(p.b));
     let mut out = [Wc::default(); 1];
     for i in 0..iters {
         let stamp = (i as u8).wrapping_mul(13).wrapping_add(1);
@@ -63,21 +62,7 @@ fn main() {
         bench_post(&mut p.a_sq, &wr);
         // The device consumes the WQE and writes the CQE: not counted.
         p.dev.process();
-        let n = {
-            let mut qs = [
-                QpQueues {
-                    qpn: qa,
-                    sq: Some(p.a_sq.records()),
-                    rq: None,
-                },
-                QpQueues {
-                    qpn: qb,
-                    sq: Some(p.b_sq.records()),
-                    rq: None,
-                },
-            ];
-            bench_poll(&mut p.cq, &mut qs, &mut out)
-        };
+        let n = p.with_queues(false, |cq, qs| bench_poll(cq, qs, &mut out));
         assert_eq!(n, 1, "iteration {i}: no completion");
         assert_eq!(out[0].wr_id, i, "iteration {i}: wrong wr_id");
         assert_eq!(out[0].status, WcStatus::SUCCESS, "iteration {i}");

@@ -73,48 +73,21 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1000);
     let mut p = Pair::new(PairCfg::default());
-    let (qa, qb) = (p.qpn(p.a), p.qpn(p.b));
     let mut id = 0;
     for _ in 0..iters {
         post(&mut p, id, 1);
         let mut one = [Wc::default(); 1];
         let mut four = [Wc::default(); 4];
-        let (n1, n0) = {
-            let mut qs = [
-                QpQueues {
-                    qpn: qa,
-                    sq: Some(p.a_sq.records()),
-                    rq: None,
-                },
-                QpQueues {
-                    qpn: qb,
-                    sq: Some(p.b_sq.records()),
-                    rq: None,
-                },
-            ];
-            let n1 = bench_poll_one(&mut p.cq, &mut qs, &mut one);
-            let n0 = bench_poll_empty(&mut p.cq, &mut qs, &mut one);
+        let (n1, n0) = p.with_queues(false, |cq, qs| {
+            let n1 = bench_poll_one(cq, qs, &mut one);
+            let n0 = bench_poll_empty(cq, qs, &mut one);
             (n1, n0)
-        };
+        });
         assert_eq!((n1, n0), (1, 0), "one, then empty");
         check(&one, id);
         id += 1;
         post(&mut p, id, 4);
-        let n4 = {
-            let mut qs = [
-                QpQueues {
-                    qpn: qa,
-                    sq: Some(p.a_sq.records()),
-                    rq: None,
-                },
-                QpQueues {
-                    qpn: qb,
-                    sq: Some(p.b_sq.records()),
-                    rq: None,
-                },
-            ];
-            bench_poll_four(&mut p.cq, &mut qs, &mut four)
-        };
+        let n4 = p.with_queues(false, |cq, qs| bench_poll_four(cq, qs, &mut four));
         assert_eq!(n4, 4, "four");
         check(&four, id);
         id += 4;

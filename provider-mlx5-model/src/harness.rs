@@ -104,23 +104,34 @@ impl Pair {
         self.dev.process();
     }
 
-    /// Polls at most `max` completions.
-    pub fn poll(&mut self, max: usize) -> Result<Vec<Wc>, BadCqe> {
+    /// Runs `f` on the CQ with the lookup of both QPs' queues: send and
+    /// receive, or (`recv` false) send only, as the write benches want, so
+    /// that they count the lookup they need and nothing more.
+    pub fn with_queues<R>(
+        &mut self,
+        recv: bool,
+        f: impl FnOnce(&mut CompletionQueue, &mut [QpQueues<'_>]) -> R,
+    ) -> R {
         let (qa, qb) = (self.qpn(self.a), self.qpn(self.b));
         let mut qs = [
             QpQueues {
                 qpn: qa,
                 sq: Some(self.a_sq.records()),
-                rq: Some(RecvTarget::Rq(self.a_rq.records())),
+                rq: recv.then(|| RecvTarget::Rq(self.a_rq.records())),
             },
             QpQueues {
                 qpn: qb,
                 sq: Some(self.b_sq.records()),
-                rq: Some(RecvTarget::Rq(self.b_rq.records())),
+                rq: recv.then(|| RecvTarget::Rq(self.b_rq.records())),
             },
         ];
+        f(&mut self.cq, &mut qs)
+    }
+
+    /// Polls at most `max` completions.
+    pub fn poll(&mut self, max: usize) -> Result<Vec<Wc>, BadCqe> {
         let mut out = vec![Wc::default(); max];
-        let n = self.cq.poll(&mut qs[..], &mut out)?;
+        let n = self.with_queues(true, |cq, qs| cq.poll(qs, &mut out))?;
         out.truncate(n);
         Ok(out)
     }
