@@ -1,35 +1,93 @@
 //! The data path `verbs.h`'s inline functions reach through
-//! `ibv_context.ops`: `post_send`, `post_recv`, `poll_cq`,
-//! `req_notify_cq`. Each translates the C work requests or completions
-//! to rverbs' and calls the safe API, which runs the provider's ring code.
+//! `ibv_context.ops`: `post_send`, `post_recv`, `post_srq_recv`,
+//! `poll_cq`, `req_notify_cq`.
 //!
-//! `bad_wr` as libibverbs reports it: the requests before the bad one are
-//! posted, it and the rest are not, and the return is an errno.
+//! Posting walks the C list once ([`walk`]), translating each request
+//! into rverbs' form without copying or allocating: a C SGE array *is* a
+//! list of rverbs [`Slice`]s (same layout, viewed in place), inline data
+//! of one SGE is read in place, and the translated requests wait in a
+//! fixed array on the stack until [`CHUNK`] of them are handed to the
+//! provider at once (one doorbell per chunk on rxe). Only inline data
+//! spread over several SGEs is gathered (into a stack buffer) and posted
+//! on its own.
+//!
+//! Errors as rdma-core's rxe provider reports them: `bad_wr` NULL or an
+//! empty list is `EINVAL`; otherwise `*bad_wr` is set to NULL, the
+//! requests before the first refused one are posted, it and the rest are
+//! not, `*bad_wr` names it and the return is its errno (`EINVAL` for a
+//! malformed request, `ENOMEM` for a full queue). A failed doorbell
+//! returns its errno with `*bad_wr` left NULL, as rxe's does.
+//!
+//! Each queue is behind a lock (the QP's, the SRQ's): the C API lets
+//! threads post to one QP concurrently, and rdma-core's providers take a
+//! spinlock per queue for the same reason. Uncontended, it is one atomic
+//! swap each way per call.
 
 use crate::abi::*;
+use crate::ah::ah_of;
 use crate::errno_of;
+use crate::srq::{lock_srq, srq_of};
 use crate::verbs::{cq_of, qp_of};
-use rverbs::{Error, RecvWr, Remote, SendOp, SendWr, Slice, Wc};
+use rverbs::wr::Sge;
+use rverbs::{Ah, Error, MwBind, Qp, RecvWr, Remote, SendOp, SendWr, Slice, Wc};
 use std::ffi::{c_int, c_void};
 use std::sync::{Mutex, MutexGuard};
 
-/// Fills the context's op table with this module's functions.
+/// Fills the context's op table with the data path (and the window
+/// operations, which post).
 pub(crate) fn fill_ops(ops: &mut IbvContextOps) {
     ops.poll_cq = Some(poll_cq);
     ops.req_notify_cq = Some(req_notify_cq);
     ops.post_send = Some(post_send);
     ops.post_recv = Some(post_recv);
-    // verbs.h's ibv_post_srq_recv calls this slot unchecked: present, and
-    // refusing (no SRQs through this library yet).
     ops.post_srq_recv = Some(post_srq_recv);
+    crate::mw::fill_ops(ops);
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while these are held: a poisoned lock is consistent.
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Which request failed and why, from a post's error.
-fn post_error(e: &Error) -> (Option<usize>, c_int) {
+/// Requests handed to the provider per call: one doorbell each on rxe.
+/// Sixteen translated sends are ~1.5 KiB of stack.
+const CHUNK: usize = 16;
+
+/// The largest inline payload gathered from several SGEs (a stack
+/// buffer); more than any provider rverbs drives grants (rxe: 512 bytes).
+const GATHER_MAX: usize = 2048;
+
+/// An element of a C work request list.
+trait Linked {
+    fn next(&self) -> *mut Self;
+}
+
+impl Linked for IbvSendWr {
+    fn next(&self) -> *mut Self {
+        self.next
+    }
+}
+
+impl Linked for IbvRecvWr {
+    fn next(&self) -> *mut Self {
+        self.next
+    }
+}
+
+/// What one C request translates to.
+enum Step<T> {
+    /// A request to post with the others of its chunk.
+    Batch(T),
+    /// A request the translator posts on its own (`alone`).
+    Alone,
+}
+
+/// Which request of a provider call was refused (`None`: the call failed
+/// as a whole, e.g. the doorbell) and its errno.
+type Refusal = (Option<usize>, c_int);
+
+/// A refusal from rverbs' post error.
+fn refusal(e: &Error) -> Refusal {
     match e {
         Error::QueueFull { index, .. } => (Some(*index), libc::ENOMEM),
         Error::InvalidWorkRequest { index, .. } => (Some(*index), libc::EINVAL),
@@ -37,61 +95,98 @@ fn post_error(e: &Error) -> (Option<usize>, c_int) {
     }
 }
 
-/// Most requests per list (a guard against a cyclic `next` chain).
-const MAX_LIST: usize = 1 << 20;
-
-/// One C send request, read and checked.
-struct SendReq {
-    wr_id: u64,
-    op: SendOp,
-    flags: u32,
-    /// Range in the flat SGE list, or the inline buffer's index.
-    sges: std::ops::Range<usize>,
-    inline: Option<usize>,
-}
-
-/// The SGEs of a C request as rverbs slices.
+/// Walks the C list at `head`: translates each request, posts them
+/// [`CHUNK`] at a time through `post` (or one through `alone`), and
+/// reports the first refused one in `*bad` (see the module docs).
 ///
 /// # Safety
-/// `list` points to `n` readable `ibv_sge`s, each naming memory its lkey's
-/// MR covers (the C caller's contract).
-unsafe fn sges(list: *const IbvSge, n: c_int, out: &mut Vec<Slice<'static>>) -> Result<(), c_int> {
-    if n < 0 || (n > 0 && list.is_null()) || n as usize > rverbs::wr::MAX_SGE {
-        return Err(libc::EINVAL);
+/// `head` is a NULL-terminated list of readable requests and `bad` NULL or
+/// writable (C contract).
+unsafe fn walk<Q, W: Linked, T: Copy>(
+    q: &mut Q,
+    head: *mut W,
+    bad: *mut *mut W,
+    blank: T,
+    mut translate: impl FnMut(&W) -> Result<Step<T>, c_int>,
+    mut alone: impl FnMut(&mut Q, &W) -> Result<(), Refusal>,
+    mut post: impl FnMut(&mut Q, &[T]) -> Result<(), Refusal>,
+) -> c_int {
+    if bad.is_null() {
+        return libc::EINVAL;
     }
-    for i in 0..n as usize {
-        // SAFETY: i < n readable SGEs (caller's contract).
-        let s = unsafe { list.add(i).read_unaligned() };
-        // SAFETY: the C caller vouches that the lkey's MR covers the range
-        // until the request completes (ibv_post_send's contract).
-        out.push(unsafe { Slice::from_raw_parts(s.addr, s.length, s.lkey) });
+    // SAFETY: bad is writable (C contract, non-NULL).
+    unsafe { *bad = std::ptr::null_mut() };
+    if head.is_null() {
+        return libc::EINVAL;
     }
-    Ok(())
-}
-
-/// The gathered bytes of an inline request (copied now, as the provider
-/// will copy them into the WQE).
-///
-/// # Safety
-/// As for [`sges`]; the memory is readable.
-unsafe fn gather(list: *const IbvSge, n: c_int) -> Result<Vec<u8>, c_int> {
-    if n < 0 || (n > 0 && list.is_null()) {
-        return Err(libc::EINVAL);
-    }
-    let mut v = Vec::new();
-    for i in 0..n as usize {
-        // SAFETY: i < n readable SGEs (caller's contract).
-        let s = unsafe { list.add(i).read_unaligned() };
-        if s.length == 0 {
-            continue;
+    let mut batch = [blank; CHUNK];
+    let mut ptrs = [std::ptr::null_mut::<W>(); CHUNK];
+    let mut n = 0;
+    // Hands `batch[..n]` to the provider; a refusal is named in *bad.
+    let mut flush = |q: &mut Q, batch: &[T], ptrs: &[*mut W]| -> Result<(), c_int> {
+        post(q, batch).map_err(|(i, e)| {
+            if let Some(p) = i.and_then(|i| ptrs.get(i)) {
+                // SAFETY: bad is writable (checked above).
+                unsafe { *bad = *p };
+            }
+            e
+        })
+    };
+    let mut p = head;
+    let r = (|| {
+        while !p.is_null() {
+            // SAFETY: a readable request of the caller's list.
+            let w = unsafe { &*p };
+            let step = translate(w);
+            if !matches!(step, Ok(Step::Batch(_))) && n > 0 {
+                // What comes before an alone or refused request is posted
+                // first, in order.
+                flush(q, &batch[..n], &ptrs[..n])?;
+                n = 0;
+            }
+            match step {
+                Ok(Step::Batch(t)) => {
+                    batch[n] = t;
+                    ptrs[n] = p;
+                    n += 1;
+                    if n == CHUNK {
+                        flush(q, &batch, &ptrs)?;
+                        n = 0;
+                    }
+                }
+                Ok(Step::Alone) => alone(q, w).map_err(|(i, e)| {
+                    if i.is_some() {
+                        // SAFETY: bad is writable (checked above).
+                        unsafe { *bad = p };
+                    }
+                    e
+                })?,
+                Err(e) => {
+                    // SAFETY: bad is writable (checked above).
+                    unsafe { *bad = p };
+                    return Err(e);
+                }
+            }
+            p = w.next();
         }
-        // SAFETY: inline data is read by the CPU from addr..addr+length,
-        // which the caller promises readable.
-        let bytes =
-            unsafe { std::slice::from_raw_parts(s.addr as usize as *const u8, s.length as usize) };
-        v.extend_from_slice(bytes);
-    }
-    Ok(v)
+        if n > 0 {
+            flush(q, &batch[..n], &ptrs[..n])?;
+        }
+        Ok(())
+    })();
+    r.err().unwrap_or(0)
+}
+
+/// A C SGE array as rverbs slices, in place.
+///
+/// # Safety
+/// `list` points to `n` readable SGEs, each naming memory its lkey's MR
+/// covers until the request completes (`ibv_post_send`'s contract).
+unsafe fn sges(list: *const IbvSge, n: c_int) -> Result<&'static [Slice<'static>], c_int> {
+    let n = usize::try_from(n).map_err(|_| libc::EINVAL)?;
+    // SAFETY: the caller's contract, forwarded; IbvSge and Sge are both
+    // `struct ibv_sge` (checked against verbs.h and the uapi header).
+    unsafe { Slice::list_from_raw_parts(list.cast::<Sge>(), n) }.ok_or(libc::EINVAL)
 }
 
 /// The rverbs operation for a C request.
@@ -124,11 +219,140 @@ fn send_op(w: &IbvSendWr) -> Result<SendOp, c_int> {
             remote: aremote,
             add: atomic.compare_add,
         },
+        // `invalidate_rkey` shares imm_data's bytes, in host order.
+        LOCAL_INV => SendOp::LocalInv(w.imm_data),
+        SEND_WITH_INV => SendOp::SendWithInv(w.imm_data),
+        BIND_MW => SendOp::BindMw(bind_of(w)?),
         _ => return Err(libc::EINVAL),
     })
 }
 
-unsafe extern "C" fn post_send(
+/// The window bind an `IBV_WR_BIND_MW` request carries, as rxe's provider
+/// reads it: the window's rkey now, the new one the caller chose, the MR's
+/// lkey (none for an unbind).
+fn bind_of(w: &IbvSendWr) -> Result<MwBind, c_int> {
+    // SAFETY: the bind_mw member, which the caller set for BIND_MW; plain
+    // data.
+    let b = unsafe { w.bind_mw_or_tso.bind_mw };
+    // SAFETY: NULL or a live window of ours (C contract).
+    let mw = unsafe { b.mw.as_ref() }.ok_or(libc::EINVAL)?;
+    let info = b.bind_info;
+    // SAFETY: NULL (unbind) or a live MR (C contract).
+    let mr_lkey = match unsafe { info.mr.as_ref() } {
+        Some(mr) => mr.lkey,
+        None if info.length == 0 => 0,
+        None => return Err(libc::EINVAL),
+    };
+    Ok(MwBind {
+        mw_rkey: mw.rkey,
+        new_rkey: b.rkey,
+        mr_lkey,
+        addr: info.addr,
+        length: info.length,
+        access: info.mw_access_flags,
+    })
+}
+
+type Send = SendWr<'static>;
+
+/// One C send request in rverbs' form: `Alone` for inline data over
+/// several SGEs (gathered by [`post_gathered`]).
+///
+/// # Safety
+/// `w` is a readable request whose SGEs, inline memory and AH satisfy
+/// `ibv_post_send`'s contract; `ud`: the QP is UD.
+unsafe fn send_wr(w: &IbvSendWr, ud: bool) -> Result<Step<Send>, c_int> {
+    let op = send_op(w)?;
+    let mut r = if w.send_flags & send_flags::INLINE != 0 {
+        if w.num_sge > 1 {
+            return Ok(Step::Alone);
+        }
+        // SAFETY: the caller's SGE list (C contract).
+        let s = unsafe { sges(w.sg_list, w.num_sge) }?;
+        let data: &'static [u8] = match s.first() {
+            Some(s) if !s.is_empty() => {
+                if s.addr() == 0 {
+                    return Err(libc::EINVAL);
+                }
+                // SAFETY: inline data is read by the CPU now, from memory
+                // the caller promises readable for the call (C contract).
+                unsafe {
+                    std::slice::from_raw_parts(s.addr() as usize as *const u8, s.len() as usize)
+                }
+            }
+            _ => &[],
+        };
+        SendWr::inline(w.wr_id, op, data)
+    } else {
+        // SAFETY: the caller's SGE list (C contract).
+        SendWr::new(w.wr_id, op, unsafe { sges(w.sg_list, w.num_sge) }?)
+    };
+    r = r
+        .signaled(w.send_flags & send_flags::SIGNALED != 0)
+        .solicited(w.send_flags & send_flags::SOLICITED != 0)
+        .fence(w.send_flags & send_flags::FENCE != 0);
+    if ud {
+        // SAFETY: the ud member, which the caller set for a UD QP.
+        let u = unsafe { w.wr.ud };
+        // SAFETY: a live AH of ours (C contract: until the post returns;
+        // rxe copies its number into the WQE).
+        let ah: &'static Ah = &unsafe { ah_of(u.ah.cast()) }.ok_or(libc::EINVAL)?.ah;
+        r = r.to(ah, u.remote_qpn, u.remote_qkey);
+    }
+    Ok(Step::Batch(r))
+}
+
+/// Posts one inline request whose data is spread over several SGEs,
+/// gathered into a stack buffer first (the provider copies it into the
+/// WQE before this returns).
+///
+/// # Safety
+/// As [`send_wr`].
+unsafe fn post_gathered(qp: &mut Qp, w: &IbvSendWr, ud: bool) -> Result<(), Refusal> {
+    let one = |e| (Some(0), e);
+    // SAFETY: the caller's SGE list (C contract).
+    let list = unsafe { sges(w.sg_list, w.num_sge) }.map_err(one)?;
+    let mut buf = [0u8; GATHER_MAX];
+    let mut len = 0usize;
+    for s in list {
+        let n = s.len() as usize;
+        if n == 0 {
+            continue;
+        }
+        let end = len
+            .checked_add(n)
+            .filter(|&e| e <= GATHER_MAX)
+            .ok_or(one(libc::EINVAL))?;
+        if s.addr() == 0 {
+            return Err(one(libc::EINVAL));
+        }
+        // SAFETY: inline data is read by the CPU now, from memory the
+        // caller promises readable (C contract); n bytes fit buf[len..end].
+        let src = unsafe { std::slice::from_raw_parts(s.addr() as usize as *const u8, n) };
+        buf[len..end].copy_from_slice(src);
+        len = end;
+    }
+    // The same request with one inline SGE: translated as any other.
+    let mut one_sge = IbvSge {
+        addr: buf.as_ptr() as u64,
+        length: len as u32,
+        lkey: 0,
+    };
+    // SAFETY: a bitwise copy of a plain-data C struct.
+    let mut w2 = unsafe { std::ptr::read(w) };
+    w2.next = std::ptr::null_mut();
+    w2.sg_list = &mut one_sge;
+    w2.num_sge = 1;
+    // SAFETY: w2 is w over buf, which lives across the post.
+    match unsafe { send_wr(&w2, ud) } {
+        Ok(Step::Batch(r)) => qp.post_send(&[r]).map_err(|e| refusal(&e)),
+        Ok(Step::Alone) => Err(one(libc::EINVAL)),
+        Err(e) => Err(one(e)),
+    }
+}
+
+/// `ops.post_send`.
+pub(crate) unsafe extern "C" fn post_send(
     q: *mut IbvQp,
     wr: *mut IbvSendWr,
     bad: *mut *mut IbvSendWr,
@@ -138,83 +362,43 @@ unsafe extern "C" fn post_send(
         return libc::EINVAL;
     };
     let ud = b.c.qp_type == 4;
-    let mut ptrs = Vec::new();
-    let mut reqs = Vec::new();
-    let mut flat = Vec::new();
-    let mut inlines: Vec<Vec<u8>> = Vec::new();
-    let mut failed: Option<c_int> = None;
-    let mut p = wr;
-    while !p.is_null() && ptrs.len() < MAX_LIST {
-        ptrs.push(p);
-        // SAFETY: a readable ibv_send_wr in the caller's list.
-        let w = unsafe { &*p };
-        let r = (|| {
-            if ud {
-                // Address handles are not implemented here yet.
-                return Err(libc::EOPNOTSUPP);
-            }
-            let op = send_op(w)?;
-            let start = flat.len();
-            let inline = if w.send_flags & send_flags::INLINE != 0 {
-                // SAFETY: the caller's SGE list (C contract).
-                inlines.push(unsafe { gather(w.sg_list, w.num_sge) }?);
-                Some(inlines.len() - 1)
-            } else {
-                // SAFETY: the caller's SGE list (C contract).
-                unsafe { sges(w.sg_list, w.num_sge, &mut flat) }?;
-                None
-            };
-            Ok(SendReq {
-                wr_id: w.wr_id,
-                op,
-                flags: w.send_flags,
-                sges: start..flat.len(),
-                inline,
-            })
-        })();
-        match r {
-            Ok(r) => reqs.push(r),
-            Err(e) => {
-                failed = Some(e);
-                break;
-            }
-        }
-        p = w.next;
-    }
-    let wrs: Vec<SendWr<'_>> = reqs
-        .iter()
-        .map(|r| {
-            let w = match r.inline {
-                Some(i) => SendWr::inline(r.wr_id, r.op, &inlines[i]),
-                None => SendWr::new(r.wr_id, r.op, &flat[r.sges.clone()]),
-            };
-            w.signaled(r.flags & send_flags::SIGNALED != 0)
-                .solicited(r.flags & send_flags::SOLICITED != 0)
-                .fence(r.flags & send_flags::FENCE != 0)
-        })
-        .collect();
-    let set_bad = |i: usize| {
-        if !bad.is_null() {
-            // SAFETY: bad is a writable pointer slot (C contract).
-            unsafe { *bad = ptrs.get(i).copied().unwrap_or(std::ptr::null_mut()) };
-        }
-    };
-    if !wrs.is_empty() {
-        if let Err(e) = lock(&b.qp).post_send(&wrs) {
-            let (i, errno) = post_error(&e);
-            set_bad(i.unwrap_or(0));
-            return errno;
-        }
-    }
-    match failed {
-        Some(e) => {
-            set_bad(wrs.len());
-            e
-        }
-        None => 0,
+    let mut qp = lock(&b.qp);
+    // SAFETY: the caller's list and slot (C contract), forwarded; each
+    // request is translated under send_wr's contract, the same one.
+    unsafe {
+        walk(
+            &mut *qp,
+            wr,
+            bad,
+            SendWr::new(0, SendOp::Send, &[]),
+            |w| send_wr(w, ud),
+            |qp: &mut Qp, w| post_gathered(qp, w, ud),
+            |qp: &mut Qp, wrs| qp.post_send(wrs).map_err(|e| refusal(&e)),
+        )
     }
 }
 
+type Recv = RecvWr<'static>;
+
+/// One C receive request in rverbs' form.
+///
+/// # Safety
+/// `w` is a readable request whose SGEs satisfy `ibv_post_recv`'s
+/// contract.
+unsafe fn recv_wr(w: &IbvRecvWr) -> Result<Step<Recv>, c_int> {
+    Ok(Step::Batch(RecvWr {
+        wr_id: w.wr_id,
+        // SAFETY: the caller's SGE list (C contract).
+        sges: unsafe { sges(w.sg_list, w.num_sge) }?,
+    }))
+}
+
+/// Receives have no request that must be posted alone.
+fn never<Q>(_: &mut Q, _: &IbvRecvWr) -> Result<(), Refusal> {
+    Err((Some(0), libc::EINVAL))
+}
+
+/// `ops.post_recv`.
 unsafe extern "C" fn post_recv(
     q: *mut IbvQp,
     wr: *mut IbvRecvWr,
@@ -224,63 +408,52 @@ unsafe extern "C" fn post_recv(
     let Some(b) = (unsafe { qp_of(q) }) else {
         return libc::EINVAL;
     };
-    let mut ptrs = Vec::new();
-    let mut ranges = Vec::new();
-    let mut flat = Vec::new();
-    let mut failed = None;
-    let mut p = wr;
-    while !p.is_null() && ptrs.len() < MAX_LIST {
-        ptrs.push(p);
-        // SAFETY: a readable ibv_recv_wr in the caller's list.
-        let w = unsafe { &*p };
-        let start = flat.len();
-        // SAFETY: the caller's SGE list (C contract).
-        if let Err(e) = unsafe { sges(w.sg_list, w.num_sge, &mut flat) } {
-            failed = Some(e);
-            break;
-        }
-        ranges.push((w.wr_id, start..flat.len()));
-        p = w.next;
-    }
-    let wrs: Vec<RecvWr<'_>> = ranges
-        .iter()
-        .map(|(id, r)| RecvWr {
-            wr_id: *id,
-            sges: &flat[r.clone()],
-        })
-        .collect();
-    let set_bad = |i: usize| {
-        if !bad.is_null() {
-            // SAFETY: bad is a writable pointer slot (C contract).
-            unsafe { *bad = ptrs.get(i).copied().unwrap_or(std::ptr::null_mut()) };
-        }
+    let mut qp = lock(&b.qp);
+    let blank = RecvWr {
+        wr_id: 0,
+        sges: &[],
     };
-    if !wrs.is_empty() {
-        if let Err(e) = lock(&b.qp).post_recv(&wrs) {
-            let (i, errno) = post_error(&e);
-            set_bad(i.unwrap_or(0));
-            return errno;
-        }
-    }
-    match failed {
-        Some(e) => {
-            set_bad(wrs.len());
-            e
-        }
-        None => 0,
+    // SAFETY: the caller's list and slot (C contract), forwarded.
+    unsafe {
+        walk(
+            &mut *qp,
+            wr,
+            bad,
+            blank,
+            |w| recv_wr(w),
+            never,
+            |qp: &mut Qp, wrs| qp.post_recv(wrs).map_err(|e| refusal(&e)),
+        )
     }
 }
 
+/// `ops.post_srq_recv`.
 unsafe extern "C" fn post_srq_recv(
-    _srq: *mut c_void,
+    srq: *mut c_void,
     wr: *mut IbvRecvWr,
     bad: *mut *mut IbvRecvWr,
 ) -> c_int {
-    if !bad.is_null() {
-        // SAFETY: bad is a writable pointer slot (C contract).
-        unsafe { *bad = wr };
+    // SAFETY: an SRQ of ours (C contract).
+    let Some(b) = (unsafe { srq_of(srq.cast()) }) else {
+        return libc::EINVAL;
+    };
+    let mut s = lock_srq(b);
+    let blank = RecvWr {
+        wr_id: 0,
+        sges: &[],
+    };
+    // SAFETY: the caller's list and slot (C contract), forwarded.
+    unsafe {
+        walk(
+            &mut *s,
+            wr,
+            bad,
+            blank,
+            |w| recv_wr(w),
+            never,
+            |s: &mut rverbs::Srq, wrs| s.post_recv(wrs).map_err(|e| refusal(&e)),
+        )
     }
-    libc::EOPNOTSUPP
 }
 
 fn c_wc(w: &Wc) -> IbvWc {
@@ -290,14 +463,19 @@ fn c_wc(w: &Wc) -> IbvWc {
         opcode: w.opcode.0 as c_int,
         vendor_err: w.vendor_err,
         byte_len: w.byte_len,
-        imm_data: w.imm_data.map_or(0, u32::to_be),
+        // The union of imm_data (big-endian) and invalidated_rkey.
+        imm_data: w
+            .imm_data
+            .map(u32::to_be)
+            .or(w.invalidated_rkey)
+            .unwrap_or(0),
         qp_num: w.qp_num,
         src_qp: w.src_qp,
         wc_flags: w.flags.bits(),
         pkey_index: w.pkey_index,
         slid: w.slid,
         sl: w.sl,
-        dlid_path_bits: 0,
+        dlid_path_bits: w.dlid_path_bits,
     }
 }
 
