@@ -7,6 +7,7 @@ use crate::abi::*;
 use crate::device::ctx_of;
 use crate::verbs::{pd_of, PdBox};
 use crate::{errno_of, export, null_errno, ret_errno, set_errno};
+use rverbs::ah::NetworkHeader;
 use rverbs::{Ah, AhAttr, Grh, Wc, WcFlags};
 use std::ffi::c_int;
 use std::sync::atomic::Ordering;
@@ -150,9 +151,20 @@ unsafe fn init_attr(
         // begins with the GRH); read unaligned, as a byte copy.
         header = unsafe { grh.cast::<[u8; GRH_LEN]>().read_unaligned() };
     }
-    ctx.ctx
+    let mut attr = ctx
+        .ctx
         .init_ah_from_wc(port, &rust_wc(w), &header)
-        .map_err(|e| errno_of(&e))
+        .map_err(|e| errno_of(&e))?;
+    // libibverbs (rdma-core 44's verbs.c) replies with the hop limit the
+    // packet arrived with (IPv6 hop limit, IPv4 TTL); the Rust API uses
+    // 0xff.
+    if let (Some(g), Some(h)) = (attr.grh.as_mut(), NetworkHeader::parse(&header)) {
+        g.hop_limit = match h {
+            NetworkHeader::Ipv6 { hop_limit, .. } => hop_limit,
+            NetworkHeader::Ipv4 { ttl, .. } => ttl,
+        };
+    }
+    Ok(attr)
 }
 
 /// `ibv_init_ah_from_wc`: 0, or -1 with errno (as rdma-core).

@@ -189,6 +189,14 @@ unsafe fn sges(list: *const IbvSge, n: c_int) -> Result<&'static [Slice<'static>
     unsafe { Slice::list_from_raw_parts(list.cast::<Sge>(), n) }.ok_or(libc::EINVAL)
 }
 
+/// `EINVAL` unless `0 <= n <= max` (the queue's granted SGEs).
+fn check_sges(n: c_int, max: u32) -> Result<(), c_int> {
+    match u32::try_from(n) {
+        Ok(n) if n <= max => Ok(()),
+        _ => Err(libc::EINVAL),
+    }
+}
+
 /// The rverbs operation for a C request.
 fn send_op(w: &IbvSendWr) -> Result<SendOp, c_int> {
     use wr_opcode::*;
@@ -261,7 +269,11 @@ type Send = SendWr<'static>;
 /// # Safety
 /// `w` is a readable request whose SGEs, inline memory and AH satisfy
 /// `ibv_post_send`'s contract; `ud`: the QP is UD.
-unsafe fn send_wr(w: &IbvSendWr, ud: bool) -> Result<Step<Send>, c_int> {
+unsafe fn send_wr(w: &IbvSendWr, ud: bool, max_sge: u32) -> Result<Step<Send>, c_int> {
+    // Before the SGE array is viewed: it holds num_sge entries only if
+    // the caller kept within the QP's SGEs (rxe's validate_send_wr checks
+    // this first too).
+    check_sges(w.num_sge, max_sge)?;
     let op = send_op(w)?;
     let mut r = if w.send_flags & send_flags::INLINE != 0 {
         if w.num_sge > 1 {
@@ -308,7 +320,7 @@ unsafe fn send_wr(w: &IbvSendWr, ud: bool) -> Result<Step<Send>, c_int> {
 ///
 /// # Safety
 /// As [`send_wr`].
-unsafe fn post_gathered(qp: &mut Qp, w: &IbvSendWr, ud: bool) -> Result<(), Refusal> {
+unsafe fn post_gathered(qp: &mut Qp, w: &IbvSendWr, ud: bool, max_sge: u32) -> Result<(), Refusal> {
     let one = |e| (Some(0), e);
     // SAFETY: the caller's SGE list (C contract).
     let list = unsafe { sges(w.sg_list, w.num_sge) }.map_err(one)?;
@@ -344,7 +356,7 @@ unsafe fn post_gathered(qp: &mut Qp, w: &IbvSendWr, ud: bool) -> Result<(), Refu
     w2.sg_list = &mut one_sge;
     w2.num_sge = 1;
     // SAFETY: w2 is w over buf, which lives across the post.
-    match unsafe { send_wr(&w2, ud) } {
+    match unsafe { send_wr(&w2, ud, max_sge) } {
         Ok(Step::Batch(r)) => qp.post_send(&[r]).map_err(|e| refusal(&e)),
         Ok(Step::Alone) => Err(one(libc::EINVAL)),
         Err(e) => Err(one(e)),
@@ -363,6 +375,7 @@ pub(crate) unsafe extern "C" fn post_send(
     };
     let ud = b.c.qp_type == 4;
     let mut qp = lock(&b.qp);
+    let max_sge = qp.caps().max_send_sge;
     // SAFETY: the caller's list and slot (C contract), forwarded; each
     // request is translated under send_wr's contract, the same one.
     unsafe {
@@ -371,8 +384,8 @@ pub(crate) unsafe extern "C" fn post_send(
             wr,
             bad,
             SendWr::new(0, SendOp::Send, &[]),
-            |w| send_wr(w, ud),
-            |qp: &mut Qp, w| post_gathered(qp, w, ud),
+            |w| send_wr(w, ud, max_sge),
+            |qp: &mut Qp, w| post_gathered(qp, w, ud, max_sge),
             |qp: &mut Qp, wrs| qp.post_send(wrs).map_err(|e| refusal(&e)),
         )
     }
@@ -385,7 +398,9 @@ type Recv = RecvWr<'static>;
 /// # Safety
 /// `w` is a readable request whose SGEs satisfy `ibv_post_recv`'s
 /// contract.
-unsafe fn recv_wr(w: &IbvRecvWr) -> Result<Step<Recv>, c_int> {
+unsafe fn recv_wr(w: &IbvRecvWr, max_sge: u32) -> Result<Step<Recv>, c_int> {
+    // Before the SGE array is viewed (see send_wr).
+    check_sges(w.num_sge, max_sge)?;
     Ok(Step::Batch(RecvWr {
         wr_id: w.wr_id,
         // SAFETY: the caller's SGE list (C contract).
@@ -409,6 +424,7 @@ unsafe extern "C" fn post_recv(
         return libc::EINVAL;
     };
     let mut qp = lock(&b.qp);
+    let max_sge = qp.caps().max_recv_sge;
     let blank = RecvWr {
         wr_id: 0,
         sges: &[],
@@ -420,7 +436,7 @@ unsafe extern "C" fn post_recv(
             wr,
             bad,
             blank,
-            |w| recv_wr(w),
+            |w| recv_wr(w, max_sge),
             never,
             |qp: &mut Qp, wrs| qp.post_recv(wrs).map_err(|e| refusal(&e)),
         )
@@ -437,6 +453,7 @@ unsafe extern "C" fn post_srq_recv(
     let Some(b) = (unsafe { srq_of(srq.cast()) }) else {
         return libc::EINVAL;
     };
+    let max_sge = b.max_sge;
     let mut s = lock_srq(b);
     let blank = RecvWr {
         wr_id: 0,
@@ -449,7 +466,7 @@ unsafe extern "C" fn post_srq_recv(
             wr,
             bad,
             blank,
-            |w| recv_wr(w),
+            |w| recv_wr(w, max_sge),
             never,
             |s: &mut rverbs::Srq, wrs| s.post_recv(wrs).map_err(|e| refusal(&e)),
         )
@@ -515,5 +532,148 @@ unsafe extern "C" fn req_notify_cq(c: *mut IbvCq, solicited_only: c_int) -> c_in
     match lock(&b.cq).req_notify(solicited_only != 0) {
         Ok(()) => 0,
         Err(e) => errno_of(&e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a provider saw: the batches (by wr_id) and the lone posts.
+    #[derive(Default)]
+    struct Model {
+        calls: Vec<Vec<u64>>,
+        alone: Vec<u64>,
+        /// Refuse the request with this wr_id (its index in the call).
+        refuse: Option<(u64, c_int)>,
+        /// Fail every call as a whole (a doorbell error).
+        fail_all: Option<c_int>,
+    }
+
+    /// A C list of receive requests with ids `0..n` (linked in place).
+    fn list(n: u64) -> Vec<IbvRecvWr> {
+        let mut v: Vec<IbvRecvWr> = (0..n)
+            .map(|i| IbvRecvWr {
+                wr_id: i,
+                next: std::ptr::null_mut(),
+                sg_list: std::ptr::null_mut(),
+                num_sge: 0,
+            })
+            .collect();
+        for i in 1..v.len() {
+            let next: *mut IbvRecvWr = &mut v[i];
+            v[i - 1].next = next;
+        }
+        v
+    }
+
+    /// Walks `v` through the model: ids >= 1000 fail translation, a
+    /// negative num_sge asks to be posted alone.
+    fn run(m: &mut Model, v: &mut [IbvRecvWr], bad: *mut *mut IbvRecvWr) -> c_int {
+        let head = v.first_mut().map_or(std::ptr::null_mut(), |w| w as *mut _);
+        // SAFETY: v is a linked, live list; bad is NULL or a live slot.
+        unsafe {
+            walk(
+                m,
+                head,
+                bad,
+                0u64,
+                |w| match (w.wr_id, w.num_sge) {
+                    (id, _) if id >= 1000 => Err(libc::EINVAL),
+                    (_, n) if n < 0 => Ok(Step::Alone),
+                    (id, _) => Ok(Step::Batch(id)),
+                },
+                |m: &mut Model, w| {
+                    m.alone.push(w.wr_id);
+                    Ok(())
+                },
+                |m: &mut Model, ids| {
+                    if let Some(e) = m.fail_all {
+                        return Err((None, e));
+                    }
+                    let stop = m
+                        .refuse
+                        .and_then(|(id, e)| ids.iter().position(|&i| i == id).map(|p| (p, e)));
+                    let posted = stop.map_or(ids.len(), |(p, _)| p);
+                    m.calls.push(ids[..posted].to_vec());
+                    stop.map_or(Ok(()), |(p, e)| Err((Some(p), e)))
+                },
+            )
+        }
+    }
+
+    fn ids(calls: &[Vec<u64>]) -> Vec<usize> {
+        calls.iter().map(Vec::len).collect()
+    }
+
+    #[test]
+    fn a_long_list_goes_in_chunks_with_nothing_refused() {
+        let (mut m, mut v) = (Model::default(), list(40));
+        let mut bad = 1 as *mut IbvRecvWr;
+        assert_eq!(run(&mut m, &mut v, &mut bad), 0);
+        assert!(bad.is_null(), "*bad_wr is NULL on success, as rxe's");
+        assert_eq!(ids(&m.calls), [16, 16, 8]);
+        assert_eq!(m.calls.concat(), (0..40).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn no_bad_slot_or_no_list_is_einval_and_posts_nothing() {
+        let (mut m, mut v) = (Model::default(), list(3));
+        assert_eq!(run(&mut m, &mut v, std::ptr::null_mut()), libc::EINVAL);
+        let mut bad = 1 as *mut IbvRecvWr;
+        assert_eq!(run(&mut m, &mut [], &mut bad), libc::EINVAL);
+        assert!(bad.is_null());
+        assert!(m.calls.is_empty());
+    }
+
+    #[test]
+    fn a_refusal_in_the_second_chunk_names_that_request() {
+        let (mut m, mut v) = (Model::default(), list(40));
+        m.refuse = Some((19, libc::ENOMEM));
+        let mut bad = std::ptr::null_mut();
+        assert_eq!(run(&mut m, &mut v, &mut bad), libc::ENOMEM);
+        assert_eq!(bad, &mut v[19] as *mut IbvRecvWr);
+        assert_eq!(ids(&m.calls), [16, 3], "those before it posted, none after");
+    }
+
+    #[test]
+    fn a_malformed_request_is_bad_after_those_before_it_are_posted() {
+        let (mut m, mut v) = (Model::default(), list(8));
+        v[5].wr_id = 1005;
+        let mut bad = std::ptr::null_mut();
+        assert_eq!(run(&mut m, &mut v, &mut bad), libc::EINVAL);
+        assert_eq!(bad, &mut v[5] as *mut IbvRecvWr);
+        assert_eq!(m.calls, [vec![0, 1, 2, 3, 4]]);
+    }
+
+    #[test]
+    fn a_lone_request_keeps_the_order() {
+        let (mut m, mut v) = (Model::default(), list(5));
+        v[2].num_sge = -1;
+        let mut bad = std::ptr::null_mut();
+        assert_eq!(run(&mut m, &mut v, &mut bad), 0);
+        assert_eq!(m.calls, [vec![0, 1], vec![3, 4]]);
+        assert_eq!(m.alone, [2]);
+    }
+
+    #[test]
+    fn a_failed_doorbell_leaves_bad_null() {
+        let (mut m, mut v) = (Model::default(), list(2));
+        m.fail_all = Some(libc::EIO);
+        let mut bad = std::ptr::null_mut();
+        assert_eq!(run(&mut m, &mut v, &mut bad), libc::EIO);
+        assert!(bad.is_null());
+    }
+
+    #[test]
+    fn sge_counts_are_checked_before_the_array_is_read() {
+        assert_eq!(check_sges(0, 1), Ok(()));
+        assert_eq!(check_sges(1, 1), Ok(()));
+        assert_eq!(check_sges(2, 1), Err(libc::EINVAL));
+        assert_eq!(check_sges(-1, 32), Err(libc::EINVAL));
+        // A NULL array of one SGE is refused, not read.
+        // SAFETY: n = 1 with a NULL pointer: checked, never dereferenced.
+        let r = unsafe { sges(std::ptr::null(), 1) };
+        assert_eq!(r.err(), Some(libc::EINVAL));
     }
 }

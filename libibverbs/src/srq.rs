@@ -22,6 +22,9 @@ pub(crate) struct SrqBox {
     /// per queue for the same reason).
     pub(crate) srq: Mutex<Srq>,
     pd: *const PdBox,
+    /// SGEs per receive, as granted: posts are checked against it before
+    /// their SGE arrays are read.
+    pub(crate) max_sge: u32,
     /// QPs that take their receives from this SRQ.
     pub(crate) users: AtomicUsize,
 }
@@ -79,6 +82,7 @@ unsafe extern "C" fn create_srq(p: *mut IbvPd, init: *mut IbvSrqInitAttr) -> *mu
         c,
         srq: Mutex::new(srq),
         pd,
+        max_sge: a.attr.max_sge,
         users: AtomicUsize::new(0),
     }))
     .cast()
