@@ -1,14 +1,22 @@
-//! rdma-core's unchanged pingpong examples over rverbs' `libibverbs.so.1`
-//! against the same program over rdma-core, in both roles: UD
-//! (`ibv_ud_pingpong`: address handles, UD sends with the GRH),
-//! SRQ (`ibv_srq_pingpong`: 16 RC QPs receiving through one shared
-//! receive queue, on a CQ shallower than their summed depths) and UC
-//! (`ibv_uc_pingpong`). `-c` makes each server check the bytes it received.
+//! What this tranche added to rverbs' `libibverbs.so.1` (UD and address
+//! handles, SRQs, memory windows, the allocation-free post path, QPs
+//! deeper than their CQ), each run over ours and over rdma-core's:
+//! - `libibverbs_core.c`, a C program compiled here against rdma-core's
+//!   `<infiniband/verbs.h>`, prints what the library answers (return
+//!   codes, errnos, `bad_wr` positions, completions, AH attributes from a
+//!   completion, window binds and invalidation); the two outputs must be
+//!   identical;
+//! - rdma-core's unchanged pingpong examples against the same program over
+//!   rdma-core, in both roles: UD (`ibv_ud_pingpong`: address handles, UD
+//!   sends with the GRH), SRQ (`ibv_srq_pingpong`: 16 RC QPs receiving
+//!   through one shared receive queue) and UC (`ibv_uc_pingpong`). `-c`
+//!   makes each server check the bytes it received.
 
 mod common;
 
-use common::ibverbs_so::{over, stdout};
+use common::ibverbs_so::{lib_dir, ours, over, run, stdout, theirs};
 use common::{env, retry_until_ok, show, Background};
+use std::process::Command;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
@@ -101,4 +109,50 @@ fn srq_pingpong_rdma_core_serves_ours() {
 fn uc_pingpong_both_roles() {
     pingpong("ibv_uc_pingpong", true, 4096, false);
     pingpong("ibv_uc_pingpong", false, 4096, true);
+}
+
+/// `libibverbs_core.c`, compiled against rdma-core's headers and linked
+/// by its SONAME, so that `LD_LIBRARY_PATH` picks the library.
+fn verbs_core() -> String {
+    let dir = lib_dir();
+    let src = dir.join("libibverbs_core.c");
+    let exe = dir.join("libibverbs_core");
+    std::fs::write(&src, include_str!("libibverbs_core.c")).expect("write the C program");
+    let mut cc = Command::new("cc");
+    cc.args(["-std=gnu11", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-libverbs")
+        .env_remove("LD_LIBRARY_PATH");
+    let out = run(cc);
+    assert!(out.status.success(), "cc libibverbs_core.c: {}", show(&out));
+    exe.display().to_string()
+}
+
+#[test]
+fn a_c_program_prints_the_same_over_ours_and_over_rdma_core() {
+    let e = env();
+    let exe = verbs_core();
+    let gid = e.gid.to_string();
+    let a = run({
+        let mut c = theirs(&exe);
+        c.args([&e.dev, &gid]);
+        c
+    });
+    let b = run({
+        let mut c = ours(&exe);
+        c.args([&e.dev, &gid]);
+        c
+    });
+    assert!(a.status.success(), "over rdma-core: {}", show(&a));
+    assert!(b.status.success(), "over ours: {}", show(&b));
+    let (ta, tb) = (stdout(&a), stdout(&b));
+    assert!(ta.ends_with("done\n"), "over rdma-core: {}", show(&a));
+    println!("{tb}");
+    if ta != tb {
+        for (x, y) in ta.lines().zip(tb.lines()).filter(|(x, y)| x != y) {
+            eprintln!("rdma-core: {x}\nours:      {y}");
+        }
+        panic!("libibverbs_core over ours differs from over rdma-core:\n{ta}\n---\n{tb}");
+    }
 }
