@@ -323,6 +323,14 @@ impl Qp {
         self.inner.clone()
     }
 
+    /// The state this process last moved the QP to ([`Qp::modify`], or
+    /// rdma_cm on its behalf), without a system call. The kernel's own
+    /// moves to SQE or ERR are not seen here: [`Qp::query_state`] asks the
+    /// kernel.
+    pub fn last_state(&self) -> QpState {
+        QpState::from_raw(self.inner.state.load(Ordering::Relaxed))
+    }
+
     /// Queries the QP's state (`QUERY_QP`).
     pub fn query_state(&self) -> Result<QpState> {
         let resp = cmd::qp::query(

@@ -29,7 +29,7 @@ use crate::errno_of;
 use crate::srq::{lock_srq, srq_of};
 use crate::verbs::{cq_of, qp_of};
 use rverbs::wr::Sge;
-use rverbs::{Ah, Error, MwBind, Qp, RecvWr, Remote, SendOp, SendWr, Slice, Wc};
+use rverbs::{Ah, Error, MwBind, Qp, QpState, RecvWr, Remote, SendOp, SendWr, Slice, Wc};
 use std::ffi::{c_int, c_void};
 use std::sync::{Mutex, MutexGuard};
 
@@ -175,6 +175,19 @@ unsafe fn walk<Q, W: Linked, T: Copy>(
         Ok(())
     })();
     r.err().unwrap_or(0)
+}
+
+/// Refuses a whole list: `EINVAL`, `*bad` NULL (as rxe's provider does
+/// for a QP in a state that takes no such requests).
+///
+/// # Safety
+/// `bad` is NULL or writable (C contract).
+unsafe fn refuse_all<W>(bad: *mut *mut W) -> c_int {
+    if !bad.is_null() {
+        // SAFETY: bad is writable (C contract, non-NULL).
+        unsafe { *bad = std::ptr::null_mut() };
+    }
+    libc::EINVAL
 }
 
 /// A C SGE array as rverbs slices, in place.
@@ -375,6 +388,16 @@ pub(crate) unsafe extern "C" fn post_send(
     };
     let ud = b.c.qp_type == 4;
     let mut qp = lock(&b.qp);
+    if matches!(
+        qp.last_state(),
+        QpState::Reset | QpState::Init | QpState::Rtr
+    ) {
+        // What rxe answers (its POST_SEND doorbell refuses a QP before
+        // RTS): EINVAL for the whole list, *bad_wr NULL. rverbs refuses
+        // before anything reaches the ring.
+        // SAFETY: the caller's slot (C contract), forwarded.
+        return unsafe { refuse_all(bad) };
+    }
     let max_sge = qp.caps().max_send_sge;
     // SAFETY: the caller's list and slot (C contract), forwarded; each
     // request is translated under send_wr's contract, the same one.
@@ -424,6 +447,12 @@ unsafe extern "C" fn post_recv(
         return libc::EINVAL;
     };
     let mut qp = lock(&b.qp);
+    if qp.last_state() == QpState::Reset {
+        // As rdma-core's rxe provider (C10-97.2.1): a QP in RESET takes no
+        // receives.
+        // SAFETY: the caller's slot (C contract), forwarded.
+        return unsafe { refuse_all(bad) };
+    }
     let max_sge = qp.caps().max_recv_sge;
     let blank = RecvWr {
         wr_id: 0,

@@ -177,7 +177,22 @@ static void deep(void)
 	struct ibv_cq *c = cq_new(4);
 	struct ibv_qp *q = qp_new(IBV_QPT_RC, c, NULL, 64, 1, 0);
 
+	struct ibv_sge s = { (uintptr_t)buf, 8, mr->lkey };
+	struct ibv_recv_wr r = { .wr_id = 1, .sg_list = &s, .num_sge = 1 };
+	struct ibv_send_wr w = { .wr_id = 2, .sg_list = &s, .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_recv_wr *badr = &r;
+	struct ibv_send_wr *bad = &w;
+	int rc;
+
 	printf("deep: a QP of 64 on a CQ of 4 is created\n");
+	rc = ibv_post_recv(q, &r, &badr);
+	printf("deep: post_recv in RESET: %d, bad %ld\n", rc,
+	       idx(badr, &r, sizeof(r)));
+	rc = ibv_post_send(q, &w, &bad);
+	printf("deep: post_send in RESET: %d, bad %ld\n", rc,
+	       idx(bad, &w, sizeof(w)));
 	printf("deep: destroy_cq under it: %d\n", ibv_destroy_cq(c));
 	CHECK(!ibv_destroy_qp(q) && !ibv_destroy_cq(c), "deep: destroy");
 }
