@@ -31,6 +31,7 @@
 pub mod abi;
 mod ah;
 mod device;
+mod misc;
 mod mw;
 mod post;
 mod srq;

@@ -8,6 +8,7 @@
  * memory windows of both types. No QP numbers, keys or addresses are
  * printed: the two outputs must be identical.
  */
+#include <endian.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
@@ -475,6 +476,36 @@ static void mw(void)
 	printf("mw: dealloc %d %d\n", ibv_dealloc_mw(m1), ibv_dealloc_mw(m2));
 }
 
+static void misc(void)
+{
+	struct ibv_cq *c = cq_new(16);
+	struct ibv_qp *u = qp_new(IBV_QPT_UD, c, NULL, 4, 1, 0);
+	struct ibv_qp *r = qp_new(IBV_QPT_RC, c, NULL, 4, 1, 0);
+	union ibv_gid g = { .raw = { 0xff, 0x0e, [15] = 1 } };
+	int rc;
+
+	printf("misc: rates %d %d %d %d, unknown %d %d %d %d\n",
+	       ibv_rate_to_mult(IBV_RATE_10_GBPS), mult_to_ibv_rate(4),
+	       ibv_rate_to_mbps(IBV_RATE_100_GBPS), mbps_to_ibv_rate(25781),
+	       ibv_rate_to_mult(IBV_RATE_100_GBPS), mult_to_ibv_rate(3),
+	       ibv_rate_to_mbps(IBV_RATE_MAX), mbps_to_ibv_rate(1));
+	printf("misc: pkey index of 0xffff: %d\n",
+	       ibv_get_pkey_index(ctx, 1, htobe16(0xffff)));
+	errno = 0;
+	rc = ibv_get_pkey_index(ctx, 1, htobe16(0x1234));
+	printf("misc: pkey index of 0x1234: %d\n", rc);
+	rc = ibv_resize_cq(c, 64);
+	printf("misc: resize_cq to 64: %d, cqe >= 64: %d\n", rc, c->cqe >= 64);
+	to_rts(u, 0);
+	rc = ibv_attach_mcast(u, &g, 0);
+	printf("misc: attach UD %d, again %d\n", rc, ibv_attach_mcast(u, &g, 0));
+	rc = ibv_detach_mcast(u, &g, 0);
+	printf("misc: detach %d, again %d\n", rc, ibv_detach_mcast(u, &g, 0));
+	printf("misc: attach RC %d\n", ibv_attach_mcast(r, &g, 0));
+	CHECK(!ibv_destroy_qp(u) && !ibv_destroy_qp(r), "misc: destroy qp");
+	CHECK(!ibv_destroy_cq(c), "misc: destroy cq");
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **list;
@@ -501,6 +532,7 @@ int main(int argc, char **argv)
 	ud();
 	lists();
 	srq();
+	misc();
 	mw();
 	printf("done\n");
 	return 0;
