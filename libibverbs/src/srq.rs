@@ -59,11 +59,12 @@ unsafe extern "C" fn create_srq(p: *mut IbvPd, init: *mut IbvSrqInitAttr) -> *mu
         Ok(s) => s,
         Err(e) => return null_errno(errno_of(&e)),
     };
-    // The granted sizes (QUERY_SRQ: the create response's max_sge is not
-    // kept by the Rust API).
+    // The granted sizes, as rdma-core writes them back: max_wr from the
+    // CREATE_SRQ response (on 6.1, QUERY_SRQ answers another number),
+    // max_sge from QUERY_SRQ (the Rust API does not keep the response's).
     match srq.query() {
         Ok(q) => {
-            a.attr.max_wr = q.max_wr;
+            a.attr.max_wr = srq.max_wr();
             a.attr.max_sge = q.max_sge;
         }
         Err(e) => return null_errno(errno_of(&e)),
