@@ -129,9 +129,53 @@ impl std::fmt::Debug for Qp {
     }
 }
 
+/// Whether a new QP reserves its depths on its CQs ([`Pd::create_qp`]) or
+/// its creator accepts that they may overrun
+/// ([`Pd::create_qp_accepting_cq_overrun`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CqBudget {
+    Reserve,
+    AcceptOverrun,
+}
+
+impl CqBudget {
+    /// How many completions to reserve on the send CQ and on the receive
+    /// CQ (`None`: nothing). Receives through an SRQ are bounded by the
+    /// SRQ, shared between QPs that may report to different CQs: never
+    /// counted here.
+    fn reservations(self, caps: &QpCaps, srq: bool) -> [Option<u32>; 2] {
+        match self {
+            CqBudget::Reserve => [Some(caps.max_send_wr), (!srq).then_some(caps.max_recv_wr)],
+            CqBudget::AcceptOverrun => [None, None],
+        }
+    }
+}
+
 impl Pd {
     /// Creates a QP (`CREATE_QP`) and maps its rings.
+    ///
+    /// The QP reserves the depths it asks for on its CQs, so that no
+    /// completion can be lost to a full CQ: a QP whose depths exceed what
+    /// its CQs have left is refused (`InvalidArgument` saying "overrun").
+    /// [`Pd::create_qp_accepting_cq_overrun`] is the opt-out.
     pub fn create_qp(&self, init: &QpInit<'_>) -> Result<Qp> {
+        self.create_qp_budgeted(init, CqBudget::Reserve)
+    }
+
+    /// Creates a QP as [`Pd::create_qp`] does, without reserving its
+    /// depths on its CQs: the caller accepts that more completions may be
+    /// outstanding than the CQs hold, as rdma-core's `ibv_create_qp`
+    /// allows. If they are, the CQ overruns: rxe drops completions and
+    /// reports `IBV_EVENT_CQ_ERR` as an async event ([`crate::AsyncEvent`]),
+    /// mlx5 moves the CQ to an error state; either way the program must
+    /// keep its outstanding work within the CQ itself. For C ABIs that
+    /// must accept what libibverbs accepts (`rverbs-libibverbs`); Rust
+    /// programs should size their CQs and use [`Pd::create_qp`].
+    pub fn create_qp_accepting_cq_overrun(&self, init: &QpInit<'_>) -> Result<Qp> {
+        self.create_qp_budgeted(init, CqBudget::AcceptOverrun)
+    }
+
+    fn create_qp_budgeted(&self, init: &QpInit<'_>, budget: CqBudget) -> Result<Qp> {
         let pd = &self.inner;
         let c = init.caps;
         if c.max_send_sge as usize > MAX_SGE || c.max_recv_sge as usize > MAX_SGE {
@@ -177,25 +221,18 @@ impl Pd {
         // ask for (a CQ of rx_depth + 1 for rx_depth receives and one send)
         // would not fit; a program that posts beyond what it asked for can
         // still overrun the CQ, as with rdma-core.
-        let sends = init
-            .send_cq
-            .inner
-            .commit(c.max_send_wr, "send work requests")?;
-        // Receives through an SRQ are bounded by the SRQ, shared between
-        // QPs that may report to different CQs: not counted here.
-        let recvs = match init.srq {
-            Some(_) => None,
-            None => Some(
-                init.recv_cq
-                    .inner
-                    .commit(c.max_recv_wr, "receive work requests")?,
-            ),
-        };
+        let [sends, recvs] = budget.reservations(&c, init.srq.is_some());
+        let sends = sends
+            .map(|n| init.send_cq.inner.commit(n, "send work requests"))
+            .transpose()?;
+        let recvs = recvs
+            .map(|n| init.recv_cq.inner.commit(n, "receive work requests"))
+            .transpose()?;
         Ok(Qp {
             inner: Arc::new(QpInner {
                 handle: parts.created.handle,
                 _registration: parts.registration,
-                _commitments: [Some(sends), recvs],
+                _commitments: [sends, recvs],
                 ctx: pd.ctx.clone(),
                 _pd: pd.clone(),
                 _send_cq: init.send_cq.inner.clone(),
@@ -286,6 +323,14 @@ impl Qp {
         self.inner.clone()
     }
 
+    /// The state this process last moved the QP to ([`Qp::modify`], or
+    /// rdma_cm on its behalf), without a system call. The kernel's own
+    /// moves to SQE or ERR are not seen here: [`Qp::query_state`] asks the
+    /// kernel.
+    pub fn last_state(&self) -> QpState {
+        QpState::from_raw(self.inner.state.load(Ordering::Relaxed))
+    }
+
     /// Queries the QP's state (`QUERY_QP`).
     pub fn query_state(&self) -> Result<QpState> {
         let resp = cmd::qp::query(
@@ -294,5 +339,40 @@ impl Qp {
             attr::mask::STATE,
         )?;
         Ok(QpState::from_raw(resp.qp_state as u32))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CAPS: QpCaps = QpCaps {
+        max_send_wr: 1000,
+        max_recv_wr: 700,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+
+    #[test]
+    fn by_default_a_qp_reserves_both_depths_and_none_through_an_srq() {
+        assert_eq!(
+            CqBudget::Reserve.reservations(&CAPS, false),
+            [Some(1000), Some(700)]
+        );
+        assert_eq!(
+            CqBudget::Reserve.reservations(&CAPS, true),
+            [Some(1000), None]
+        );
+    }
+
+    #[test]
+    fn accepting_overrun_reserves_nothing() {
+        for srq in [false, true] {
+            assert_eq!(
+                CqBudget::AcceptOverrun.reservations(&CAPS, srq),
+                [None, None]
+            );
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! [`crate::SendWr`] and [`crate::RecvWr`] are the vocabulary's requests
 //! over [`Slice`]s (and, for UD sends, [`crate::Ah`]s).
 
-pub use rverbs_types::{FlushLevel, FlushType, MwBind, Remote, SendOp, Ud};
+pub use rverbs_types::{FlushLevel, FlushType, MwBind, Remote, SendOp, Sge, Ud};
 use std::marker::PhantomData;
 
 /// The most SGEs one work request may carry through the safe API (rxe's
@@ -90,6 +90,33 @@ impl Slice<'static> {
     #[allow(unsafe_code)]
     pub unsafe fn from_raw_parts(addr: u64, len: u32, lkey: u32) -> Slice<'static> {
         Slice::checked(addr, len, lkey)
+    }
+
+    /// A C array of `n` SGEs (`struct ibv_sge`, which a [`Slice`] is laid
+    /// out as) viewed in place as slices, for a C ABI's post path: no copy,
+    /// no allocation. `None` if `sges` is NULL or misaligned while `n > 0`.
+    ///
+    /// # Safety
+    /// `sges` points to `n` initialised SGEs that stay unchanged for `'a`,
+    /// and each one satisfies [`Slice::from_raw_parts`]'s contract.
+    #[allow(unsafe_code)]
+    pub unsafe fn list_from_raw_parts<'a>(
+        sges: *const Sge,
+        n: usize,
+    ) -> Option<&'a [Slice<'static>]> {
+        if n == 0 {
+            return Some(&[]);
+        }
+        if sges.is_null() || !sges.cast::<Slice<'static>>().is_aligned() {
+            return None;
+        }
+        // SAFETY: Slice has Sge's layout (asserted above: `struct
+        // ib_uverbs_sge`, whose layout Sge asserts too) plus a zero-sized
+        // marker, so n SGEs are n Slices; the pointer is non-NULL and
+        // aligned (checked), the n elements initialised and unchanged for
+        // 'a (the caller's contract), and what each names is the caller's
+        // promise as for from_raw_parts.
+        Some(unsafe { std::slice::from_raw_parts(sges.cast::<Slice<'static>>(), n) })
     }
 
     /// A slice over memory that is not an `Mr`'s: for tests that run the

@@ -522,9 +522,104 @@ pub struct IbvSendWr {
     pub wr: IbvSendWrWr,
     /// `qp_type.xrc.remote_srqn`.
     pub xrc_remote_srqn: u32,
-    /// The `bind_mw` / `tso` union (not supported here: 48 bytes).
-    pub bind_mw_or_tso: [u64; 6],
+    /// The `bind_mw` / `tso` union.
+    pub bind_mw_or_tso: IbvSendWrBindMwOrTso,
 }
+
+/// `struct ibv_mw_bind_info`: what a window is bound to.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct IbvMwBindInfo {
+    pub mr: *mut IbvMr,
+    pub addr: u64,
+    pub length: u64,
+    pub mw_access_flags: c_uint,
+}
+
+/// `bind_mw` of `struct ibv_send_wr` (`IBV_WR_BIND_MW`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct IbvSendWrBindMw {
+    pub mw: *mut IbvMw,
+    pub rkey: u32,
+    pub bind_info: IbvMwBindInfo,
+}
+
+/// The `bind_mw` / `tso` union of `struct ibv_send_wr` (TSO, raw-packet
+/// QPs only, is not read here: its bytes are the filler).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union IbvSendWrBindMwOrTso {
+    pub bind_mw: IbvSendWrBindMw,
+    pub raw: [u64; 6],
+}
+
+/// `struct ibv_mw`.
+#[repr(C)]
+pub struct IbvMw {
+    pub context: *mut IbvContext,
+    pub pd: *mut IbvPd,
+    pub rkey: u32,
+    pub handle: u32,
+    /// `enum ibv_mw_type`: 1 or 2.
+    pub mw_type: c_int,
+}
+
+/// `struct ibv_mw_bind` (`ibv_bind_mw`'s request).
+#[repr(C)]
+pub struct IbvMwBind {
+    pub wr_id: u64,
+    pub send_flags: c_uint,
+    pub bind_info: IbvMwBindInfo,
+}
+
+/// `struct ibv_ah`.
+#[repr(C)]
+pub struct IbvAh {
+    pub context: *mut IbvContext,
+    pub pd: *mut IbvPd,
+    pub handle: u32,
+}
+
+/// `struct ibv_srq`.
+#[repr(C)]
+pub struct IbvSrq {
+    pub context: *mut IbvContext,
+    pub srq_context: *mut c_void,
+    pub pd: *mut IbvPd,
+    pub handle: u32,
+    pub mutex: PthreadMutex,
+    pub cond: PthreadCond,
+    pub events_completed: u32,
+}
+
+/// `struct ibv_srq_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct IbvSrqAttr {
+    pub max_wr: u32,
+    pub max_sge: u32,
+    pub srq_limit: u32,
+}
+
+/// `struct ibv_srq_init_attr`.
+#[repr(C)]
+pub struct IbvSrqInitAttr {
+    pub srq_context: *mut c_void,
+    pub attr: IbvSrqAttr,
+}
+
+/// `enum ibv_srq_attr_mask`.
+pub mod srq_mask {
+    pub const MAX_WR: i32 = 1;
+    pub const LIMIT: i32 = 1 << 1;
+}
+
+/// `struct ibv_grh`: the 40 bytes a UD receive's buffer begins with.
+pub const GRH_LEN: usize = 40;
+
+/// `enum ibv_wc_flags`: `IBV_WC_GRH`.
+pub const WC_GRH: c_uint = 1 << 0;
 
 /// `struct ibv_recv_wr`.
 #[repr(C)]
@@ -544,6 +639,9 @@ pub mod wr_opcode {
     pub const RDMA_READ: i32 = 4;
     pub const ATOMIC_CMP_AND_SWP: i32 = 5;
     pub const ATOMIC_FETCH_AND_ADD: i32 = 6;
+    pub const LOCAL_INV: i32 = 7;
+    pub const BIND_MW: i32 = 8;
+    pub const SEND_WITH_INV: i32 = 9;
 }
 
 /// `enum ibv_send_flags`.
@@ -745,9 +843,26 @@ mod layout_test {
                 wr.ud.ah => "wr.ud.ah", wr.ud.remote_qpn => "wr.ud.remote_qpn",
                 wr.ud.remote_qkey => "wr.ud.remote_qkey",
                 xrc_remote_srqn => "qp_type.xrc.remote_srqn",
-                bind_mw_or_tso => "bind_mw.mw" }),
+                bind_mw_or_tso => "bind_mw.mw",
+                bind_mw_or_tso.bind_mw.rkey => "bind_mw.rkey",
+                bind_mw_or_tso.bind_mw.bind_info => "bind_mw.bind_info",
+                bind_mw_or_tso.bind_mw.bind_info.length => "bind_mw.bind_info.length" }),
             l!(IbvRecvWr => "struct ibv_recv_wr" { wr_id => "wr_id", next => "next",
                 sg_list => "sg_list", num_sge => "num_sge" }),
+            l!(IbvMwBindInfo => "struct ibv_mw_bind_info" { mr => "mr", addr => "addr",
+                length => "length", mw_access_flags => "mw_access_flags" }),
+            l!(IbvMw => "struct ibv_mw" { context => "context", pd => "pd", rkey => "rkey",
+                handle => "handle", mw_type => "type" }),
+            l!(IbvMwBind => "struct ibv_mw_bind" { wr_id => "wr_id", send_flags => "send_flags",
+                bind_info => "bind_info" }),
+            l!(IbvAh => "struct ibv_ah" { context => "context", pd => "pd", handle => "handle" }),
+            l!(IbvSrq => "struct ibv_srq" { context => "context", srq_context => "srq_context",
+                pd => "pd", handle => "handle", mutex => "mutex", cond => "cond",
+                events_completed => "events_completed" }),
+            l!(IbvSrqAttr => "struct ibv_srq_attr" { max_wr => "max_wr", max_sge => "max_sge",
+                srq_limit => "srq_limit" }),
+            l!(IbvSrqInitAttr => "struct ibv_srq_init_attr" { srq_context => "srq_context",
+                attr => "attr" }),
         ]
     }
 

@@ -29,8 +29,12 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod abi;
+mod ah;
 mod device;
+mod misc;
+mod mw;
 mod post;
+mod srq;
 mod strs;
 mod stubs;
 mod verbs;

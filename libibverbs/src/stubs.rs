@@ -30,9 +30,6 @@ extern "C" fn nothing() -> c_int {
 }
 
 // Constructors: NULL + errno.
-export!("ibv_create_ah" = null_eopnotsupp);
-export!("ibv_create_ah_from_wc" = null_eopnotsupp);
-export!("ibv_create_srq" = null_eopnotsupp);
 export!("ibv_rereg_mr" = errno_eopnotsupp);
 export!("ibv_qp_to_qp_ex" = null_eopnotsupp);
 export!("ibv_import_device" = null_eopnotsupp);
@@ -42,25 +39,12 @@ export!("ibv_import_dm" = null_eopnotsupp);
 export!("ibv_reg_dmabuf_mr" = null_eopnotsupp);
 export!("ibv_get_sysfs_path" = null_eopnotsupp);
 // Calls that return an errno.
-export!("ibv_destroy_ah" = errno_eopnotsupp);
-export!("ibv_destroy_srq" = errno_eopnotsupp);
-export!("ibv_modify_srq" = errno_eopnotsupp);
-export!("ibv_query_srq" = errno_eopnotsupp);
-export!("ibv_attach_mcast" = errno_eopnotsupp);
-export!("ibv_detach_mcast" = errno_eopnotsupp);
-export!("ibv_resize_cq" = errno_eopnotsupp);
 export!("ibv_query_ece" = errno_eopnotsupp);
 export!("ibv_set_ece" = errno_eopnotsupp);
-export!("ibv_init_ah_from_wc" = errno_eopnotsupp);
 export!("ibv_resolve_eth_l2_from_gid" = errno_eopnotsupp);
 export!("ibv_query_qp_data_in_order" = nothing);
 // Calls that return -1 (or a negative errno) on failure.
 export!("ibv_get_async_event" = minus1_eopnotsupp);
-export!("ibv_get_pkey_index" = minus1_eopnotsupp);
-export!("ibv_rate_to_mult" = minus1_eopnotsupp);
-export!("ibv_rate_to_mbps" = minus1_eopnotsupp);
-export!("mult_to_ibv_rate" = nothing);
-export!("mbps_to_ibv_rate" = nothing);
 // void, or nothing to do.
 export!("ibv_ack_async_event" = nothing);
 export!("ibv_unimport_mr" = nothing);

@@ -29,12 +29,14 @@ fn busy(users: &AtomicUsize) -> bool {
 
 #[repr(C)]
 pub(crate) struct PdBox {
-    c: IbvPd,
-    pd: Pd,
-    users: AtomicUsize,
+    pub(crate) c: IbvPd,
+    pub(crate) pd: Pd,
+    /// MRs, QPs, AHs, SRQs and MWs on this PD (the kernel refuses
+    /// DEALLOC_PD while any exists).
+    pub(crate) users: AtomicUsize,
 }
 
-unsafe fn pd_of<'a>(p: *mut IbvPd) -> Option<&'a PdBox> {
+pub(crate) unsafe fn pd_of<'a>(p: *mut IbvPd) -> Option<&'a PdBox> {
     // SAFETY: PDs come only from alloc_pd (C contract: not deallocated);
     // `c` is the first field.
     unsafe { p.cast::<PdBox>().as_ref() }
@@ -363,6 +365,7 @@ pub(crate) struct QpBox {
     pd: *const PdBox,
     send_cq: *const CqBox,
     recv_cq: *const CqBox,
+    srq: *const crate::srq::SrqBox,
 }
 
 pub(crate) unsafe fn qp_of<'a>(q: *mut IbvQp) -> Option<&'a QpBox> {
@@ -382,9 +385,8 @@ unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut 
         4 => QpType::Ud,
         _ => return null_errno(libc::EOPNOTSUPP),
     };
-    if !a.srq.is_null() {
-        return null_errno(libc::EOPNOTSUPP);
-    }
+    // SAFETY: NULL or an SRQ of ours (C contract).
+    let srq = unsafe { crate::srq::srq_of(a.srq.cast()) };
     // SAFETY: CQs of ours (C contract).
     let (Some(scq), Some(rcq)) = (unsafe { cq_of(a.send_cq) }, unsafe { cq_of(a.recv_cq) }) else {
         return null_errno(libc::EINVAL);
@@ -400,7 +402,7 @@ unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut 
     // by address, so two threads creating QPs cannot deadlock.
     let made = if std::ptr::eq(scq, rcq) {
         let g = lock(&scq.cq);
-        make_qp(pd, qp_type, &g, &g, caps, a.sq_sig_all != 0)
+        make_qp(pd, qp_type, &g, &g, caps, a.sq_sig_all != 0, srq)
     } else {
         let first_send = (scq as *const CqBox as usize) < (rcq as *const CqBox as usize);
         let (g1, g2) = if first_send {
@@ -410,7 +412,7 @@ unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut 
             let g2 = lock(&rcq.cq);
             (lock(&scq.cq), g2)
         };
-        make_qp(pd, qp_type, &g1, &g2, caps, a.sq_sig_all != 0)
+        make_qp(pd, qp_type, &g1, &g2, caps, a.sq_sig_all != 0, srq)
     };
     let qp = match made {
         Ok(q) => q,
@@ -427,13 +429,16 @@ unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut 
     for users in [&pd.users, &scq.users, &rcq.users] {
         users.fetch_add(1, Ordering::AcqRel);
     }
+    if let Some(s) = srq {
+        s.users.fetch_add(1, Ordering::AcqRel);
+    }
     let c = IbvQp {
         context: pd.c.context,
         qp_context: a.qp_context,
         pd: p,
         send_cq: a.send_cq,
         recv_cq: a.recv_cq,
-        srq: std::ptr::null_mut(),
+        srq: a.srq,
         handle: 0,
         qp_num: qp.qpn(),
         state: 0,
@@ -450,6 +455,7 @@ unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut 
         pd,
         send_cq: scq,
         recv_cq: rcq,
+        srq: srq.map_or(std::ptr::null(), std::ptr::from_ref),
     }))
     .cast()
 }
@@ -462,14 +468,19 @@ fn make_qp(
     recv_cq: &Cq,
     caps: QpCaps,
     sq_sig_all: bool,
+    srq: Option<&crate::srq::SrqBox>,
 ) -> rverbs::Result<Qp> {
-    pd.pd.create_qp(&QpInit {
+    let srq = srq.map(|s| crate::srq::lock_srq(s));
+    // Without reserving the depths on the CQs: libibverbs accepts a QP
+    // deeper than its CQ (an overrun becomes IBV_EVENT_CQ_ERR), and C
+    // programs (pyverbs' test_qp) rely on it.
+    pd.pd.create_qp_accepting_cq_overrun(&QpInit {
         qp_type,
         send_cq,
         recv_cq,
         caps,
         sq_sig_all,
-        srq: None,
+        srq: srq.as_deref(),
     })
 }
 
@@ -674,6 +685,9 @@ unsafe extern "C" fn destroy_qp(q: *mut IbvQp) -> c_int {
         (*b.pd).users.fetch_sub(1, Ordering::AcqRel);
         (*b.send_cq).users.fetch_sub(1, Ordering::AcqRel);
         (*b.recv_cq).users.fetch_sub(1, Ordering::AcqRel);
+        if let Some(s) = b.srq.as_ref() {
+            s.users.fetch_sub(1, Ordering::AcqRel);
+        }
     }
     drop(b);
     0

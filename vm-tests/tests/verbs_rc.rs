@@ -313,6 +313,35 @@ fn errors_are_named() {
         matches!(&e, Error::InvalidArgument { what } if what.contains("overrun")),
         "{e}"
     );
+    // The explicit opt-out creates it, reserving nothing: a QP that fits
+    // the CQ is still accepted beside it.
+    let deep = pd
+        .create_qp_accepting_cq_overrun(&QpInit {
+            qp_type: QpType::Rc,
+            send_cq: &small,
+            recv_cq: &small,
+            caps: caps(),
+            sq_sig_all: false,
+            srq: None,
+        })
+        .unwrap();
+    assert!(deep.caps().max_send_wr >= caps().max_send_wr);
+    let fits = QpCaps {
+        max_send_wr: 2,
+        max_recv_wr: 2,
+        ..caps()
+    };
+    let beside = pd
+        .create_qp(&QpInit {
+            qp_type: QpType::Rc,
+            send_cq: &small,
+            recv_cq: &small,
+            caps: fits,
+            sq_sig_all: false,
+            srq: None,
+        })
+        .unwrap();
+    drop((beside, deep));
     let cq = ctx.create_cq(64, None, 0).unwrap();
     let mut qp = pd
         .create_qp(&QpInit {

@@ -91,6 +91,9 @@ pub const PACKAGES: &[&str] = &[
     "rdmacm-utils",
     "perftest",
     "rdma-core",
+    // rdma-core's own test suite (pyverbs), run over both libibverbs by
+    // vm-tests/tests/libibverbs_pyverbs.rs.
+    "python3-pyverbs",
     // The host tests' test-time C programs: uverbs-abi's layout check
     // (linux-libc-dev: rdma/*.h) and provider-mlx5's golden bytes
     // (libibverbs-dev: infiniband/mlx5dv.h).

@@ -300,12 +300,16 @@ fn checkers(tally: &mut Tally) {
     });
 }
 
-/// VM test files run on the default kernel only: they test the tools'
-/// TCP exchange against peers that lie, stall or die, which no kernel
+/// VM test files run on the default kernel only. `hostile_peers.rs` tests
+/// the tools' TCP exchange against peers that lie, stall or die, which no kernel
 /// difference reaches (every RDMA path they touch runs on each kernel in
 /// the other files), and they spend most of their minute waiting out
 /// timeouts.
-const DEFAULT_KERNEL_ONLY: &[&str] = &["tests/hostile_peers.rs"];
+///
+/// `libibverbs_pyverbs.rs` (rdma-core's pyverbs suite over both
+/// libibverbs, ~25 s) compares two libraries on one kernel: the kernel
+/// paths it reaches run on every kernel through the Rust API's own tests.
+const DEFAULT_KERNEL_ONLY: &[&str] = &["tests/hostile_peers.rs", "tests/libibverbs_pyverbs.rs"];
 
 fn vm_tests(tally: &mut Tally, kernel: &'static vm::Kernel) {
     println!("xtask: == VM tests on {kernel} (one boot, rxe0 on veth0)");

@@ -3,6 +3,7 @@
 //! fail (never skip), naming what is missing.
 #![allow(dead_code)]
 
+pub mod ibverbs_so;
 pub mod rc;
 
 use std::path::Path;

@@ -1,0 +1,69 @@
+//! Running a libibverbs program over rverbs' `libibverbs.so.1` (crate
+//! `rverbs-libibverbs`) or over rdma-core's, for the VM tests that compare
+//! the two.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// A directory holding our library as `libibverbs.so.1` (the name the
+/// programs' `NEEDED` entry asks for): `target/debug/libibverbs.so`, which
+/// `cargo xtask test` builds, linked under /tmp (the VM's writable
+/// tmpfs). Panics, never skips, if the library was not built.
+pub fn lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test executable's path");
+        let profile = exe
+            .parent()
+            .filter(|d| d.ends_with("deps"))
+            .and_then(Path::parent)
+            .expect("cargo's profile directory");
+        let so = profile.join("libibverbs.so");
+        assert!(
+            so.is_file(),
+            "{} is missing: build it with `cargo build -p rverbs-libibverbs` \
+             (`cargo xtask test` does)",
+            so.display()
+        );
+        let dir = std::env::temp_dir().join(format!("rverbs-ibverbs-so-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create the library directory");
+        let link = dir.join("libibverbs.so.1");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&so, &link).expect("link libibverbs.so.1");
+        dir
+    })
+}
+
+/// `prog` over our library.
+pub fn ours(prog: &str) -> Command {
+    let mut c = Command::new(prog);
+    c.env("LD_LIBRARY_PATH", lib_dir());
+    c
+}
+
+/// `prog` over rdma-core's library (whatever the environment says).
+pub fn theirs(prog: &str) -> Command {
+    let mut c = Command::new(prog);
+    c.env_remove("LD_LIBRARY_PATH");
+    c
+}
+
+/// `prog` over ours or over rdma-core's.
+pub fn over(is_ours: bool, prog: &str) -> Command {
+    if is_ours {
+        ours(prog)
+    } else {
+        theirs(prog)
+    }
+}
+
+/// Runs `c` to completion; panics if it cannot start.
+pub fn run(mut c: Command) -> Output {
+    c.output()
+        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", c.get_program()))
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
