@@ -29,7 +29,9 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod abi;
+mod async_event;
 mod device;
+mod marshall;
 mod post;
 mod strs;
 mod stubs;

@@ -274,6 +274,7 @@ unsafe extern "C" fn create_cq(
         ch.users.fetch_add(1, Ordering::AcqRel);
         lock(&ch.cqs).push((handle, p as usize));
     }
+    crate::async_event::register(crate::async_event::Kind::Cq, handle, p.cast());
     p.cast()
 }
 export!("ibv_create_cq" = create_cq);
@@ -286,6 +287,9 @@ unsafe extern "C" fn destroy_cq(c: *mut IbvCq) -> c_int {
     if busy(&b.users) {
         return ret_errno(libc::EBUSY);
     }
+    // Waits for async events handed out for it to be acknowledged.
+    let handle = lock(&b.cq).user_handle();
+    crate::async_event::retire(crate::async_event::Kind::Cq, handle);
     // SAFETY: the channel outlives its CQs (destroy_comp_channel refuses
     // while users > 0).
     if let Some(ch) = unsafe { b.chan.as_ref() } {
@@ -442,7 +446,8 @@ unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut 
         cond: libc::PTHREAD_COND_INITIALIZER,
         events_completed: 0,
     };
-    Box::into_raw(Box::new(QpBox {
+    let handle = qp.user_handle();
+    let q = Box::into_raw(Box::new(QpBox {
         c,
         qp: Mutex::new(qp),
         attr: Mutex::new(IbvQpAttr::default()),
@@ -450,8 +455,9 @@ unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut 
         pd,
         send_cq: scq,
         recv_cq: rcq,
-    }))
-    .cast()
+    }));
+    crate::async_event::register(crate::async_event::Kind::Qp, handle, q.cast());
+    q.cast()
 }
 export!("ibv_create_qp" = create_qp);
 
@@ -665,6 +671,12 @@ export!("ibv_query_qp" = query_qp);
 unsafe extern "C" fn destroy_qp(q: *mut IbvQp) -> c_int {
     if q.is_null() {
         return ret_errno(libc::EINVAL);
+    }
+    // Waits for async events handed out for it to be acknowledged.
+    // SAFETY: a QP of ours, not yet freed (C contract).
+    if let Some(b) = unsafe { qp_of(q) } {
+        let handle = lock(&b.qp).user_handle();
+        crate::async_event::retire(crate::async_event::Kind::Qp, handle);
     }
     // SAFETY: made by Box::into_raw in create_qp (C contract: once).
     let b = unsafe { Box::from_raw(q.cast::<QpBox>()) };
