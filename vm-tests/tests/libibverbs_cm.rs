@@ -1,0 +1,448 @@
+//! rverbs' `libibverbs.so.1` under rdma-core's own librdmacm and async
+//! event users, unchanged: `rping` and `ucmatose` (rdma-core's librdmacm
+//! over our library) against the same program over rdma-core in the other
+//! role; `ibv_asyncwatch` over ours sees the port events rdma-core's sees;
+//! a C program compiled here (QP async events: `SQ_DRAINED` names the QP,
+//! `async_fd` polls, the ack counts) prints the same over both.
+
+mod common;
+
+use common::{env, retry_until_ok, show, Background};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+static PORT: AtomicU16 = AtomicU16::new(19300);
+
+/// A directory holding our library as `libibverbs.so.1`, as in
+/// `libibverbs.rs`: panics, never skips, if it was not built.
+fn lib_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test executable's path");
+        let profile = exe
+            .parent()
+            .filter(|d| d.ends_with("deps"))
+            .and_then(Path::parent)
+            .expect("cargo's profile directory");
+        let so = profile.join("libibverbs.so");
+        assert!(
+            so.is_file(),
+            "{} is missing: build it with `cargo build -p rverbs-libibverbs` \
+             (`cargo xtask test` does)",
+            so.display()
+        );
+        let dir = std::env::temp_dir().join(format!("rverbs-libibverbs-cm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create the library directory");
+        let link = dir.join("libibverbs.so.1");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&so, &link).expect("link libibverbs.so.1");
+        dir
+    })
+}
+
+/// `prog` over our library (`ours`) or rdma-core's.
+fn over(prog: &str, ours: bool) -> Command {
+    let mut c = Command::new(prog);
+    if ours {
+        c.env("LD_LIBRARY_PATH", lib_dir());
+    } else {
+        c.env_remove("LD_LIBRARY_PATH");
+    }
+    c
+}
+
+fn who(ours: bool) -> &'static str {
+    if ours {
+        "ours"
+    } else {
+        "rdma-core"
+    }
+}
+
+/// The loader's account (`LD_DEBUG=libs`): `prog` over ours initialised
+/// our libibverbs, and rdma-core's librdmacm, not Debian's libibverbs.
+fn assert_ours_loaded(prog: &str, args: &[&str]) {
+    let out = over(prog, true)
+        .args(args)
+        .env("LD_DEBUG", "libs")
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = format!("calling init: {}/libibverbs.so.1", lib_dir().display());
+    assert!(
+        err.lines().any(|l| l.contains(&want)),
+        "{prog} did not load ours: {}",
+        show(&out)
+    );
+    assert!(
+        err.contains("librdmacm.so.1"),
+        "{prog} did not load librdmacm: {}",
+        show(&out)
+    );
+    assert!(
+        !err.contains("/usr/lib/x86_64-linux-gnu/libibverbs.so.1"),
+        "{prog} also loaded rdma-core's libibverbs: {}",
+        show(&out)
+    );
+}
+
+/// `rping -C 100 -V -v`, the server over `server_ours ? ours : rdma-core`
+/// and the client over the other: 100 validated pings of `size` bytes.
+fn rping_pair(server_ours: bool, size: usize) {
+    let e = env();
+    let port = PORT.fetch_add(1, Ordering::Relaxed).to_string();
+    let size_s = size.to_string();
+    let srv = Background::spawn(over("rping", server_ours).args([
+        "-s", "-a", &e.addr, "-p", &port, "-S", &size_s, "-v",
+    ]));
+    let out = retry_until_ok(Duration::from_secs(20), || {
+        let mut c = over("rping", !server_ours);
+        c.args([
+            "-c", "-a", &e.addr, "-p", &port, "-S", &size_s, "-C", "100", "-V", "-v",
+        ]);
+        c
+    });
+    let what = format!(
+        "rping server over {}, client over {}, {size} B",
+        who(server_ours),
+        who(!server_ours)
+    );
+    assert!(out.status.success(), "{what}: {}", show(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let pings: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("ping data: "))
+        .collect();
+    assert_eq!(pings.len(), 100, "{what}: {text}");
+    assert!(pings[0].starts_with("ping data: rdma-ping-0: ABCDEFG"), "{what}");
+    assert!(pings[99].starts_with("ping data: rdma-ping-99: "), "{what}");
+    assert_eq!(pings[0].len(), "ping data: ".len() + size - 1, "{what}");
+    let s = srv.wait(Duration::from_secs(30));
+    assert!(s.status.success(), "{what}: server: {}", show(&s));
+    let n = String::from_utf8_lossy(&s.stdout)
+        .lines()
+        .filter(|l| l.starts_with("server ping data: "))
+        .count();
+    assert_eq!(n, 100, "{what}: server: {}", show(&s));
+}
+
+#[test]
+fn rping_over_ours_against_rdma_core_both_roles() {
+    assert_ours_loaded("rping", &["-h"]);
+    for size in [64, 200] {
+        rping_pair(true, size);
+        rping_pair(false, size);
+    }
+}
+
+/// Both ends succeeded and printed `lines` in this order.
+fn check(whom: &str, out: &Output, lines: &[&str]) {
+    assert!(out.status.success(), "{whom}: {}", show(out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut at = text.lines();
+    for l in lines {
+        assert!(
+            at.any(|t| t == *l),
+            "{whom} lacks {l:?} (in order): {}",
+            show(out)
+        );
+    }
+}
+
+/// Waits (at most 20 s) until something listens on TCP port `port` as
+/// `rdma resource show cm_id` lists it (a client started earlier would
+/// have some connections rejected).
+fn wait_listening(server: &mut Background, port: u16) {
+    let want = format!("src-addr {}:{port} ", env().addr);
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let o = Command::new("rdma")
+            .args(["resource", "show", "cm_id"])
+            .output()
+            .expect("rdma (iproute2)");
+        let text = String::from_utf8_lossy(&o.stdout);
+        if text
+            .lines()
+            .any(|l| l.contains("state LISTEN ps TCP ") && l.contains(&want))
+        {
+            return;
+        }
+        if let Some(st) = server.0.as_mut().and_then(|c| c.try_wait().unwrap()) {
+            panic!("the server exited ({st}) before listening");
+        }
+        assert!(Instant::now() < until, "nothing listens on {port}: {text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn ucmatose_pair(server_ours: bool, extra: &[&str]) {
+    let port = PORT.fetch_add(1, Ordering::Relaxed);
+    let (addr, port_s) = (env().addr, port.to_string());
+    let mut s = Background::spawn(
+        over("ucmatose", server_ours)
+            .args(["-b", &addr, "-p", &port_s])
+            .args(extra),
+    );
+    wait_listening(&mut s, port);
+    let c = retry_until_ok(Duration::from_secs(20), || {
+        let mut c = over("ucmatose", !server_ours);
+        c.args(["-s", &addr, "-p", &port_s]).args(extra);
+        c
+    });
+    let s = s.wait(Duration::from_secs(60));
+    let ctx = format!(
+        "server over {}, client over {} {extra:?}",
+        who(server_ours),
+        who(!server_ours)
+    );
+    check(
+        &format!("server ({ctx})"),
+        &s,
+        &[
+            "cmatose: starting server",
+            "initiating data transfers",
+            "completing sends",
+            "receiving data transfers",
+            "data transfers complete",
+            "cmatose: disconnecting",
+            "disconnected",
+            "test complete",
+            "return status 0",
+        ],
+    );
+    check(
+        &format!("client ({ctx})"),
+        &c,
+        &[
+            "cmatose: starting client",
+            "cmatose: connecting",
+            "receiving data transfers",
+            "sending replies",
+            "data transfers complete",
+            "test complete",
+            "return status 0",
+        ],
+    );
+}
+
+#[test]
+fn ucmatose_over_ours_against_rdma_core_both_roles() {
+    assert_ours_loaded("ucmatose", &["-h"]);
+    let many = ["-c", "4", "-C", "20", "-S", "1000"];
+    ucmatose_pair(true, &many);
+    ucmatose_pair(false, &many);
+}
+
+/// `ibv_asyncwatch` writing to a file (it runs until killed).
+struct Watcher {
+    child: Child,
+    out: PathBuf,
+}
+
+impl Watcher {
+    fn spawn(ours: bool) -> Watcher {
+        let out = std::env::temp_dir().join(format!("ibv-asyncwatch-{}.out", who(ours)));
+        let f = std::fs::File::create(&out).expect("create the output file");
+        let child = over("ibv_asyncwatch", ours)
+            .args(["-d", &env().dev])
+            .stdout(f)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn ibv_asyncwatch");
+        Watcher { child, out }
+    }
+
+    fn text(&self) -> String {
+        std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+
+    fn wait_ready(&self) {
+        let until = Instant::now() + Duration::from_secs(20);
+        while !self.text().contains("async event FD") {
+            assert!(Instant::now() < until, "{} never started", self.out.display());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn events(&self) -> Vec<String> {
+        self.text()
+            .lines()
+            .filter(|l| l.starts_with("  event_type "))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn ip(args: &[&str]) {
+    let o = Command::new("ip").args(args).output().expect("ip");
+    assert!(o.status.success(), "ip {args:?}: {}", show(&o));
+}
+
+#[test]
+fn ibv_asyncwatch_over_ours_sees_the_port_events() {
+    let theirs = Watcher::spawn(false);
+    let ours = Watcher::spawn(true);
+    theirs.wait_ready();
+    ours.wait_ready();
+    ip(&["link", "set", "veth0", "down"]);
+    std::thread::sleep(Duration::from_millis(500));
+    ip(&["link", "set", "veth0", "up"]);
+    // The port comes back before the tests that follow run.
+    let until = Instant::now() + Duration::from_secs(20);
+    let state = format!("/sys/class/infiniband/{}/ports/1/state", env().dev);
+    while !std::fs::read_to_string(&state)
+        .unwrap_or_default()
+        .contains("ACTIVE")
+    {
+        assert!(Instant::now() < until, "the port did not come back");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let until = Instant::now() + Duration::from_secs(10);
+    while theirs.events() != ours.events() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (t, o) = (theirs.events(), ours.events());
+    assert_eq!(o, t, "ours:\n{}\ntheirs:\n{}", ours.text(), theirs.text());
+    for want in [
+        "  event_type IBV_EVENT_PORT_ERR (10), port 1",
+        "  event_type IBV_EVENT_PORT_ACTIVE (9), port 1",
+    ] {
+        assert!(o.iter().any(|l| l == want), "no {want:?}: {o:?}");
+    }
+    // The fd C programs print is the one rverbs reads (a real, open fd).
+    let first = ours.text();
+    let fd: i32 = first
+        .lines()
+        .next()
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no fd in {first:?}"));
+    let link = std::fs::read_link(format!("/proc/{}/fd/{fd}", ours.child.id()))
+        .expect("the async fd is open in the process");
+    assert!(
+        link.to_string_lossy().contains("[infinibandevent]"),
+        "{link:?}"
+    );
+}
+
+/// A C program over `verbs.h`: an RC QP connected to itself, moved to SQD
+/// with `en_sqd_async_notify`; it polls `async_fd`, reads the
+/// `SQ_DRAINED` event, checks it names its QP, acks it, and destroys
+/// everything. Prints what it saw, the same over both libraries.
+const ASYNC_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <infiniband/verbs.h>
+
+#define CHECK(x) do { if (!(x)) { printf("FAIL %s:%d %s\n", __FILE__, __LINE__, #x); return 1; } } while (0)
+
+int main(int argc, char **argv) {
+    int n, gid_index = atoi(argv[2]);
+    struct ibv_device **list = ibv_get_device_list(&n);
+    struct ibv_device *dev = NULL;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(ibv_get_device_name(list[i]), argv[1])) dev = list[i];
+    CHECK(dev);
+    struct ibv_context *ctx = ibv_open_device(dev);
+    CHECK(ctx);
+    struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+    CHECK(poll(&p, 1, 0) == 0);
+    printf("no event before: ok\n");
+    struct ibv_pd *pd = ibv_alloc_pd(ctx);
+    struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+    CHECK(pd && cq);
+    struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+        .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
+    struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+    CHECK(qp);
+    union ibv_gid gid;
+    CHECK(ibv_query_gid(ctx, 1, gid_index, &gid) == 0);
+    struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+        .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+    CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
+    memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTR; a.path_mtu = IBV_MTU_1024; a.dest_qp_num = qp->qp_num;
+    a.rq_psn = 0; a.max_dest_rd_atomic = 1; a.min_rnr_timer = 12;
+    a.ah_attr.is_global = 1; a.ah_attr.grh.dgid = gid; a.ah_attr.grh.sgid_index = gid_index;
+    a.ah_attr.grh.hop_limit = 1; a.ah_attr.port_num = 1;
+    CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+        IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0);
+    memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTS; a.timeout = 14; a.retry_cnt = 7; a.rnr_retry = 7;
+    a.sq_psn = 0; a.max_rd_atomic = 1;
+    CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+        IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+    printf("rts: ok\n");
+    memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_SQD; a.en_sqd_async_notify = 1;
+    CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY) == 0);
+    printf("sqd: ok\n");
+    CHECK(poll(&p, 1, 5000) == 1);
+    struct ibv_async_event ev;
+    CHECK(ibv_get_async_event(ctx, &ev) == 0);
+    printf("event %d (%s), names our qp: %s\n", ev.event_type,
+        ibv_event_type_str(ev.event_type), ev.element.qp == qp ? "yes" : "no");
+    printf("events_completed before ack: %u\n", qp->events_completed);
+    ibv_ack_async_event(&ev);
+    printf("events_completed after ack: %u\n", qp->events_completed);
+    CHECK(ibv_destroy_qp(qp) == 0);
+    CHECK(ibv_destroy_cq(cq) == 0);
+    CHECK(ibv_dealloc_pd(pd) == 0);
+    CHECK(poll(&p, 1, 0) == 0);
+    printf("nothing left: ok\n");
+    printf("%s\n", ibv_event_type_str(IBV_EVENT_PORT_ACTIVE));
+    CHECK(ibv_close_device(ctx) == 0);
+    ibv_free_device_list(list);
+    return 0;
+}
+"#;
+
+/// Compiles [`ASYNC_C`] (the host's gcc and libibverbs-dev, through the
+/// VM's chroot), linked against `libibverbs.so.1` by name.
+fn async_prog() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rverbs-async-c-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (src, exe) = (dir.join("async.c"), dir.join("async"));
+    std::fs::write(&src, ASYNC_C).expect("write async.c");
+    let o = Command::new("cc")
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .arg("-libverbs")
+        .output()
+        .expect("cc (gcc, libibverbs-dev)");
+    assert!(o.status.success(), "cc: {}", show(&o));
+    exe
+}
+
+#[test]
+fn qp_async_events_through_verbs_h_the_same_over_both() {
+    let exe = async_prog();
+    let e = env();
+    let run = |ours: bool| {
+        let mut c = over(exe.to_str().expect("utf-8 path"), ours);
+        c.args([e.dev.as_str(), &e.gid.to_string()]);
+        let o = c.output().expect("run the async program");
+        assert!(o.status.success(), "over {}: {}", who(ours), show(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let (theirs, ours) = (run(false), run(true));
+    assert!(
+        theirs.contains("event 5 (send queue drained), names our qp: yes"),
+        "{theirs}"
+    );
+    assert_eq!(ours, theirs, "over ours vs over rdma-core");
+}
