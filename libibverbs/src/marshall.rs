@@ -293,7 +293,11 @@ mod tests {
             .arg(&src)
             .output()
             .expect("the layout test needs `cc` and libibverbs-dev");
-        assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+        assert!(
+            cc.status.success(),
+            "{}",
+            String::from_utf8_lossy(&cc.stderr)
+        );
         let out = std::process::Command::new(&exe).output().expect("run");
         let got: Vec<usize> = String::from_utf8_lossy(&out.stdout)
             .lines()
@@ -323,7 +327,10 @@ mod tests {
         };
         // SAFETY: both are live locals of the right types.
         unsafe { copy_qp_attr_from_kern(&mut d, &k) };
-        assert_eq!((d.qp_state, d.path_mtu, d.dest_qp_num, d.rq_psn), (2, 3, 0x11, 77));
+        assert_eq!(
+            (d.qp_state, d.path_mtu, d.dest_qp_num, d.rq_psn),
+            (2, 3, 0x11, 77)
+        );
         assert_eq!((d.max_dest_rd_atomic, d.min_rnr_timer), (4, 12));
         assert_eq!(d.ah_attr.is_global, 1);
         assert_eq!(d.ah_attr.grh.dgid.raw, [9; 16]);

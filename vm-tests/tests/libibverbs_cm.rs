@@ -3,7 +3,10 @@
 //! over our library) against the same program over rdma-core in the other
 //! role; `ibv_asyncwatch` over ours sees the port events rdma-core's sees;
 //! a C program compiled here (QP async events: `SQ_DRAINED` names the QP,
-//! `async_fd` polls, the ack counts) prints the same over both.
+//! `async_fd` polls, the ack counts) prints the same over both; perftest's
+//! `ib_write_bw`, `ib_send_lat`, `ib_read_bw`, `ib_atomic_bw` (and two
+//! with `-R`, through librdmacm) over ours against rdma-core's, both
+//! roles, print what rdma-core prints (numbers aside).
 
 mod common;
 
@@ -14,7 +17,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-static PORT: AtomicU16 = AtomicU16::new(19300);
+static PORT: AtomicU16 = AtomicU16::new(19600);
 
 /// A directory holding our library as `libibverbs.so.1`, as in
 /// `libibverbs.rs`: panics, never skips, if it was not built.
@@ -95,9 +98,9 @@ fn rping_pair(server_ours: bool, size: usize) {
     let e = env();
     let port = PORT.fetch_add(1, Ordering::Relaxed).to_string();
     let size_s = size.to_string();
-    let srv = Background::spawn(over("rping", server_ours).args([
-        "-s", "-a", &e.addr, "-p", &port, "-S", &size_s, "-v",
-    ]));
+    let srv = Background::spawn(
+        over("rping", server_ours).args(["-s", "-a", &e.addr, "-p", &port, "-S", &size_s, "-v"]),
+    );
     let out = retry_until_ok(Duration::from_secs(20), || {
         let mut c = over("rping", !server_ours);
         c.args([
@@ -117,7 +120,10 @@ fn rping_pair(server_ours: bool, size: usize) {
         .filter(|l| l.starts_with("ping data: "))
         .collect();
     assert_eq!(pings.len(), 100, "{what}: {text}");
-    assert!(pings[0].starts_with("ping data: rdma-ping-0: ABCDEFG"), "{what}");
+    assert!(
+        pings[0].starts_with("ping data: rdma-ping-0: ABCDEFG"),
+        "{what}"
+    );
     assert!(pings[99].starts_with("ping data: rdma-ping-99: "), "{what}");
     assert_eq!(pings[0].len(), "ping data: ".len() + size - 1, "{what}");
     let s = srv.wait(Duration::from_secs(30));
@@ -152,11 +158,12 @@ fn check(whom: &str, out: &Output, lines: &[&str]) {
     }
 }
 
-/// Waits (at most 20 s) until something listens on TCP port `port` as
-/// `rdma resource show cm_id` lists it (a client started earlier would
-/// have some connections rejected).
+/// Waits (at most 20 s) until something listens on TCP port `port` (on
+/// the test address or any) as `rdma resource show cm_id` lists it (a
+/// client started earlier would have some connections rejected).
 fn wait_listening(server: &mut Background, port: u16) {
     let want = format!("src-addr {}:{port} ", env().addr);
+    let any = format!("src-addr 0.0.0.0:{port} ");
     let until = Instant::now() + Duration::from_secs(20);
     loop {
         let o = Command::new("rdma")
@@ -166,7 +173,7 @@ fn wait_listening(server: &mut Background, port: u16) {
         let text = String::from_utf8_lossy(&o.stdout);
         if text
             .lines()
-            .any(|l| l.contains("state LISTEN ps TCP ") && l.contains(&want))
+            .any(|l| l.contains("state LISTEN ps TCP ") && (l.contains(&want) || l.contains(&any)))
         {
             return;
         }
@@ -262,7 +269,11 @@ impl Watcher {
     fn wait_ready(&self) {
         let until = Instant::now() + Duration::from_secs(20);
         while !self.text().contains("async event FD") {
-            assert!(Instant::now() < until, "{} never started", self.out.display());
+            assert!(
+                Instant::now() < until,
+                "{} never started",
+                self.out.display()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -445,4 +456,131 @@ fn qp_async_events_through_verbs_h_the_same_over_both() {
         "{theirs}"
     );
     assert_eq!(ours, theirs, "over ours vs over rdma-core");
+}
+
+/// Waits until something listens on TCP `port` (perftest's client does not
+/// retry its connection).
+fn wait_tcp_listening(server: &mut Background, port: u16) {
+    let hex = format!(":{port:04X} ");
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+        if tcp
+            .lines()
+            .any(|l| l.contains(&hex) && l.split_whitespace().nth(3) == Some("0A"))
+        {
+            return;
+        }
+        if let Some(st) = server.0.as_mut().and_then(|c| c.try_wait().unwrap()) {
+            panic!("the server exited ({st}) before listening");
+        }
+        assert!(Instant::now() < until, "nothing listens on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// perftest's output with every token that holds a digit masked: the
+/// layout (banner, header, columns), not the figures, QPNs or addresses.
+fn layout(o: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| {
+            l.split_whitespace()
+                .map(|t| {
+                    if t.bytes().any(|b| b.is_ascii_digit()) {
+                        "#"
+                    } else {
+                        t
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// One perftest run: the server over `server_ours ? ours : rdma-core`,
+/// the client over the other, same flags; (server, client) output.
+fn perftest_pair(tool: &str, server_ours: bool, extra: &[&str]) -> (Output, Output) {
+    let e = env();
+    let port = PORT.fetch_add(1, Ordering::Relaxed);
+    let (p, gid) = (port.to_string(), e.gid.to_string());
+    // -F: under an emulated CPU perftest's clock check is too noisy.
+    let mut args = vec![
+        "-d",
+        e.dev.as_str(),
+        "-x",
+        &gid,
+        "-p",
+        &p,
+        "-F",
+        "-n",
+        "100",
+    ];
+    args.extend_from_slice(extra);
+    let rdma_cm = extra.contains(&"-R");
+    let cmd = |ours: bool| {
+        // perftest waits for its peer without limit.
+        let mut c = over("timeout", ours);
+        c.args(["90", tool]).args(&args);
+        c
+    };
+    let mut s = Background::spawn(&mut cmd(server_ours));
+    if rdma_cm {
+        wait_listening(&mut s, port);
+    } else {
+        wait_tcp_listening(&mut s, port);
+    }
+    let c = cmd(!server_ours)
+        .arg(&e.addr)
+        .output()
+        .expect("run perftest");
+    let s = s.wait(Duration::from_secs(120));
+    let what = format!(
+        "{tool} {extra:?}: server over {}, client over {}",
+        who(server_ours),
+        who(!server_ours)
+    );
+    assert!(c.status.success(), "client of {what}: {}", show(&c));
+    assert!(s.status.success(), "server of {what}: {}", show(&s));
+    (s, c)
+}
+
+/// `tool` over ours in both roles against rdma-core's: every run reports
+/// one result row under perftest's header, and ours prints in each role
+/// exactly what rdma-core printed in that role (numbers masked).
+fn perftest_both_roles(tool: &str, extra: &[&str]) {
+    let (ours_srv, theirs_cli) = perftest_pair(tool, true, extra);
+    let (theirs_srv, ours_cli) = perftest_pair(tool, false, extra);
+    for (role, o, t) in [
+        ("server", &ours_srv, &theirs_srv),
+        ("client", &ours_cli, &theirs_cli),
+    ] {
+        let text = String::from_utf8_lossy(&t.stdout);
+        assert!(
+            text.contains("#bytes"),
+            "{tool} {extra:?} {role} over rdma-core printed no results: {}",
+            show(t)
+        );
+        assert_eq!(
+            layout(o),
+            layout(t),
+            "{tool} {extra:?} {role}: over ours:\n{}\nover rdma-core:\n{}",
+            show(o),
+            show(t)
+        );
+    }
+}
+
+#[test]
+fn perftest_over_ours_against_rdma_core_both_roles() {
+    assert_ours_loaded("ib_write_bw", &["-h"]);
+    for tool in ["ib_write_bw", "ib_send_lat", "ib_read_bw", "ib_atomic_bw"] {
+        perftest_both_roles(tool, &[]);
+    }
+    // Connection through rdma_cm: rdma-core's librdmacm over ours.
+    for tool in ["ib_write_bw", "ib_send_lat"] {
+        perftest_both_roles(tool, &["-R"]);
+    }
 }
