@@ -33,6 +33,7 @@ mod async_event;
 mod device;
 mod marshall;
 mod post;
+mod qp_ex;
 mod strs;
 mod stubs;
 mod verbs;

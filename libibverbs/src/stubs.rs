@@ -34,7 +34,6 @@ export!("ibv_create_ah" = null_eopnotsupp);
 export!("ibv_create_ah_from_wc" = null_eopnotsupp);
 export!("ibv_create_srq" = null_eopnotsupp);
 export!("ibv_rereg_mr" = errno_eopnotsupp);
-export!("ibv_qp_to_qp_ex" = null_eopnotsupp);
 export!("ibv_import_device" = null_eopnotsupp);
 export!("ibv_import_mr" = null_eopnotsupp);
 export!("ibv_import_pd" = null_eopnotsupp);

@@ -359,6 +359,9 @@ export!("ibv_ack_cq_events" = ack_cq_events);
 #[repr(C)]
 pub(crate) struct QpBox {
     pub(crate) c: IbvQp,
+    /// The rest of `struct ibv_qp_ex`, right after the `ibv_qp` as C
+    /// expects of a QP it got from `ibv_create_qp_ex`.
+    pub(crate) ex: crate::qp_ex::QpEx,
     pub(crate) qp: Mutex<Qp>,
     /// What ibv_query_qp reports beyond the state and caps: the attributes
     /// last set by ibv_modify_qp.
@@ -375,7 +378,7 @@ pub(crate) unsafe fn qp_of<'a>(q: *mut IbvQp) -> Option<&'a QpBox> {
     unsafe { q.cast::<QpBox>().as_ref() }
 }
 
-unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut IbvQp {
+pub(crate) unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut IbvQp {
     // SAFETY: a PD of ours and a readable init attr (C contract).
     let (Some(pd), Some(a)) = (unsafe { pd_of(p) }, unsafe { init.as_mut() }) else {
         return null_errno(libc::EINVAL);
@@ -449,6 +452,7 @@ unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut 
     let handle = qp.user_handle();
     let q = Box::into_raw(Box::new(QpBox {
         c,
+        ex: crate::qp_ex::QpEx::new(),
         qp: Mutex::new(qp),
         attr: Mutex::new(IbvQpAttr::default()),
         init: *a,
