@@ -352,7 +352,9 @@ unsafe extern "C" fn wr_set_sge_list(q: *mut IbvQpExC, n: usize, list: *const Ib
         return;
     }
     // SAFETY: list holds n readable ibv_sge (C contract; checked non-NULL).
-    let sges: Vec<IbvSge> = (0..n).map(|i| unsafe { list.add(i).read_unaligned() }).collect();
+    let sges: Vec<IbvSge> = (0..n)
+        .map(|i| unsafe { list.add(i).read_unaligned() })
+        .collect();
     // SAFETY: forwarded C contract.
     unsafe {
         set_last(q, |r| {
@@ -610,11 +612,29 @@ mod tests {
             )*};
         }
         tail!(
-            wr_id, wr_flags, wr_atomic_cmp_swp, wr_atomic_fetch_add, wr_bind_mw, wr_local_inv,
-            wr_rdma_read, wr_rdma_write, wr_rdma_write_imm, wr_send, wr_send_imm, wr_send_inv,
-            wr_send_tso, wr_set_ud_addr, wr_set_xrc_srqn, wr_set_inline_data,
-            wr_set_inline_data_list, wr_set_sge, wr_set_sge_list, wr_start, wr_complete,
-            wr_abort, wr_atomic_write
+            wr_id,
+            wr_flags,
+            wr_atomic_cmp_swp,
+            wr_atomic_fetch_add,
+            wr_bind_mw,
+            wr_local_inv,
+            wr_rdma_read,
+            wr_rdma_write,
+            wr_rdma_write_imm,
+            wr_send,
+            wr_send_imm,
+            wr_send_inv,
+            wr_send_tso,
+            wr_set_ud_addr,
+            wr_set_xrc_srqn,
+            wr_set_inline_data,
+            wr_set_inline_data_list,
+            wr_set_sge,
+            wr_set_sge_list,
+            wr_start,
+            wr_complete,
+            wr_abort,
+            wr_atomic_write
         );
         macro_rules! init {
             ($($f:ident $(. $g:ident)*),*) => {$(
@@ -626,10 +646,25 @@ mod tests {
             )*};
         }
         init!(
-            qp_context, send_cq, recv_cq, srq, cap, qp_type, sq_sig_all, comp_mask, pd, xrcd,
-            create_flags, max_tso_header, rwq_ind_tbl, rx_hash_conf.rx_hash_function,
-            rx_hash_conf.rx_hash_key_len, rx_hash_conf.rx_hash_key,
-            rx_hash_conf.rx_hash_fields_mask, source_qpn, send_ops_flags
+            qp_context,
+            send_cq,
+            recv_cq,
+            srq,
+            cap,
+            qp_type,
+            sq_sig_all,
+            comp_mask,
+            pd,
+            xrcd,
+            create_flags,
+            max_tso_header,
+            rwq_ind_tbl,
+            rx_hash_conf.rx_hash_function,
+            rx_hash_conf.rx_hash_key_len,
+            rx_hash_conf.rx_hash_key,
+            rx_hash_conf.rx_hash_fields_mask,
+            source_qpn,
+            send_ops_flags
         );
         let mut prog = String::from(
             "#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\n\
@@ -649,7 +684,11 @@ mod tests {
             .arg(&src)
             .output()
             .expect("the layout test needs `cc` and libibverbs-dev");
-        assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+        assert!(
+            cc.status.success(),
+            "{}",
+            String::from_utf8_lossy(&cc.stderr)
+        );
         let out = std::process::Command::new(&exe).output().expect("run");
         let got: Vec<usize> = String::from_utf8_lossy(&out.stdout)
             .lines()
