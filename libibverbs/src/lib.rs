@@ -30,6 +30,7 @@
 
 pub mod abi;
 mod async_event;
+mod cq_ex;
 mod device;
 mod marshall;
 mod post;

@@ -218,6 +218,9 @@ export!("ibv_destroy_comp_channel" = destroy_comp_channel);
 #[repr(C)]
 pub(crate) struct CqBox {
     pub(crate) c: IbvCq,
+    /// The rest of `struct ibv_cq_ex`, right after the `ibv_cq` as C
+    /// expects of a CQ it got from `ibv_create_cq_ex`.
+    pub(crate) ex: crate::cq_ex::CqEx,
     pub(crate) cq: Mutex<Cq>,
     chan: *const ChanBox,
     users: AtomicUsize,
@@ -229,7 +232,7 @@ pub(crate) unsafe fn cq_of<'a>(c: *mut IbvCq) -> Option<&'a CqBox> {
     unsafe { c.cast::<CqBox>().as_ref() }
 }
 
-unsafe extern "C" fn create_cq(
+pub(crate) unsafe extern "C" fn create_cq(
     c: *mut IbvContext,
     cqe: c_int,
     cq_context: *mut c_void,
@@ -266,6 +269,7 @@ unsafe extern "C" fn create_cq(
             comp_events_completed: 0,
             async_events_completed: 0,
         },
+        ex: crate::cq_ex::CqEx::new(),
         cq: Mutex::new(cq),
         chan: chan.map_or(std::ptr::null(), std::ptr::from_ref),
         users: AtomicUsize::new(0),
