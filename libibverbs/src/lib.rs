@@ -35,6 +35,7 @@ mod device;
 mod marshall;
 mod post;
 mod qp_ex;
+mod rate;
 mod strs;
 mod stubs;
 mod verbs;

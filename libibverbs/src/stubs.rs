@@ -53,10 +53,6 @@ export!("ibv_init_ah_from_wc" = errno_eopnotsupp);
 export!("ibv_resolve_eth_l2_from_gid" = errno_eopnotsupp);
 export!("ibv_query_qp_data_in_order" = nothing);
 // Calls that return -1 (or a negative errno) on failure.
-export!("ibv_rate_to_mult" = minus1_eopnotsupp);
-export!("ibv_rate_to_mbps" = minus1_eopnotsupp);
-export!("mult_to_ibv_rate" = nothing);
-export!("mbps_to_ibv_rate" = nothing);
 // void, or nothing to do.
 export!("ibv_unimport_mr" = nothing);
 export!("ibv_unimport_pd" = nothing);
