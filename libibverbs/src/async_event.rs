@@ -9,7 +9,8 @@
 //! libibverbs, destroying a QP or CQ waits until every event handed out
 //! for it has been acknowledged (`ibv_cmd_destroy_qp` waits on
 //! `events_reported` from the kernel; the kernel counts an event as
-//! reported when it is read, which is when this module counts it).
+//! reported when it is read, which is when this module counts it). CQs
+//! wait for their completion events' acknowledgements the same way.
 
 use crate::abi::{IbvContext, IbvCq, IbvQp};
 use crate::device::ctx_of;
@@ -28,11 +29,20 @@ pub(crate) enum Kind {
 }
 
 /// One registered object: its C pointer, and the events for it handed out
-/// by `ibv_get_async_event` and acknowledged so far.
+/// (by `ibv_get_async_event`, and for CQs by `ibv_get_cq_event`) and
+/// acknowledged so far.
 struct Obj {
     ptr: usize,
     reported: u32,
     acked: u32,
+    comp_reported: u32,
+    comp_acked: u32,
+}
+
+impl Obj {
+    fn settled(&self) -> bool {
+        self.acked == self.reported && self.comp_acked == self.comp_reported
+    }
 }
 
 struct Registry {
@@ -60,19 +70,36 @@ pub(crate) fn register(kind: Kind, handle: u64, ptr: *mut c_void) {
             ptr: ptr as usize,
             reported: 0,
             acked: 0,
+            comp_reported: 0,
+            comp_acked: 0,
         },
     );
 }
 
+/// Counts a completion event `ibv_get_cq_event` hands out for the CQ of
+/// user handle `handle`.
+pub(crate) fn comp_event_reported(handle: u64) {
+    if let Some(o) = objs().get_mut(&(Kind::Cq, handle)) {
+        o.comp_reported = o.comp_reported.wrapping_add(1);
+    }
+}
+
+/// Counts `n` completion events acknowledged by `ibv_ack_cq_events`, and
+/// wakes a destroy waiting for them.
+pub(crate) fn comp_events_acked(handle: u64, n: u32) {
+    if let Some(o) = objs().get_mut(&(Kind::Cq, handle)) {
+        o.comp_acked = o.comp_acked.wrapping_add(n);
+    }
+    REG.acked.notify_all();
+}
+
 /// Forgets an object that is being destroyed, first waiting (as
 /// libibverbs' destroy does) until every event handed out for it has been
-/// acknowledged by `ibv_ack_async_event`.
+/// acknowledged by `ibv_ack_async_event` (and for a CQ, every completion
+/// event by `ibv_ack_cq_events`).
 pub(crate) fn retire(kind: Kind, handle: u64) {
     let mut g = objs();
-    while g
-        .get(&(kind, handle))
-        .is_some_and(|o| o.acked != o.reported)
-    {
+    while g.get(&(kind, handle)).is_some_and(|o| !o.settled()) {
         g = REG.acked.wait(g).unwrap_or_else(|p| p.into_inner());
     }
     g.remove(&(kind, handle));

@@ -291,7 +291,8 @@ unsafe extern "C" fn destroy_cq(c: *mut IbvCq) -> c_int {
     if busy(&b.users) {
         return ret_errno(libc::EBUSY);
     }
-    // Waits for async events handed out for it to be acknowledged.
+    // Waits for the async and completion events handed out for it to be
+    // acknowledged.
     let handle = lock(&b.cq).user_handle();
     crate::async_event::retire(crate::async_event::Kind::Cq, handle);
     // SAFETY: the channel outlives its CQs (destroy_comp_channel refuses
@@ -335,6 +336,7 @@ unsafe extern "C" fn get_cq_event(
         set_errno(libc::EIO);
         return -1;
     };
+    crate::async_event::comp_event_reported(handle);
     let cq = p as *mut IbvCq;
     if !cq_out.is_null() {
         // SAFETY: a writable pointer slot (C contract).
@@ -348,12 +350,13 @@ unsafe extern "C" fn get_cq_event(
 }
 export!("ibv_get_cq_event" = get_cq_event);
 
-/// `ibv_ack_cq_events`: rverbs counts events as it reads them, so this
-/// only keeps the C-visible counter.
+/// `ibv_ack_cq_events`: rverbs counts events as it reads them; this keeps
+/// the C-visible counter, and the count `ibv_destroy_cq` waits for.
 unsafe extern "C" fn ack_cq_events(c: *mut IbvCq, n: c_uint) {
     // SAFETY: a CQ of ours (C contract).
     if let Some(b) = unsafe { cq_of(c) } {
-        let _g = lock(&b.cq);
+        let g = lock(&b.cq);
+        crate::async_event::comp_events_acked(g.user_handle(), n);
         // SAFETY: the counter is written only here, under the CQ's lock.
         unsafe { (*c).comp_events_completed = (*c).comp_events_completed.wrapping_add(n) };
     }

@@ -349,16 +349,27 @@ fn ibv_asyncwatch_over_ours_sees_the_port_events() {
 
 /// A C program over `verbs.h`: an RC QP connected to itself, moved to SQD
 /// with `en_sqd_async_notify`; it polls `async_fd`, reads the
-/// `SQ_DRAINED` event, checks it names its QP, acks it, and destroys
-/// everything. Prints what it saw, the same over both libraries.
+/// `SQ_DRAINED` event, checks it names its QP, acks it; back in RTS, a
+/// completion event whose ack a thread delays, which `ibv_destroy_cq`
+/// waits for; then destroys everything. Prints what it saw, the same over
+/// both libraries.
 const ASYNC_C: &str = r#"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 #define CHECK(x) do { if (!(x)) { printf("FAIL %s:%d %s\n", __FILE__, __LINE__, #x); return 1; } } while (0)
+
+static void *late_ack(void *cq) {
+    usleep(300000);
+    ibv_ack_cq_events(cq, 1);
+    return NULL;
+}
 
 int main(int argc, char **argv) {
     int n, gid_index = atoi(argv[2]);
@@ -373,7 +384,9 @@ int main(int argc, char **argv) {
     CHECK(poll(&p, 1, 0) == 0);
     printf("no event before: ok\n");
     struct ibv_pd *pd = ibv_alloc_pd(ctx);
-    struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+    struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+    CHECK(ch);
+    struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, ch, 0);
     CHECK(pd && cq);
     struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
         .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
@@ -409,8 +422,42 @@ int main(int argc, char **argv) {
     printf("events_completed before ack: %u\n", qp->events_completed);
     ibv_ack_async_event(&ev);
     printf("events_completed after ack: %u\n", qp->events_completed);
+    /* Back to RTS; a completion event; ibv_destroy_cq waits for its ack. */
+    memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTS;
+    CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0);
+    CHECK(ibv_req_notify_cq(cq, 0) == 0);
+    struct ibv_recv_wr rw = { .wr_id = 1 }, *brw;
+    CHECK(ibv_post_recv(qp, &rw, &brw) == 0);
+    struct ibv_send_wr sw = { .wr_id = 2, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bsw;
+    CHECK(ibv_post_send(qp, &sw, &bsw) == 0);
+    struct ibv_cq *evcq;
+    void *evctx;
+    CHECK(ibv_get_cq_event(ch, &evcq, &evctx) == 0 && evcq == cq);
+    struct ibv_wc wc[4];
+    int got = 0;
+    for (long spin = 0; got < 2 && spin < 1000000000L; spin++) {
+        int r = ibv_poll_cq(cq, 4 - got, wc + got);
+        CHECK(r >= 0);
+        for (int i = got; i < got + r; i++)
+            if (wc[i].status != IBV_WC_SUCCESS) {
+                printf("wc %d: status %s\n", i, ibv_wc_status_str(wc[i].status));
+                return 1;
+            }
+        got += r;
+    }
+    printf("completion event: ok, %d completions\n", got);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, late_ack, cq) == 0);
     CHECK(ibv_destroy_qp(qp) == 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     CHECK(ibv_destroy_cq(cq) == 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    pthread_join(t, NULL);
+    long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    printf("destroy_cq waited for the ack: %s\n", ms >= 250 ? "yes" : "no");
+    CHECK(ibv_destroy_comp_channel(ch) == 0);
     CHECK(ibv_dealloc_pd(pd) == 0);
     CHECK(poll(&p, 1, 0) == 0);
     printf("nothing left: ok\n");
@@ -421,27 +468,9 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// Compiles [`ASYNC_C`] (the host's gcc and libibverbs-dev, through the
-/// VM's chroot), linked against `libibverbs.so.1` by name.
-fn async_prog() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rverbs-async-c-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let (src, exe) = (dir.join("async.c"), dir.join("async"));
-    std::fs::write(&src, ASYNC_C).expect("write async.c");
-    let o = Command::new("cc")
-        .arg("-o")
-        .arg(&exe)
-        .arg(&src)
-        .arg("-libverbs")
-        .output()
-        .expect("cc (gcc, libibverbs-dev)");
-    assert!(o.status.success(), "cc: {}", show(&o));
-    exe
-}
-
 #[test]
 fn qp_async_events_through_verbs_h_the_same_over_both() {
-    let exe = async_prog();
+    let exe = compile("async", ASYNC_C);
     let e = env();
     let run = |ours: bool| {
         let mut c = over(exe.to_str().expect("utf-8 path"), ours);
@@ -453,6 +482,10 @@ fn qp_async_events_through_verbs_h_the_same_over_both() {
     let (theirs, ours) = (run(false), run(true));
     assert!(
         theirs.contains("event 5 (send queue drained), names our qp: yes"),
+        "{theirs}"
+    );
+    assert!(
+        theirs.contains("destroy_cq waited for the ack: yes"),
         "{theirs}"
     );
     assert_eq!(ours, theirs, "over ours vs over rdma-core");
@@ -819,6 +852,7 @@ fn compile(name: &str, src: &str) -> PathBuf {
         .arg(&exe)
         .arg(&c)
         .arg("-libverbs")
+        .arg("-lpthread")
         .output()
         .expect("cc (gcc, libibverbs-dev)");
     assert!(o.status.success(), "cc {name}: {}", show(&o));
