@@ -74,6 +74,7 @@ mod ops {
     pub const ATOMIC_FETCH_AND_ADD: u64 = 1 << 6;
     pub const LOCAL_INV: u64 = 1 << 7;
     pub const SEND_WITH_INV: u64 = 1 << 9;
+    pub const ATOMIC_WRITE: u64 = 1 << 12;
     pub const SUPPORTED: u64 = RDMA_WRITE
         | RDMA_WRITE_WITH_IMM
         | SEND
@@ -82,7 +83,8 @@ mod ops {
         | ATOMIC_CMP_AND_SWP
         | ATOMIC_FETCH_AND_ADD
         | LOCAL_INV
-        | SEND_WITH_INV;
+        | SEND_WITH_INV
+        | ATOMIC_WRITE;
 }
 
 /// A function slot of `struct ibv_qp_ex` (each has its own C signature;
@@ -178,7 +180,7 @@ impl QpEx {
                 wr_start: wr_start as Slot,
                 wr_complete: wr_complete as Slot,
                 wr_abort: wr_abort as Slot,
-                wr_atomic_write: unsupported as Slot,
+                wr_atomic_write: wr_atomic_write as Slot,
             },
             enabled: false,
             send_ops: 0,
@@ -307,8 +309,28 @@ unsafe extern "C" fn wr_atomic_fetch_add(q: *mut IbvQpExC, rkey: u32, addr: u64,
     unsafe { push(q, ops::ATOMIC_FETCH_AND_ADD, op) }
 }
 
+/// `wr_atomic_write(qp, rkey, remote_addr, atomic_wr)`: the 8 bytes at
+/// `atomic_wr`, placed at the peer as one unit (IBA oA19; the kernel's rxe
+/// has it from Linux 6.2).
+unsafe extern "C" fn wr_atomic_write(q: *mut IbvQpExC, rkey: u32, addr: u64, value: *const u8) {
+    if value.is_null() {
+        // SAFETY: forwarded C contract.
+        unsafe { set_last(q, |_| Err(libc::EINVAL)) };
+        return;
+    }
+    let mut v = [0u8; 8];
+    // SAFETY: atomic_wr points to 8 readable bytes (C contract, non-NULL).
+    unsafe { std::ptr::copy_nonoverlapping(value, v.as_mut_ptr(), 8) };
+    let op = SendOp::AtomicWrite {
+        remote: remote(rkey, addr),
+        value: v,
+    };
+    // SAFETY: forwarded C contract.
+    unsafe { push(q, ops::ATOMIC_WRITE, op) }
+}
+
 /// The slots this library does not implement (memory window binds, TSO,
-/// UD and XRC addressing, ATOMIC WRITE): the batch fails with
+/// UD and XRC addressing): the batch fails with
 /// `EOPNOTSUPP` at `wr_complete`. The caller's other arguments are
 /// ignored (the C calling convention lets the callee ignore them).
 unsafe extern "C" fn unsupported(q: *mut IbvQpExC) {
