@@ -257,6 +257,9 @@ unsafe extern "C" fn open_device(d: *mut IbvDevice) -> *mut IbvContext {
         ctx,
         dev,
     });
+    let mut b = b;
+    crate::qp_ex::fill_verbs_ops(&mut b.v);
+    crate::cq_ex::fill_verbs_ops(&mut b.v);
     let p = Box::into_raw(b);
     // SAFETY: p is the live box just made; its context field is in it.
     unsafe { std::ptr::addr_of_mut!((*p).v.context) }

@@ -30,10 +30,15 @@
 
 pub mod abi;
 mod ah;
+mod async_event;
+mod cq_ex;
 mod device;
+mod marshall;
 mod misc;
 mod mw;
 mod post;
+mod qp_ex;
+mod rate;
 mod srq;
 mod strs;
 mod stubs;

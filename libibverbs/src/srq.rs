@@ -79,14 +79,17 @@ unsafe extern "C" fn create_srq(p: *mut IbvPd, init: *mut IbvSrqInitAttr) -> *mu
         cond: libc::PTHREAD_COND_INITIALIZER,
         events_completed: 0,
     };
-    Box::into_raw(Box::new(SrqBox {
+    let handle = srq.user_handle();
+    let b = Box::into_raw(Box::new(SrqBox {
         c,
         srq: Mutex::new(srq),
         pd,
         max_sge: a.attr.max_sge,
         users: AtomicUsize::new(0),
-    }))
-    .cast()
+    }));
+    // Its async events (SRQ_LIMIT_REACHED, SRQ_ERR) name this C object.
+    crate::async_event::register(crate::async_event::Kind::Srq, handle, b.cast());
+    b.cast()
 }
 export!("ibv_create_srq" = create_srq);
 
@@ -148,6 +151,10 @@ unsafe extern "C" fn destroy_srq(s: *mut IbvSrq) -> c_int {
     if b.users.load(Ordering::Acquire) != 0 {
         return ret_errno(libc::EBUSY);
     }
+    // Waits for async events handed out for it to be acknowledged, as
+    // libibverbs does.
+    let handle = lock_srq(b).user_handle();
+    crate::async_event::retire(crate::async_event::Kind::Srq, handle);
     // SAFETY: the PD outlives its SRQs (dealloc_pd refuses while users > 0).
     unsafe { (*b.pd).users.fetch_sub(1, Ordering::AcqRel) };
     // SAFETY: made by Box::into_raw in create_srq; no QP uses it (checked

@@ -31,31 +31,23 @@ extern "C" fn nothing() -> c_int {
 
 // Constructors: NULL + errno.
 export!("ibv_rereg_mr" = errno_eopnotsupp);
-export!("ibv_qp_to_qp_ex" = null_eopnotsupp);
 export!("ibv_import_device" = null_eopnotsupp);
 export!("ibv_import_mr" = null_eopnotsupp);
 export!("ibv_import_pd" = null_eopnotsupp);
 export!("ibv_import_dm" = null_eopnotsupp);
 export!("ibv_reg_dmabuf_mr" = null_eopnotsupp);
-export!("ibv_get_sysfs_path" = null_eopnotsupp);
 // Calls that return an errno.
 export!("ibv_query_ece" = errno_eopnotsupp);
 export!("ibv_set_ece" = errno_eopnotsupp);
 export!("ibv_resolve_eth_l2_from_gid" = errno_eopnotsupp);
 export!("ibv_query_qp_data_in_order" = nothing);
 // Calls that return -1 (or a negative errno) on failure.
-export!("ibv_get_async_event" = minus1_eopnotsupp);
 // void, or nothing to do.
-export!("ibv_ack_async_event" = nothing);
 export!("ibv_unimport_mr" = nothing);
 export!("ibv_unimport_pd" = nothing);
 export!("ibv_unimport_dm" = nothing);
 export!("ibv_dofork_range" = nothing);
 export!("ibv_dontfork_range" = nothing);
-export!("ibv_copy_qp_attr_from_kern" = nothing);
-export!("ibv_copy_ah_attr_from_kern" = nothing);
-export!("ibv_copy_path_rec_from_kern" = nothing);
-export!("ibv_copy_path_rec_to_kern" = nothing);
 
 // Provider-facing IBVERBS_PRIVATE_34 symbols. rdma-core's C providers
 // (libmlx5.so.1, libefa.so.1: pyverbs links them) need them to load;

@@ -220,6 +220,9 @@ export!("ibv_destroy_comp_channel" = destroy_comp_channel);
 #[repr(C)]
 pub(crate) struct CqBox {
     pub(crate) c: IbvCq,
+    /// The rest of `struct ibv_cq_ex`, right after the `ibv_cq` as C
+    /// expects of a CQ it got from `ibv_create_cq_ex`.
+    pub(crate) ex: crate::cq_ex::CqEx,
     pub(crate) cq: Mutex<Cq>,
     chan: *const ChanBox,
     users: AtomicUsize,
@@ -231,7 +234,7 @@ pub(crate) unsafe fn cq_of<'a>(c: *mut IbvCq) -> Option<&'a CqBox> {
     unsafe { c.cast::<CqBox>().as_ref() }
 }
 
-unsafe extern "C" fn create_cq(
+pub(crate) unsafe extern "C" fn create_cq(
     c: *mut IbvContext,
     cqe: c_int,
     cq_context: *mut c_void,
@@ -268,6 +271,7 @@ unsafe extern "C" fn create_cq(
             comp_events_completed: 0,
             async_events_completed: 0,
         },
+        ex: crate::cq_ex::CqEx::new(),
         cq: Mutex::new(cq),
         chan: chan.map_or(std::ptr::null(), std::ptr::from_ref),
         users: AtomicUsize::new(0),
@@ -276,6 +280,7 @@ unsafe extern "C" fn create_cq(
         ch.users.fetch_add(1, Ordering::AcqRel);
         lock(&ch.cqs).push((handle, p as usize));
     }
+    crate::async_event::register(crate::async_event::Kind::Cq, handle, p.cast());
     p.cast()
 }
 export!("ibv_create_cq" = create_cq);
@@ -288,6 +293,10 @@ unsafe extern "C" fn destroy_cq(c: *mut IbvCq) -> c_int {
     if busy(&b.users) {
         return ret_errno(libc::EBUSY);
     }
+    // Waits for the async and completion events handed out for it to be
+    // acknowledged.
+    let handle = lock(&b.cq).user_handle();
+    crate::async_event::retire(crate::async_event::Kind::Cq, handle);
     // SAFETY: the channel outlives its CQs (destroy_comp_channel refuses
     // while users > 0).
     if let Some(ch) = unsafe { b.chan.as_ref() } {
@@ -329,6 +338,7 @@ unsafe extern "C" fn get_cq_event(
         set_errno(libc::EIO);
         return -1;
     };
+    crate::async_event::comp_event_reported(handle);
     let cq = p as *mut IbvCq;
     if !cq_out.is_null() {
         // SAFETY: a writable pointer slot (C contract).
@@ -342,12 +352,13 @@ unsafe extern "C" fn get_cq_event(
 }
 export!("ibv_get_cq_event" = get_cq_event);
 
-/// `ibv_ack_cq_events`: rverbs counts events as it reads them, so this
-/// only keeps the C-visible counter.
+/// `ibv_ack_cq_events`: rverbs counts events as it reads them; this keeps
+/// the C-visible counter, and the count `ibv_destroy_cq` waits for.
 unsafe extern "C" fn ack_cq_events(c: *mut IbvCq, n: c_uint) {
     // SAFETY: a CQ of ours (C contract).
     if let Some(b) = unsafe { cq_of(c) } {
-        let _g = lock(&b.cq);
+        let g = lock(&b.cq);
+        crate::async_event::comp_events_acked(g.user_handle(), n);
         // SAFETY: the counter is written only here, under the CQ's lock.
         unsafe { (*c).comp_events_completed = (*c).comp_events_completed.wrapping_add(n) };
     }
@@ -357,6 +368,9 @@ export!("ibv_ack_cq_events" = ack_cq_events);
 #[repr(C)]
 pub(crate) struct QpBox {
     pub(crate) c: IbvQp,
+    /// The rest of `struct ibv_qp_ex`, right after the `ibv_qp` as C
+    /// expects of a QP it got from `ibv_create_qp_ex`.
+    pub(crate) ex: crate::qp_ex::QpEx,
     pub(crate) qp: Mutex<Qp>,
     /// What ibv_query_qp reports beyond the state and caps: the attributes
     /// last set by ibv_modify_qp.
@@ -374,7 +388,7 @@ pub(crate) unsafe fn qp_of<'a>(q: *mut IbvQp) -> Option<&'a QpBox> {
     unsafe { q.cast::<QpBox>().as_ref() }
 }
 
-unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut IbvQp {
+pub(crate) unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut IbvQp {
     // SAFETY: a PD of ours and a readable init attr (C contract).
     let (Some(pd), Some(a)) = (unsafe { pd_of(p) }, unsafe { init.as_mut() }) else {
         return null_errno(libc::EINVAL);
@@ -447,8 +461,10 @@ unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut 
         cond: libc::PTHREAD_COND_INITIALIZER,
         events_completed: 0,
     };
-    Box::into_raw(Box::new(QpBox {
+    let handle = qp.user_handle();
+    let q = Box::into_raw(Box::new(QpBox {
         c,
+        ex: crate::qp_ex::QpEx::new(),
         qp: Mutex::new(qp),
         attr: Mutex::new(IbvQpAttr::default()),
         init: *a,
@@ -456,8 +472,9 @@ unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut 
         send_cq: scq,
         recv_cq: rcq,
         srq: srq.map_or(std::ptr::null(), std::ptr::from_ref),
-    }))
-    .cast()
+    }));
+    crate::async_event::register(crate::async_event::Kind::Qp, handle, q.cast());
+    q.cast()
 }
 export!("ibv_create_qp" = create_qp);
 
@@ -676,6 +693,12 @@ export!("ibv_query_qp" = query_qp);
 unsafe extern "C" fn destroy_qp(q: *mut IbvQp) -> c_int {
     if q.is_null() {
         return ret_errno(libc::EINVAL);
+    }
+    // Waits for async events handed out for it to be acknowledged.
+    // SAFETY: a QP of ours, not yet freed (C contract).
+    if let Some(b) = unsafe { qp_of(q) } {
+        let handle = lock(&b.qp).user_handle();
+        crate::async_event::retire(crate::async_event::Kind::Qp, handle);
     }
     // SAFETY: made by Box::into_raw in create_qp (C contract: once).
     let b = unsafe { Box::from_raw(q.cast::<QpBox>()) };

@@ -1,0 +1,385 @@
+//! Extended CQs: `ibv_create_cq_ex` (the `verbs_context.create_cq_ex`
+//! slot `verbs.h`'s inline calls) and the polling API of `struct
+//! ibv_cq_ex` (`ibv_start_poll`, `ibv_next_poll`, `ibv_end_poll`,
+//! `ibv_wc_read_*`: inlines that call its function pointers).
+//!
+//! As with QPs, every CQ box carries the tail of a `struct ibv_cq_ex`
+//! right after its `struct ibv_cq` ([`CqEx`], the box's second field), so
+//! `ibv_cq_ex_to_cq` (a cast in `verbs.h`) and every `ibv_cq` verb work on
+//! it. Polling reads one completion at a time through rverbs' `Cq::poll`;
+//! `status` and `wr_id` are written into the C struct as libibverbs
+//! does, the rest is read through the `read_*` slots.
+
+use crate::abi::{IbvCompChannel, IbvContext, IbvCq, IbvPd};
+use crate::null_errno;
+use crate::verbs::cq_of;
+use rverbs::Wc;
+use std::ffi::{c_int, c_uint, c_void};
+use std::sync::{Mutex, MutexGuard};
+
+/// `struct ibv_cq_init_attr_ex`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct IbvCqInitAttrEx {
+    pub cqe: u32,
+    pub cq_context: *mut c_void,
+    pub channel: *mut IbvCompChannel,
+    pub comp_vector: u32,
+    pub wc_flags: u64,
+    pub comp_mask: u32,
+    pub flags: u32,
+    pub parent_domain: *mut IbvPd,
+}
+
+/// `IBV_WC_STANDARD_FLAGS`: byte_len, imm, qp_num, src_qp, slid, sl,
+/// dlid_path_bits: what a `struct ibv_wc` holds, so what rverbs reports.
+const WC_STANDARD_FLAGS: u64 = 0x7f;
+
+/// A function slot of `struct ibv_cq_ex` (stored untyped, as C sees it).
+type Slot = *const c_void;
+
+/// `struct ibv_cq_ex` after the members it shares with `struct ibv_cq`.
+#[repr(C)]
+pub struct IbvCqExTail {
+    pub comp_mask: u32,
+    /// `enum ibv_wc_status` of the current completion.
+    pub status: c_int,
+    pub wr_id: u64,
+    pub start_poll: Slot,
+    pub next_poll: Slot,
+    pub end_poll: Slot,
+    pub read_opcode: Slot,
+    pub read_vendor_err: Slot,
+    pub read_byte_len: Slot,
+    pub read_imm_data: Slot,
+    pub read_qp_num: Slot,
+    pub read_src_qp: Slot,
+    pub read_wc_flags: Slot,
+    pub read_slid: Slot,
+    pub read_sl: Slot,
+    pub read_dlid_path_bits: Slot,
+    pub read_completion_ts: Slot,
+    pub read_cvlan: Slot,
+    pub read_flow_tag: Slot,
+    pub read_tm_info: Slot,
+    pub read_completion_wallclock_ns: Slot,
+}
+
+/// What a CQ box carries for the `ibv_cq_ex` view (its second field).
+#[repr(C)]
+pub(crate) struct CqEx {
+    c: IbvCqExTail,
+    /// The completion the `read_*` slots report.
+    cur: Mutex<Wc>,
+}
+
+impl CqEx {
+    pub(crate) fn new() -> CqEx {
+        CqEx {
+            c: IbvCqExTail {
+                comp_mask: 0,
+                status: 0,
+                wr_id: 0,
+                start_poll: start_poll as Slot,
+                next_poll: next_poll as Slot,
+                end_poll: end_poll as Slot,
+                read_opcode: read_opcode as Slot,
+                read_vendor_err: read_vendor_err as Slot,
+                read_byte_len: read_byte_len as Slot,
+                read_imm_data: read_imm_data as Slot,
+                read_qp_num: read_qp_num as Slot,
+                read_src_qp: read_src_qp as Slot,
+                read_wc_flags: read_wc_flags as Slot,
+                read_slid: read_slid as Slot,
+                read_sl: read_sl as Slot,
+                read_dlid_path_bits: read_dlid_path_bits as Slot,
+                // Not offered (create_cq_ex refuses the flags that ask for
+                // them); present so a stray call returns 0, not a crash.
+                read_completion_ts: read_zero as Slot,
+                read_cvlan: read_zero as Slot,
+                read_flow_tag: read_zero as Slot,
+                read_tm_info: read_zero as Slot,
+                read_completion_wallclock_ns: read_zero as Slot,
+            },
+            cur: Mutex::new(Wc::default()),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The `struct ibv_cq_ex` C passes to the slots: a CQ box's address.
+#[repr(C)]
+pub struct IbvCqExC {
+    _private: [u8; 0],
+}
+
+/// Polls one completion into the current one: 0, or `ENOENT` if the CQ
+/// is empty (as `ibv_start_poll`/`ibv_next_poll` report).
+unsafe fn poll_one(c: *mut IbvCqExC) -> c_int {
+    // SAFETY: the ibv_cq_ex pointer C holds is the CQ box's address (C
+    // contract: not destroyed).
+    let Some(b) = (unsafe { cq_of(c.cast::<IbvCq>()) }) else {
+        return libc::EINVAL;
+    };
+    let mut w = [Wc::default()];
+    if lock(&b.cq).poll(&mut w) == 0 {
+        return libc::ENOENT;
+    }
+    let w = w[0];
+    *lock(&b.ex.cur) = w;
+    // The two members C reads directly.
+    // SAFETY: the tail is part of the live box; C reads these only after
+    // this call returns (the API is single-threaded per CQ).
+    unsafe {
+        let t = std::ptr::addr_of!(b.ex.c).cast_mut();
+        std::ptr::addr_of_mut!((*t).status).write_volatile(w.status.0 as c_int);
+        std::ptr::addr_of_mut!((*t).wr_id).write_volatile(w.wr_id);
+    }
+    0
+}
+
+unsafe extern "C" fn start_poll(c: *mut IbvCqExC, attr: *const u32) -> c_int {
+    // SAFETY: NULL or a readable ibv_poll_cq_attr (C contract), whose
+    // comp_mask must be 0 (none defined).
+    if !attr.is_null() && unsafe { attr.read_unaligned() } != 0 {
+        return libc::EINVAL;
+    }
+    // SAFETY: forwarded C contract.
+    unsafe { poll_one(c) }
+}
+
+unsafe extern "C" fn next_poll(c: *mut IbvCqExC) -> c_int {
+    // SAFETY: forwarded C contract.
+    unsafe { poll_one(c) }
+}
+
+/// `end_poll`: nothing held between the calls (each poll takes the CQ's
+/// lock for itself).
+extern "C" fn end_poll(_c: *mut IbvCqExC) {}
+
+/// The current completion of `c`.
+unsafe fn cur(c: *mut IbvCqExC) -> Wc {
+    // SAFETY: forwarded C contract (a CQ of ours).
+    match unsafe { cq_of(c.cast::<IbvCq>()) } {
+        Some(b) => *lock(&b.ex.cur),
+        None => Wc::default(),
+    }
+}
+
+unsafe extern "C" fn read_opcode(c: *mut IbvCqExC) -> c_int {
+    // SAFETY: forwarded C contract.
+    unsafe { cur(c) }.opcode.0 as c_int
+}
+
+unsafe extern "C" fn read_vendor_err(c: *mut IbvCqExC) -> u32 {
+    // SAFETY: forwarded C contract.
+    unsafe { cur(c) }.vendor_err
+}
+
+unsafe extern "C" fn read_byte_len(c: *mut IbvCqExC) -> u32 {
+    // SAFETY: forwarded C contract.
+    unsafe { cur(c) }.byte_len
+}
+
+/// `read_imm_data`: big-endian, as in `struct ibv_wc`.
+unsafe extern "C" fn read_imm_data(c: *mut IbvCqExC) -> u32 {
+    // SAFETY: forwarded C contract.
+    unsafe { cur(c) }.imm_data.map_or(0, u32::to_be)
+}
+
+unsafe extern "C" fn read_qp_num(c: *mut IbvCqExC) -> u32 {
+    // SAFETY: forwarded C contract.
+    unsafe { cur(c) }.qp_num
+}
+
+unsafe extern "C" fn read_src_qp(c: *mut IbvCqExC) -> u32 {
+    // SAFETY: forwarded C contract.
+    unsafe { cur(c) }.src_qp
+}
+
+unsafe extern "C" fn read_wc_flags(c: *mut IbvCqExC) -> c_uint {
+    // SAFETY: forwarded C contract.
+    unsafe { cur(c) }.flags.bits()
+}
+
+unsafe extern "C" fn read_slid(c: *mut IbvCqExC) -> u32 {
+    // SAFETY: forwarded C contract.
+    u32::from(unsafe { cur(c) }.slid)
+}
+
+unsafe extern "C" fn read_sl(c: *mut IbvCqExC) -> u8 {
+    // SAFETY: forwarded C contract.
+    unsafe { cur(c) }.sl
+}
+
+/// `read_dlid_path_bits`: 0, as `ibv_poll_cq` reports it here.
+extern "C" fn read_dlid_path_bits(_c: *mut IbvCqExC) -> u8 {
+    0
+}
+
+extern "C" fn read_zero(_c: *mut IbvCqExC) -> u64 {
+    0
+}
+
+/// `verbs_context.create_cq_ex`: a CQ of `cqe` entries on `channel`,
+/// reporting the standard completion fields. Timestamps, CVLAN, flow tags,
+/// TM info, creation flags and parent domains are refused with
+/// `EOPNOTSUPP`.
+unsafe extern "C" fn create_cq_ex(c: *mut IbvContext, a: *mut IbvCqInitAttrEx) -> *mut IbvCq {
+    // SAFETY: NULL or a readable init attr (C contract).
+    let Some(a) = (unsafe { a.as_ref() }) else {
+        return null_errno(libc::EINVAL);
+    };
+    if a.wc_flags & !WC_STANDARD_FLAGS != 0
+        || a.comp_mask & !1 != 0
+        || (a.comp_mask & 1 != 0 && a.flags != 0)
+    {
+        return null_errno(libc::EOPNOTSUPP);
+    }
+    let Ok(cqe) = c_int::try_from(a.cqe) else {
+        return null_errno(libc::EINVAL);
+    };
+    let Ok(vector) = c_int::try_from(a.comp_vector) else {
+        return null_errno(libc::EINVAL);
+    };
+    // SAFETY: forwarded C contract (a context and channel of ours).
+    unsafe { crate::verbs::create_cq(c, cqe, a.cq_context, a.channel, vector) }
+}
+
+/// Fills the `verbs_context` slot this module implements.
+pub(crate) fn fill_verbs_ops(v: &mut crate::abi::VerbsContext) {
+    // `create_cq_ex`: the last of the slots before `priv` (checked by
+    // the layout test below).
+    v.ops_a[24] = create_cq_ex as *const c_void;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::VerbsContext;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn structs_match_verbs_h() {
+        let base = offset_of!(crate::verbs::CqBox, ex);
+        let mut checks: Vec<(String, usize)> = vec![
+            (
+                "offsetof(struct ibv_cq_ex, comp_mask)".into(),
+                base + offset_of!(IbvCqExTail, comp_mask),
+            ),
+            (
+                "sizeof(struct ibv_cq_ex)".into(),
+                base + size_of::<IbvCqExTail>(),
+            ),
+            (
+                "offsetof(struct verbs_context, create_cq_ex)".into(),
+                offset_of!(VerbsContext, ops_a) + 24 * 8,
+            ),
+            (
+                "sizeof(struct ibv_cq_init_attr_ex)".into(),
+                size_of::<IbvCqInitAttrEx>(),
+            ),
+        ];
+        macro_rules! tail {
+            ($($f:ident),*) => {$(
+                checks.push((
+                    format!("offsetof(struct ibv_cq_ex, {})", stringify!($f)),
+                    base + offset_of!(IbvCqExTail, $f),
+                ));
+            )*};
+        }
+        tail!(
+            status,
+            wr_id,
+            start_poll,
+            next_poll,
+            end_poll,
+            read_opcode,
+            read_vendor_err,
+            read_byte_len,
+            read_imm_data,
+            read_qp_num,
+            read_src_qp,
+            read_wc_flags,
+            read_slid,
+            read_sl,
+            read_dlid_path_bits,
+            read_completion_ts,
+            read_cvlan,
+            read_flow_tag,
+            read_tm_info,
+            read_completion_wallclock_ns
+        );
+        macro_rules! init {
+            ($($f:ident),*) => {$(
+                checks.push((
+                    format!("offsetof(struct ibv_cq_init_attr_ex, {})", stringify!($f)),
+                    offset_of!(IbvCqInitAttrEx, $f),
+                ));
+            )*};
+        }
+        init!(
+            cqe,
+            cq_context,
+            channel,
+            comp_vector,
+            wc_flags,
+            comp_mask,
+            flags,
+            parent_domain
+        );
+        // The members shared with struct ibv_cq sit where ibv_cq has them.
+        for f in [
+            "context",
+            "channel",
+            "cq_context",
+            "handle",
+            "cqe",
+            "mutex",
+            "cond",
+            "comp_events_completed",
+            "async_events_completed",
+        ] {
+            checks.push((
+                format!("offsetof(struct ibv_cq_ex, {f}) - offsetof(struct ibv_cq, {f})"),
+                0,
+            ));
+        }
+        let mut prog = String::from(
+            "#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\n\
+             int main(void) {\n",
+        );
+        for (c, _) in &checks {
+            prog += &format!("printf(\"%zu\\n\", (size_t)({c}));\n");
+        }
+        prog += "return 0; }\n";
+        let dir = std::env::temp_dir().join(format!("rverbs-cq-ex-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let (src, exe) = (dir.join("l.c"), dir.join("l"));
+        std::fs::write(&src, prog).expect("write l.c");
+        let cc = std::process::Command::new("cc")
+            .arg("-o")
+            .arg(&exe)
+            .arg(&src)
+            .output()
+            .expect("the layout test needs `cc` and libibverbs-dev");
+        assert!(
+            cc.status.success(),
+            "{}",
+            String::from_utf8_lossy(&cc.stderr)
+        );
+        let out = std::process::Command::new(&exe).output().expect("run");
+        let got: Vec<usize> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.parse().expect("a number"))
+            .collect();
+        assert_eq!(got.len(), checks.len());
+        for ((c, want), got) in checks.iter().zip(&got) {
+            assert_eq!(got, want, "{c}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,309 @@
+//! What rdma-core's librdmacm calls in libibverbs beyond the verbs
+//! themselves: the `marshall.h` copies between the kernel's structs
+//! (`ib_uverbs_qp_attr` from rdma_cm's `INIT_QP_ATTR`, `ib_user_path_rec`
+//! from `QUERY_ROUTE`) and the C API's, `ibv_get_sysfs_path` (librdmacm
+//! reads the rdma_cm ABI version through it).
+//!
+//! The kernel structs are uverbs-abi's (layout-checked there against the
+//! uapi headers); the C API's `struct ibv_sa_path_rec` is defined here and
+//! checked against `<infiniband/sa.h>` below.
+
+use crate::abi::{IbvAhAttr, IbvGid, IbvGlobalRoute, IbvQpAttr, IbvQpCap};
+use crate::export;
+use std::ffi::{c_char, c_int};
+use uverbs_abi::cm::IbUserPathRec;
+use uverbs_abi::verbs::{IbUverbsAhAttr, IbUverbsQpAttr};
+
+/// `struct ibv_sa_path_rec` of `<infiniband/sa.h>`. `__be` fields hold
+/// network-order values, copied as they are.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct IbvSaPathRec {
+    pub dgid: IbvGid,
+    pub sgid: IbvGid,
+    pub dlid: u16,
+    pub slid: u16,
+    pub raw_traffic: c_int,
+    pub flow_label: u32,
+    pub hop_limit: u8,
+    pub traffic_class: u8,
+    pub reversible: c_int,
+    pub numb_path: u8,
+    pub pkey: u16,
+    pub sl: u8,
+    pub mtu_selector: u8,
+    pub mtu: u8,
+    pub rate_selector: u8,
+    pub rate: u8,
+    pub packet_life_time_selector: u8,
+    pub packet_life_time: u8,
+    pub preference: u8,
+}
+
+fn ah_from_kern(s: &IbUverbsAhAttr) -> IbvAhAttr {
+    IbvAhAttr {
+        grh: IbvGlobalRoute {
+            dgid: IbvGid { raw: s.grh.dgid },
+            flow_label: s.grh.flow_label,
+            sgid_index: s.grh.sgid_index,
+            hop_limit: s.grh.hop_limit,
+            traffic_class: s.grh.traffic_class,
+        },
+        dlid: s.dlid,
+        sl: s.sl,
+        src_path_bits: s.src_path_bits,
+        static_rate: s.static_rate,
+        is_global: s.is_global,
+        port_num: s.port_num,
+    }
+}
+
+/// `ibv_copy_ah_attr_from_kern(dst, src)`.
+unsafe extern "C" fn copy_ah_attr_from_kern(dst: *mut IbvAhAttr, src: *const IbUverbsAhAttr) {
+    if dst.is_null() || src.is_null() {
+        return;
+    }
+    // SAFETY: src is a readable ib_uverbs_ah_attr and dst a writable
+    // ibv_ah_attr (C contract, both non-NULL); unaligned reads and writes
+    // ask nothing of the caller's alignment.
+    unsafe { dst.write_unaligned(ah_from_kern(&src.read_unaligned())) };
+}
+export!("ibv_copy_ah_attr_from_kern" = copy_ah_attr_from_kern);
+
+/// `ibv_copy_qp_attr_from_kern(dst, src)`: every attribute but `qp_state`
+/// (the caller's request, which librdmacm keeps) and `rate_limit` (not in
+/// the kernel struct), as libibverbs copies them.
+unsafe extern "C" fn copy_qp_attr_from_kern(dst: *mut IbvQpAttr, src: *const IbUverbsQpAttr) {
+    if dst.is_null() || src.is_null() {
+        return;
+    }
+    // SAFETY: as in copy_ah_attr_from_kern, for the QP attribute structs.
+    let (s, mut d) = unsafe { (src.read_unaligned(), dst.read_unaligned()) };
+    d.cur_qp_state = s.cur_qp_state as c_int;
+    d.path_mtu = s.path_mtu as c_int;
+    d.path_mig_state = s.path_mig_state as c_int;
+    d.qkey = s.qkey;
+    d.rq_psn = s.rq_psn;
+    d.sq_psn = s.sq_psn;
+    d.dest_qp_num = s.dest_qp_num;
+    d.qp_access_flags = s.qp_access_flags;
+    d.cap = IbvQpCap {
+        max_send_wr: s.max_send_wr,
+        max_recv_wr: s.max_recv_wr,
+        max_send_sge: s.max_send_sge,
+        max_recv_sge: s.max_recv_sge,
+        max_inline_data: s.max_inline_data,
+    };
+    d.ah_attr = ah_from_kern(&s.ah_attr);
+    d.alt_ah_attr = ah_from_kern(&s.alt_ah_attr);
+    d.pkey_index = s.pkey_index;
+    d.alt_pkey_index = s.alt_pkey_index;
+    d.en_sqd_async_notify = s.en_sqd_async_notify;
+    d.sq_draining = s.sq_draining;
+    d.max_rd_atomic = s.max_rd_atomic;
+    d.max_dest_rd_atomic = s.max_dest_rd_atomic;
+    d.min_rnr_timer = s.min_rnr_timer;
+    d.port_num = s.port_num;
+    d.timeout = s.timeout;
+    d.retry_cnt = s.retry_cnt;
+    d.rnr_retry = s.rnr_retry;
+    d.alt_port_num = s.alt_port_num;
+    d.alt_timeout = s.alt_timeout;
+    // SAFETY: dst is writable (C contract, non-NULL).
+    unsafe { dst.write_unaligned(d) };
+}
+export!("ibv_copy_qp_attr_from_kern" = copy_qp_attr_from_kern);
+
+/// `ibv_copy_path_rec_from_kern(dst, src)`.
+unsafe extern "C" fn copy_path_rec_from_kern(dst: *mut IbvSaPathRec, src: *const IbUserPathRec) {
+    if dst.is_null() || src.is_null() {
+        return;
+    }
+    // SAFETY: src readable, dst writable (C contract, non-NULL).
+    let s = unsafe { src.read_unaligned() };
+    let d = IbvSaPathRec {
+        dgid: IbvGid { raw: s.dgid },
+        sgid: IbvGid { raw: s.sgid },
+        dlid: s.dlid,
+        slid: s.slid,
+        raw_traffic: s.raw_traffic as c_int,
+        flow_label: s.flow_label,
+        hop_limit: s.hop_limit,
+        traffic_class: s.traffic_class,
+        reversible: s.reversible as c_int,
+        numb_path: s.numb_path,
+        pkey: s.pkey,
+        sl: s.sl,
+        mtu_selector: s.mtu_selector,
+        mtu: s.mtu as u8,
+        rate_selector: s.rate_selector,
+        rate: s.rate,
+        packet_life_time_selector: s.packet_life_time_selector,
+        packet_life_time: s.packet_life_time,
+        preference: s.preference,
+    };
+    // SAFETY: dst writable (C contract, non-NULL).
+    unsafe { dst.write_unaligned(d) };
+}
+export!("ibv_copy_path_rec_from_kern" = copy_path_rec_from_kern);
+
+/// `ibv_copy_path_rec_to_kern(dst, src)`: the reverse; the kernel
+/// struct's reserved bytes are zero.
+unsafe extern "C" fn copy_path_rec_to_kern(dst: *mut IbUserPathRec, src: *const IbvSaPathRec) {
+    if dst.is_null() || src.is_null() {
+        return;
+    }
+    // SAFETY: src readable, dst writable (C contract, non-NULL).
+    let (s, mut d) = unsafe { (src.read_unaligned(), dst.read_unaligned()) };
+    d.dgid = s.dgid.raw;
+    d.sgid = s.sgid.raw;
+    d.dlid = s.dlid;
+    d.slid = s.slid;
+    d.raw_traffic = s.raw_traffic as u32;
+    d.flow_label = s.flow_label;
+    d.hop_limit = s.hop_limit;
+    d.traffic_class = s.traffic_class;
+    d.reversible = s.reversible as u32;
+    d.numb_path = s.numb_path;
+    d.pkey = s.pkey;
+    d.sl = s.sl;
+    d.mtu_selector = s.mtu_selector;
+    d.mtu = u32::from(s.mtu);
+    d.rate_selector = s.rate_selector;
+    d.rate = s.rate;
+    d.packet_life_time_selector = s.packet_life_time_selector;
+    d.packet_life_time = s.packet_life_time;
+    d.preference = s.preference;
+    // SAFETY: dst writable (C contract, non-NULL).
+    unsafe { dst.write_unaligned(d) };
+}
+export!("ibv_copy_path_rec_to_kern" = copy_path_rec_to_kern);
+
+/// `ibv_get_sysfs_path`: where sysfs is mounted; `$SYSFS_PATH` if set (as
+/// libibverbs honours it), else `/sys`. A static string, as in C.
+extern "C" fn get_sysfs_path() -> *const c_char {
+    static PATH: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let p = std::env::var("SYSFS_PATH")
+            .ok()
+            .map(|s| s.trim_end_matches('/').to_string())
+            .filter(|s| !s.is_empty() && !s.contains('\0'))
+            .unwrap_or_else(|| "/sys".to_string());
+        std::ffi::CString::new(p).unwrap_or_else(|_| c"/sys".to_owned())
+    })
+    .as_ptr()
+}
+export!("ibv_get_sysfs_path" = get_sysfs_path);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::async_event::IbvAsyncEvent;
+    use std::mem::{offset_of, size_of};
+
+    /// `struct ibv_sa_path_rec` and `struct ibv_async_event` against the
+    /// installed headers, by a C program compiled now (as abi.rs does).
+    #[test]
+    fn structs_match_sa_h_and_verbs_h() {
+        let fields: &[(&str, usize)] = &[
+            ("dgid", offset_of!(IbvSaPathRec, dgid)),
+            ("sgid", offset_of!(IbvSaPathRec, sgid)),
+            ("dlid", offset_of!(IbvSaPathRec, dlid)),
+            ("slid", offset_of!(IbvSaPathRec, slid)),
+            ("raw_traffic", offset_of!(IbvSaPathRec, raw_traffic)),
+            ("flow_label", offset_of!(IbvSaPathRec, flow_label)),
+            ("hop_limit", offset_of!(IbvSaPathRec, hop_limit)),
+            ("traffic_class", offset_of!(IbvSaPathRec, traffic_class)),
+            ("reversible", offset_of!(IbvSaPathRec, reversible)),
+            ("numb_path", offset_of!(IbvSaPathRec, numb_path)),
+            ("pkey", offset_of!(IbvSaPathRec, pkey)),
+            ("sl", offset_of!(IbvSaPathRec, sl)),
+            ("mtu_selector", offset_of!(IbvSaPathRec, mtu_selector)),
+            ("mtu", offset_of!(IbvSaPathRec, mtu)),
+            ("rate_selector", offset_of!(IbvSaPathRec, rate_selector)),
+            ("rate", offset_of!(IbvSaPathRec, rate)),
+            (
+                "packet_life_time_selector",
+                offset_of!(IbvSaPathRec, packet_life_time_selector),
+            ),
+            (
+                "packet_life_time",
+                offset_of!(IbvSaPathRec, packet_life_time),
+            ),
+            ("preference", offset_of!(IbvSaPathRec, preference)),
+        ];
+        let mut prog = String::from(
+            "#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\n\
+             #include <infiniband/sa.h>\nint main(void) {\n\
+             printf(\"%zu\\n\", sizeof(struct ibv_sa_path_rec));\n\
+             printf(\"%zu\\n\", sizeof(struct ibv_async_event));\n\
+             printf(\"%zu\\n\", offsetof(struct ibv_async_event, element.qp));\n\
+             printf(\"%zu\\n\", offsetof(struct ibv_async_event, element.port_num));\n\
+             printf(\"%zu\\n\", offsetof(struct ibv_async_event, event_type));\n",
+        );
+        let mut want = vec![
+            size_of::<IbvSaPathRec>(),
+            size_of::<IbvAsyncEvent>(),
+            offset_of!(IbvAsyncEvent, element),
+            offset_of!(IbvAsyncEvent, element),
+            offset_of!(IbvAsyncEvent, event_type),
+        ];
+        for (f, off) in fields {
+            prog += &format!("printf(\"%zu\\n\", offsetof(struct ibv_sa_path_rec, {f}));\n");
+            want.push(*off);
+        }
+        prog += "return 0; }\n";
+        let dir = std::env::temp_dir().join(format!("rverbs-marshall-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let (src, exe) = (dir.join("l.c"), dir.join("l"));
+        std::fs::write(&src, prog).expect("write l.c");
+        let cc = std::process::Command::new("cc")
+            .arg("-o")
+            .arg(&exe)
+            .arg(&src)
+            .output()
+            .expect("the layout test needs `cc` and libibverbs-dev");
+        assert!(
+            cc.status.success(),
+            "{}",
+            String::from_utf8_lossy(&cc.stderr)
+        );
+        let out = std::process::Command::new(&exe).output().expect("run");
+        let got: Vec<usize> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.parse().expect("a number"))
+            .collect();
+        assert_eq!(got, want);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn qp_attr_from_kern_keeps_the_state_asked_for() {
+        let mut k = IbUverbsQpAttr {
+            qp_state: 2,
+            path_mtu: 3,
+            dest_qp_num: 0x11,
+            rq_psn: 77,
+            max_dest_rd_atomic: 4,
+            min_rnr_timer: 12,
+            ..Default::default()
+        };
+        k.ah_attr.is_global = 1;
+        k.ah_attr.grh.dgid = [9; 16];
+        k.ah_attr.grh.sgid_index = 1;
+        let mut d = IbvQpAttr {
+            qp_state: 2,
+            ..Default::default()
+        };
+        // SAFETY: both are live locals of the right types.
+        unsafe { copy_qp_attr_from_kern(&mut d, &k) };
+        assert_eq!(
+            (d.qp_state, d.path_mtu, d.dest_qp_num, d.rq_psn),
+            (2, 3, 0x11, 77)
+        );
+        assert_eq!((d.max_dest_rd_atomic, d.min_rnr_timer), (4, 12));
+        assert_eq!(d.ah_attr.is_global, 1);
+        assert_eq!(d.ah_attr.grh.dgid.raw, [9; 16]);
+        assert_eq!(d.ah_attr.grh.sgid_index, 1);
+    }
+}

@@ -1,0 +1,725 @@
+//! Extended QPs: `ibv_create_qp_ex` (the `verbs_context.create_qp_ex`
+//! slot `verbs.h`'s inline calls), `ibv_qp_to_qp_ex`, and the `ibv_wr_*`
+//! work request API (`struct ibv_qp_ex`'s function pointers, which the
+//! inlines call directly).
+//!
+//! Every QP box carries the tail of a `struct ibv_qp_ex` right after its
+//! `struct ibv_qp` ([`QpEx`], the box's second field), so the QP's C
+//! pointer is also its `ibv_qp_ex` pointer, as in libibverbs' `verbs_qp`.
+//! It is handed out (by `ibv_qp_to_qp_ex`) only for QPs created with
+//! `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`, as libibverbs does.
+//!
+//! `wr_start` opens a batch, each `wr_<op>` adds a request with the QP's
+//! `wr_id`/`wr_flags` at that moment, `wr_set_*` give the last one its
+//! payload, and `wr_complete` posts the batch through rverbs'
+//! `Qp::post_send` (the provider's own ring code) or reports the first
+//! error; `wr_abort` drops it. Memory named by SGEs must stay valid until
+//! completion, as with `ibv_post_send`; inline data is copied when set,
+//! as the API allows the caller to reuse it at once.
+
+use crate::abi::{IbvContext, IbvQp, IbvQpCap, IbvQpInitAttr, IbvSge};
+use crate::verbs::{create_qp as create_qp_raw, qp_of};
+use crate::{errno_of, export, null_errno};
+use rverbs::{Remote, SendOp, SendWr, Slice};
+use std::ffi::{c_int, c_void};
+use std::sync::{Mutex, MutexGuard};
+
+/// `struct ibv_rx_hash_conf`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct IbvRxHashConf {
+    pub rx_hash_function: u8,
+    pub rx_hash_key_len: u8,
+    pub rx_hash_key: *mut u8,
+    pub rx_hash_fields_mask: u64,
+}
+
+/// `struct ibv_qp_init_attr_ex`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct IbvQpInitAttrEx {
+    pub qp_context: *mut c_void,
+    pub send_cq: *mut crate::abi::IbvCq,
+    pub recv_cq: *mut crate::abi::IbvCq,
+    pub srq: *mut c_void,
+    pub cap: IbvQpCap,
+    pub qp_type: c_int,
+    pub sq_sig_all: c_int,
+    pub comp_mask: u32,
+    pub pd: *mut crate::abi::IbvPd,
+    pub xrcd: *mut c_void,
+    pub create_flags: u32,
+    pub max_tso_header: u16,
+    pub rwq_ind_tbl: *mut c_void,
+    pub rx_hash_conf: IbvRxHashConf,
+    pub source_qpn: u32,
+    pub send_ops_flags: u64,
+}
+
+/// `enum ibv_qp_init_attr_mask` bits.
+mod init_mask {
+    pub const PD: u32 = 1;
+    pub const CREATE_FLAGS: u32 = 1 << 2;
+    pub const SEND_OPS_FLAGS: u32 = 1 << 6;
+}
+
+/// `enum ibv_qp_create_send_ops_flags` this library posts.
+mod ops {
+    pub const RDMA_WRITE: u64 = 1;
+    pub const RDMA_WRITE_WITH_IMM: u64 = 1 << 1;
+    pub const SEND: u64 = 1 << 2;
+    pub const SEND_WITH_IMM: u64 = 1 << 3;
+    pub const RDMA_READ: u64 = 1 << 4;
+    pub const ATOMIC_CMP_AND_SWP: u64 = 1 << 5;
+    pub const ATOMIC_FETCH_AND_ADD: u64 = 1 << 6;
+    pub const LOCAL_INV: u64 = 1 << 7;
+    pub const SEND_WITH_INV: u64 = 1 << 9;
+    pub const ATOMIC_WRITE: u64 = 1 << 12;
+    pub const SUPPORTED: u64 = RDMA_WRITE
+        | RDMA_WRITE_WITH_IMM
+        | SEND
+        | SEND_WITH_IMM
+        | RDMA_READ
+        | ATOMIC_CMP_AND_SWP
+        | ATOMIC_FETCH_AND_ADD
+        | LOCAL_INV
+        | SEND_WITH_INV
+        | ATOMIC_WRITE;
+}
+
+/// A function slot of `struct ibv_qp_ex` (each has its own C signature;
+/// stored as an untyped code pointer, as C sees a slot).
+type Slot = *const c_void;
+
+/// `struct ibv_qp_ex` after its `qp_base`: `comp_mask`, the `wr_id` and
+/// `wr_flags` the program sets before each `wr_<op>`, and the function
+/// slots, in the header's order.
+#[repr(C)]
+pub struct IbvQpExTail {
+    pub comp_mask: u64,
+    pub wr_id: u64,
+    pub wr_flags: u32,
+    pub wr_atomic_cmp_swp: Slot,
+    pub wr_atomic_fetch_add: Slot,
+    pub wr_bind_mw: Slot,
+    pub wr_local_inv: Slot,
+    pub wr_rdma_read: Slot,
+    pub wr_rdma_write: Slot,
+    pub wr_rdma_write_imm: Slot,
+    pub wr_send: Slot,
+    pub wr_send_imm: Slot,
+    pub wr_send_inv: Slot,
+    pub wr_send_tso: Slot,
+    pub wr_set_ud_addr: Slot,
+    pub wr_set_xrc_srqn: Slot,
+    pub wr_set_inline_data: Slot,
+    pub wr_set_inline_data_list: Slot,
+    pub wr_set_sge: Slot,
+    pub wr_set_sge_list: Slot,
+    pub wr_start: Slot,
+    pub wr_complete: Slot,
+    pub wr_abort: Slot,
+    pub wr_atomic_write: Slot,
+}
+
+/// One request of a batch, owned until `wr_complete`.
+struct Req {
+    wr_id: u64,
+    flags: u32,
+    op: SendOp,
+    sges: Vec<IbvSge>,
+    inline: Option<Vec<u8>>,
+}
+
+/// The requests between `wr_start` and `wr_complete`, and the first
+/// error a call made (reported by `wr_complete`, as providers do).
+#[derive(Default)]
+struct Batch {
+    reqs: Vec<Req>,
+    error: Option<c_int>,
+}
+
+/// What a QP box carries for the `ibv_qp_ex` view (the box's second
+/// field, right after its `struct ibv_qp`).
+#[repr(C)]
+pub(crate) struct QpEx {
+    c: IbvQpExTail,
+    /// Set once by create_qp_ex, before the pointer is handed out.
+    enabled: bool,
+    send_ops: u64,
+    batch: Mutex<Batch>,
+}
+
+impl QpEx {
+    /// A QP's tail, not (yet) an extended QP: every slot set, so a stray
+    /// call through one fails the batch instead of jumping to NULL.
+    pub(crate) fn new() -> QpEx {
+        QpEx {
+            c: IbvQpExTail {
+                comp_mask: 0,
+                wr_id: 0,
+                wr_flags: 0,
+                wr_atomic_cmp_swp: wr_atomic_cmp_swp as Slot,
+                wr_atomic_fetch_add: wr_atomic_fetch_add as Slot,
+                wr_bind_mw: unsupported as Slot,
+                wr_local_inv: wr_local_inv as Slot,
+                wr_rdma_read: wr_rdma_read as Slot,
+                wr_rdma_write: wr_rdma_write as Slot,
+                wr_rdma_write_imm: wr_rdma_write_imm as Slot,
+                wr_send: wr_send as Slot,
+                wr_send_imm: wr_send_imm as Slot,
+                wr_send_inv: wr_send_inv as Slot,
+                wr_send_tso: unsupported as Slot,
+                // UD addresses need address handles (not in this module).
+                wr_set_ud_addr: unsupported as Slot,
+                wr_set_xrc_srqn: unsupported as Slot,
+                wr_set_inline_data: wr_set_inline_data as Slot,
+                wr_set_inline_data_list: wr_set_inline_data_list as Slot,
+                wr_set_sge: wr_set_sge as Slot,
+                wr_set_sge_list: wr_set_sge_list as Slot,
+                wr_start: wr_start as Slot,
+                wr_complete: wr_complete as Slot,
+                wr_abort: wr_abort as Slot,
+                wr_atomic_write: wr_atomic_write as Slot,
+            },
+            enabled: false,
+            send_ops: 0,
+            batch: Mutex::new(Batch::default()),
+        }
+    }
+}
+
+/// The `struct ibv_qp_ex` C passes to the slots: a QP box's address.
+#[repr(C)]
+pub struct IbvQpExC {
+    _private: [u8; 0],
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The extension of the QP `q` (an `ibv_qp_ex *`, which is its
+/// `ibv_qp *`), if it is one of ours.
+unsafe fn ex_of<'a>(q: *mut IbvQpExC) -> Option<&'a QpEx> {
+    // SAFETY: the ibv_qp_ex pointer C holds is the QP box's address (this
+    // module hands out nothing else); C contract: not destroyed.
+    unsafe { qp_of(q.cast::<IbvQp>()) }.map(|b| &b.ex)
+}
+
+/// Adds a request of `op` (if the QP was created for it) with the
+/// program's current `wr_id` and `wr_flags`.
+unsafe fn push(q: *mut IbvQpExC, needs: u64, op: SendOp) {
+    // SAFETY: forwarded C contract.
+    let Some(x) = (unsafe { ex_of(q) }) else {
+        return;
+    };
+    // The program writes wr_id/wr_flags through its own pointer between
+    // calls; read them as it left them.
+    // SAFETY: the tail is part of the live box; plain integer fields.
+    let (wr_id, flags) = unsafe {
+        let t = std::ptr::addr_of!(x.c);
+        (
+            std::ptr::addr_of!((*t).wr_id).read_volatile(),
+            std::ptr::addr_of!((*t).wr_flags).read_volatile(),
+        )
+    };
+    let mut b = lock(&x.batch);
+    if x.send_ops & needs == 0 {
+        b.error.get_or_insert(libc::EINVAL);
+        return;
+    }
+    b.reqs.push(Req {
+        wr_id,
+        flags,
+        op,
+        sges: Vec::new(),
+        inline: None,
+    });
+}
+
+fn remote(rkey: u32, addr: u64) -> Remote {
+    Remote { addr, rkey }
+}
+
+unsafe extern "C" fn wr_send(q: *mut IbvQpExC) {
+    // SAFETY: forwarded C contract.
+    unsafe { push(q, ops::SEND, SendOp::Send) }
+}
+
+unsafe extern "C" fn wr_send_imm(q: *mut IbvQpExC, imm_be: u32) {
+    // SAFETY: forwarded C contract.
+    unsafe {
+        push(
+            q,
+            ops::SEND_WITH_IMM,
+            SendOp::SendWithImm(u32::from_be(imm_be)),
+        )
+    }
+}
+
+unsafe extern "C" fn wr_send_inv(q: *mut IbvQpExC, rkey: u32) {
+    // SAFETY: forwarded C contract.
+    unsafe { push(q, ops::SEND_WITH_INV, SendOp::SendWithInv(rkey)) }
+}
+
+unsafe extern "C" fn wr_local_inv(q: *mut IbvQpExC, rkey: u32) {
+    // SAFETY: forwarded C contract.
+    unsafe { push(q, ops::LOCAL_INV, SendOp::LocalInv(rkey)) }
+}
+
+unsafe extern "C" fn wr_rdma_write(q: *mut IbvQpExC, rkey: u32, addr: u64) {
+    // SAFETY: forwarded C contract.
+    unsafe { push(q, ops::RDMA_WRITE, SendOp::Write(remote(rkey, addr))) }
+}
+
+unsafe extern "C" fn wr_rdma_write_imm(q: *mut IbvQpExC, rkey: u32, addr: u64, imm_be: u32) {
+    let op = SendOp::WriteWithImm(remote(rkey, addr), u32::from_be(imm_be));
+    // SAFETY: forwarded C contract.
+    unsafe { push(q, ops::RDMA_WRITE_WITH_IMM, op) }
+}
+
+unsafe extern "C" fn wr_rdma_read(q: *mut IbvQpExC, rkey: u32, addr: u64) {
+    // SAFETY: forwarded C contract.
+    unsafe { push(q, ops::RDMA_READ, SendOp::Read(remote(rkey, addr))) }
+}
+
+unsafe extern "C" fn wr_atomic_cmp_swp(
+    q: *mut IbvQpExC,
+    rkey: u32,
+    addr: u64,
+    compare: u64,
+    swap: u64,
+) {
+    let op = SendOp::CompareSwap {
+        remote: remote(rkey, addr),
+        compare,
+        swap,
+    };
+    // SAFETY: forwarded C contract.
+    unsafe { push(q, ops::ATOMIC_CMP_AND_SWP, op) }
+}
+
+unsafe extern "C" fn wr_atomic_fetch_add(q: *mut IbvQpExC, rkey: u32, addr: u64, add: u64) {
+    let op = SendOp::FetchAdd {
+        remote: remote(rkey, addr),
+        add,
+    };
+    // SAFETY: forwarded C contract.
+    unsafe { push(q, ops::ATOMIC_FETCH_AND_ADD, op) }
+}
+
+/// `wr_atomic_write(qp, rkey, remote_addr, atomic_wr)`: the 8 bytes at
+/// `atomic_wr`, placed at the peer as one unit (IBA oA19; the kernel's rxe
+/// has it from Linux 6.2).
+unsafe extern "C" fn wr_atomic_write(q: *mut IbvQpExC, rkey: u32, addr: u64, value: *const u8) {
+    if value.is_null() {
+        // SAFETY: forwarded C contract.
+        unsafe { set_last(q, |_| Err(libc::EINVAL)) };
+        return;
+    }
+    let mut v = [0u8; 8];
+    // SAFETY: atomic_wr points to 8 readable bytes (C contract, non-NULL).
+    unsafe { std::ptr::copy_nonoverlapping(value, v.as_mut_ptr(), 8) };
+    let op = SendOp::AtomicWrite {
+        remote: remote(rkey, addr),
+        value: v,
+    };
+    // SAFETY: forwarded C contract.
+    unsafe { push(q, ops::ATOMIC_WRITE, op) }
+}
+
+/// The slots this library does not implement (memory window binds, TSO,
+/// UD and XRC addressing): the batch fails with
+/// `EOPNOTSUPP` at `wr_complete`. The caller's other arguments are
+/// ignored (the C calling convention lets the callee ignore them).
+unsafe extern "C" fn unsupported(q: *mut IbvQpExC) {
+    // SAFETY: forwarded C contract.
+    if let Some(x) = unsafe { ex_of(q) } {
+        lock(&x.batch).error.get_or_insert(libc::EOPNOTSUPP);
+    }
+}
+
+/// Gives the last request its payload with `f`; an error if there is none.
+unsafe fn set_last(q: *mut IbvQpExC, f: impl FnOnce(&mut Req) -> Result<(), c_int>) {
+    // SAFETY: forwarded C contract.
+    let Some(x) = (unsafe { ex_of(q) }) else {
+        return;
+    };
+    let mut b = lock(&x.batch);
+    let r = match b.reqs.last_mut() {
+        Some(r) => f(r),
+        None => Err(libc::EINVAL),
+    };
+    if let Err(e) = r {
+        b.error.get_or_insert(e);
+    }
+}
+
+unsafe extern "C" fn wr_set_sge(q: *mut IbvQpExC, lkey: u32, addr: u64, length: u32) {
+    // SAFETY: forwarded C contract.
+    unsafe {
+        set_last(q, |r| {
+            r.sges = vec![IbvSge { addr, length, lkey }];
+            r.inline = None;
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn wr_set_sge_list(q: *mut IbvQpExC, n: usize, list: *const IbvSge) {
+    if n > rverbs::wr::MAX_SGE || (n > 0 && list.is_null()) {
+        // SAFETY: forwarded C contract.
+        unsafe { set_last(q, |_| Err(libc::EINVAL)) };
+        return;
+    }
+    // SAFETY: list holds n readable ibv_sge (C contract; checked non-NULL).
+    let sges: Vec<IbvSge> = (0..n)
+        .map(|i| unsafe { list.add(i).read_unaligned() })
+        .collect();
+    // SAFETY: forwarded C contract.
+    unsafe {
+        set_last(q, |r| {
+            r.sges = sges;
+            r.inline = None;
+            Ok(())
+        })
+    }
+}
+
+/// `struct ibv_data_buf`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct IbvDataBuf {
+    pub addr: *mut c_void,
+    pub length: usize,
+}
+
+/// Copies `n` buffers' bytes (the caller may reuse them on return).
+///
+/// # Safety
+/// Each buffer is readable for its length (C contract).
+unsafe fn copy_bufs(bufs: &[IbvDataBuf]) -> Result<Vec<u8>, c_int> {
+    let mut v = Vec::new();
+    for b in bufs {
+        if b.length == 0 {
+            continue;
+        }
+        if b.addr.is_null() || b.length > u32::MAX as usize {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: readable for length bytes (caller's contract).
+        v.extend_from_slice(unsafe { std::slice::from_raw_parts(b.addr.cast::<u8>(), b.length) });
+    }
+    Ok(v)
+}
+
+unsafe extern "C" fn wr_set_inline_data(q: *mut IbvQpExC, addr: *mut c_void, length: usize) {
+    // SAFETY: addr is readable for length bytes (C contract).
+    let data = unsafe { copy_bufs(&[IbvDataBuf { addr, length }]) };
+    // SAFETY: forwarded C contract.
+    unsafe {
+        set_last(q, |r| {
+            r.inline = Some(data?);
+            r.sges.clear();
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn wr_set_inline_data_list(q: *mut IbvQpExC, n: usize, list: *const IbvDataBuf) {
+    let data = if n > 0 && list.is_null() {
+        Err(libc::EINVAL)
+    } else if n == 0 {
+        Ok(Vec::new())
+    } else {
+        // SAFETY: list holds n readable ibv_data_buf, each readable for its
+        // length (C contract; checked non-NULL).
+        unsafe { copy_bufs(std::slice::from_raw_parts(list, n)) }
+    };
+    // SAFETY: forwarded C contract.
+    unsafe {
+        set_last(q, |r| {
+            r.inline = Some(data?);
+            r.sges.clear();
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn wr_start(q: *mut IbvQpExC) {
+    // SAFETY: forwarded C contract.
+    if let Some(x) = unsafe { ex_of(q) } {
+        *lock(&x.batch) = Batch::default();
+    }
+}
+
+unsafe extern "C" fn wr_abort(q: *mut IbvQpExC) {
+    // SAFETY: forwarded C contract.
+    if let Some(x) = unsafe { ex_of(q) } {
+        *lock(&x.batch) = Batch::default();
+    }
+}
+
+/// `wr_complete`: posts the batch; 0, or the errno of the first failed
+/// call or of the post (nothing is posted after an earlier call failed).
+unsafe extern "C" fn wr_complete(q: *mut IbvQpExC) -> c_int {
+    // SAFETY: a QP of ours (C contract).
+    let Some(b) = (unsafe { qp_of(q.cast::<IbvQp>()) }) else {
+        return libc::EINVAL;
+    };
+    let batch = std::mem::take(&mut *lock(&b.ex.batch));
+    if let Some(e) = batch.error {
+        return e;
+    }
+    if batch.reqs.is_empty() {
+        return 0;
+    }
+    let slices: Vec<Vec<Slice<'static>>> = batch
+        .reqs
+        .iter()
+        .map(|r| {
+            r.sges
+                .iter()
+                // SAFETY: the C caller vouches that each lkey's MR covers
+                // its range until the request completes (the ibv_wr_*
+                // contract, as ibv_post_send's).
+                .map(|s| unsafe { Slice::from_raw_parts(s.addr, s.length, s.lkey) })
+                .collect()
+        })
+        .collect();
+    let wrs: Vec<SendWr<'_>> = batch
+        .reqs
+        .iter()
+        .zip(&slices)
+        .map(|(r, s)| {
+            use crate::abi::send_flags::*;
+            let w = match &r.inline {
+                Some(d) => SendWr::inline(r.wr_id, r.op, d),
+                None => SendWr::new(r.wr_id, r.op, s),
+            };
+            w.signaled(r.flags & SIGNALED != 0)
+                .solicited(r.flags & SOLICITED != 0)
+                .fence(r.flags & FENCE != 0)
+        })
+        .collect();
+    match lock(&b.qp).post_send(&wrs) {
+        Ok(()) => 0,
+        Err(rverbs::Error::QueueFull { .. }) => libc::ENOMEM,
+        Err(e) => errno_of(&e),
+    }
+}
+
+/// `verbs_context.create_qp_ex`: what `verbs.h`'s `ibv_create_qp_ex`
+/// calls when `comp_mask` is more than `IBV_QP_INIT_ATTR_PD`. RC and UC
+/// QPs over a PD, with `send_ops_flags` for the `ibv_wr_*` API; XRC, RSS,
+/// TSO, create flags and source QPNs are refused with `EOPNOTSUPP`.
+pub(crate) unsafe extern "C" fn create_qp_ex(
+    c: *mut IbvContext,
+    a: *mut IbvQpInitAttrEx,
+) -> *mut IbvQp {
+    // SAFETY: NULL or a readable, writable init attr (C contract).
+    let Some(a) = (unsafe { a.as_mut() }) else {
+        return null_errno(libc::EINVAL);
+    };
+    use init_mask::*;
+    if a.comp_mask & PD == 0 || a.pd.is_null() {
+        return null_errno(libc::EINVAL);
+    }
+    if a.comp_mask & !(PD | CREATE_FLAGS | SEND_OPS_FLAGS) != 0
+        || (a.comp_mask & CREATE_FLAGS != 0 && a.create_flags != 0)
+    {
+        return null_errno(libc::EOPNOTSUPP);
+    }
+    // SAFETY: a PD of ours (C contract); its first field is the ibv_pd.
+    if unsafe { (*a.pd).context } != c {
+        return null_errno(libc::EINVAL);
+    }
+    let send_ops = if a.comp_mask & SEND_OPS_FLAGS != 0 {
+        if a.send_ops_flags & !ops::SUPPORTED != 0 {
+            return null_errno(libc::EOPNOTSUPP);
+        }
+        Some(a.send_ops_flags)
+    } else {
+        None
+    };
+    let mut init = IbvQpInitAttr {
+        qp_context: a.qp_context,
+        send_cq: a.send_cq,
+        recv_cq: a.recv_cq,
+        srq: a.srq,
+        cap: a.cap,
+        qp_type: a.qp_type,
+        sq_sig_all: a.sq_sig_all,
+    };
+    // SAFETY: forwarded C contract (a PD and CQs of ours).
+    let q = unsafe { create_qp_raw(a.pd, &mut init) };
+    if q.is_null() {
+        return q;
+    }
+    a.cap = init.cap;
+    if let Some(flags) = send_ops {
+        // SAFETY: q was just made by create_qp_raw and not yet handed out:
+        // nothing else references its box.
+        let x = unsafe { &mut (*q.cast::<crate::verbs::QpBox>()).ex };
+        x.send_ops = flags;
+        x.enabled = true;
+    }
+    q
+}
+
+/// `ibv_qp_to_qp_ex`: the QP's `ibv_qp_ex` if it was created with
+/// `send_ops_flags`, else NULL (as libibverbs).
+unsafe extern "C" fn qp_to_qp_ex(q: *mut IbvQp) -> *mut IbvQp {
+    // SAFETY: a QP of ours (C contract).
+    match unsafe { qp_of(q) } {
+        Some(b) if b.ex.enabled => q,
+        _ => std::ptr::null_mut(),
+    }
+}
+export!("ibv_qp_to_qp_ex" = qp_to_qp_ex);
+
+/// Fills the `verbs_context` slots this module implements.
+pub(crate) fn fill_verbs_ops(v: &mut crate::abi::VerbsContext) {
+    // `create_qp_ex`: the sixth slot after `query_device_ex` (checked by
+    // the layout test below).
+    v.ops_b[5] = create_qp_ex as *const c_void;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::VerbsContext;
+    use std::mem::{offset_of, size_of};
+
+    /// `struct ibv_qp_ex`'s tail right after `struct ibv_qp` in a QP box,
+    /// `struct ibv_qp_init_attr_ex`, and the two `verbs_context` slots this
+    /// module fills, against `verbs.h` (a C program compiled now).
+    #[test]
+    fn structs_match_verbs_h() {
+        let base = offset_of!(crate::verbs::QpBox, ex);
+        let mut checks: Vec<(String, usize)> = vec![
+            ("sizeof(struct ibv_qp)".into(), base),
+            (
+                "offsetof(struct ibv_qp_ex, comp_mask)".into(),
+                base + offset_of!(IbvQpExTail, comp_mask),
+            ),
+            (
+                "sizeof(struct ibv_qp_ex)".into(),
+                base + size_of::<IbvQpExTail>(),
+            ),
+            (
+                "offsetof(struct verbs_context, create_cq_ex)".into(),
+                offset_of!(VerbsContext, ops_a) + 24 * 8,
+            ),
+            (
+                "offsetof(struct verbs_context, create_qp_ex)".into(),
+                offset_of!(VerbsContext, ops_b) + 5 * 8,
+            ),
+            (
+                "sizeof(struct ibv_qp_init_attr_ex)".into(),
+                size_of::<IbvQpInitAttrEx>(),
+            ),
+            (
+                "sizeof(struct ibv_data_buf)".into(),
+                size_of::<IbvDataBuf>(),
+            ),
+        ];
+        macro_rules! tail {
+            ($($f:ident),*) => {$(
+                checks.push((
+                    format!("offsetof(struct ibv_qp_ex, {})", stringify!($f)),
+                    base + offset_of!(IbvQpExTail, $f),
+                ));
+            )*};
+        }
+        tail!(
+            wr_id,
+            wr_flags,
+            wr_atomic_cmp_swp,
+            wr_atomic_fetch_add,
+            wr_bind_mw,
+            wr_local_inv,
+            wr_rdma_read,
+            wr_rdma_write,
+            wr_rdma_write_imm,
+            wr_send,
+            wr_send_imm,
+            wr_send_inv,
+            wr_send_tso,
+            wr_set_ud_addr,
+            wr_set_xrc_srqn,
+            wr_set_inline_data,
+            wr_set_inline_data_list,
+            wr_set_sge,
+            wr_set_sge_list,
+            wr_start,
+            wr_complete,
+            wr_abort,
+            wr_atomic_write
+        );
+        macro_rules! init {
+            ($($f:ident $(. $g:ident)*),*) => {$(
+                checks.push((
+                    format!("offsetof(struct ibv_qp_init_attr_ex, {})",
+                        stringify!($f $(. $g)*).replace(' ', "")),
+                    offset_of!(IbvQpInitAttrEx, $f $(. $g)*),
+                ));
+            )*};
+        }
+        init!(
+            qp_context,
+            send_cq,
+            recv_cq,
+            srq,
+            cap,
+            qp_type,
+            sq_sig_all,
+            comp_mask,
+            pd,
+            xrcd,
+            create_flags,
+            max_tso_header,
+            rwq_ind_tbl,
+            rx_hash_conf.rx_hash_function,
+            rx_hash_conf.rx_hash_key_len,
+            rx_hash_conf.rx_hash_key,
+            rx_hash_conf.rx_hash_fields_mask,
+            source_qpn,
+            send_ops_flags
+        );
+        let mut prog = String::from(
+            "#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\n\
+             int main(void) {\n",
+        );
+        for (c, _) in &checks {
+            prog += &format!("printf(\"%zu\\n\", (size_t){c});\n");
+        }
+        prog += "return 0; }\n";
+        let dir = std::env::temp_dir().join(format!("rverbs-qp-ex-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let (src, exe) = (dir.join("l.c"), dir.join("l"));
+        std::fs::write(&src, prog).expect("write l.c");
+        let cc = std::process::Command::new("cc")
+            .arg("-o")
+            .arg(&exe)
+            .arg(&src)
+            .output()
+            .expect("the layout test needs `cc` and libibverbs-dev");
+        assert!(
+            cc.status.success(),
+            "{}",
+            String::from_utf8_lossy(&cc.stderr)
+        );
+        let out = std::process::Command::new(&exe).output().expect("run");
+        let got: Vec<usize> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.parse().expect("a number"))
+            .collect();
+        for ((c, want), got) in checks.iter().zip(&got) {
+            assert_eq!(got, want, "{c}");
+        }
+        assert_eq!(got.len(), checks.len());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
