@@ -21,115 +21,31 @@ use std::process::Command;
 /// entry point whose absence makes it skip (pyverbs turns `EOPNOTSUPP`
 /// into a skip) or fail.
 const KNOWN_GAPS: &[(&str, &str)] = &[
-    // verbs_context.create_cq_ex is NULL: ibv_create_cq_ex reports
-    // EOPNOTSUPP (pyverbs skips).
-    (
-        "tests.test_cqex.CQEXAPITest.test_create_cq_ex_bad_flow",
-        "ibv_create_cq_ex",
-    ),
-    (
-        "tests.test_cqex.CqExTestCase.test_rc_traffic_cq_ex",
-        "ibv_create_cq_ex",
-    ),
-    (
-        "tests.test_cqex.CqExTestCase.test_ud_traffic_cq_ex",
-        "ibv_create_cq_ex",
-    ),
-    // verbs_context.create_qp_ex is NULL and ibv_qp_to_qp_ex returns NULL:
-    // ibv_create_qp_ex (and so the ibv_wr_* builders) report EOPNOTSUPP.
-    // The test_qp cases draw a random creation mask (seeded per test, see
-    // DRIVER): these are the ones whose mask asks for more than a PD, so
-    // that verbs.h does not fall back to ibv_create_qp; test_query_*_qp and
-    // test_modify_ud_qp create a legacy QP and then an extended one.
-    (
-        "tests.test_qp.QPTest.test_create_rc_qp_ex_no_attr",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qp.QPTest.test_create_uc_qp_ex_no_attr",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qp.QPTest.test_create_uc_qp_ex_with_attr",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qp.QPTest.test_create_ud_qp_ex_no_attr",
-        "ibv_create_qp_ex",
-    ),
-    ("tests.test_qp.QPTest.test_modify_ud_qp", "ibv_create_qp_ex"),
-    ("tests.test_qp.QPTest.test_query_rc_qp", "ibv_create_qp_ex"),
-    (
-        "tests.test_qpex.QpExTestCase.test_full_rq_bad_flow",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qpex.QpExTestCase.test_post_receive_qp_state_bad_flow",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qpex.QpExTestCase.test_post_send_qp_state_bad_flow",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_cmp_swp",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_fetch_add",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qpex.QpExTestCase.test_qp_ex_rc_atomic_write",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qpex.QpExTestCase.test_qp_ex_rc_rdma_read",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qpex.QpExTestCase.test_qp_ex_rc_rdma_read_zero_size",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_imm",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_zero_length",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qpex.QpExTestCase.test_qp_ex_rc_send",
-        "ibv_create_qp_ex",
-    ),
-    (
-        "tests.test_qpex.QpExTestCase.test_qp_ex_rc_send_imm",
-        "ibv_create_qp_ex",
-    ),
+    // ibv_create_qp_ex takes RC and UC QPs only, and the batch's
+    // ibv_wr_set_ud_addr is not wired to AHs yet: UD tests fail creating
+    // or posting (EOPNOTSUPP, which these tests report as an error).
     (
         "tests.test_qpex.QpExTestCase.test_qp_ex_ud_send",
-        "ibv_create_qp_ex",
+        "ibv_create_qp_ex (UD), ibv_wr_set_ud_addr",
     ),
     (
         "tests.test_qpex.QpExTestCase.test_qp_ex_ud_send_imm",
-        "ibv_create_qp_ex",
+        "ibv_create_qp_ex (UD), ibv_wr_set_ud_addr",
     ),
     (
         "tests.test_qpex.QpExTestCase.test_qp_ex_ud_zero_size",
-        "ibv_create_qp_ex",
+        "ibv_create_qp_ex (UD), ibv_wr_set_ud_addr",
     ),
+    // ibv_wr_bind_mw makes the batch fail with EOPNOTSUPP (a skip).
     (
-        "tests.test_qpex.QpExTestCase.test_rq_with_larger_sgl_bad_flow",
-        "ibv_create_qp_ex",
+        "tests.test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw",
+        "ibv_wr_bind_mw",
+    ),
+    // Posting through ibv_wr_* on a QP before RTS: rdma-core's rxe fails
+    // the batch at wr_complete; ours does not check the state there yet.
+    (
+        "tests.test_qpex.QpExTestCase.test_post_send_qp_state_bad_flow",
+        "ibv_wr_complete (QP state check)",
     ),
 ];
 
