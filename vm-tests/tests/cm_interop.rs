@@ -4,10 +4,10 @@
 
 mod common;
 
-use common::{env, retry_until_ok, rverbs_bin, show, Background};
+use common::{env, retry_until_ok, rverbs_bin, show, wait_cm_listening, Background};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU16, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 static PORT: AtomicU16 = AtomicU16::new(7600);
 
@@ -35,35 +35,6 @@ fn check(who: &str, out: &Output, lines: &[&str]) {
     }
 }
 
-/// Waits (at most 20 s) until `server` listens on `ps` (`TCP`, `UDP`)
-/// port `port`, as `rdma resource show cm_id` lists it. A client started
-/// earlier would see some of its connections rejected (between the
-/// server's bind and listen) and others accepted, and its retry would
-/// then find the server's connection count already spent.
-fn wait_listening(server: &mut Background, ps: &str, port: u16) {
-    let want = format!("state LISTEN ps {ps} ");
-    let addr = format!("src-addr {}:{port} ", env().addr);
-    let until = Instant::now() + Duration::from_secs(20);
-    loop {
-        let o = Command::new("rdma")
-            .args(["resource", "show", "cm_id"])
-            .output()
-            .expect("rdma (iproute2)");
-        let text = String::from_utf8_lossy(&o.stdout);
-        if text.lines().any(|l| l.contains(&want) && l.contains(&addr)) {
-            return;
-        }
-        if let Some(st) = server.0.as_mut().and_then(|c| c.try_wait().unwrap()) {
-            panic!("the server exited ({st}) before listening");
-        }
-        assert!(
-            Instant::now() < until,
-            "nothing listens on {ps} {port}: {text}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn cmatose_pair(server: &str, client: &str, extra: &[&str]) {
     let port = PORT.fetch_add(1, Ordering::Relaxed).to_string();
     let addr = env().addr;
@@ -72,7 +43,7 @@ fn cmatose_pair(server: &str, client: &str, extra: &[&str]) {
             .args(["-b", &addr, "-p", &port])
             .args(extra),
     );
-    wait_listening(&mut s, "TCP", port.parse().unwrap());
+    wait_cm_listening(&mut s, "TCP", port.parse().unwrap());
     let c = retry_until_ok(Duration::from_secs(20), || {
         let mut c = tool(client, "cmatose");
         c.args(["-s", &addr, "-p", &port]).args(extra);
@@ -142,7 +113,7 @@ fn cmatose_to_a_port_nobody_listens_on_is_rejected() {
 fn udaddy_pair(server: &str, client: &str, extra: &[&str]) {
     let addr = env().addr;
     let mut s = Background::spawn(tool(server, "udaddy").args(["-b", &addr]).args(extra));
-    wait_listening(&mut s, "UDP", 7174);
+    wait_cm_listening(&mut s, "UDP", 7174);
     let c = retry_until_ok(Duration::from_secs(20), || {
         let mut c = tool(client, "udaddy");
         c.args(["-s", &addr]).args(extra);

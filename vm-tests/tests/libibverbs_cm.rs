@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{env, retry_until_ok, show, Background};
+use common::{env, retry_until_ok, show, wait_cm_listening, Background};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -158,33 +158,6 @@ fn check(whom: &str, out: &Output, lines: &[&str]) {
     }
 }
 
-/// Waits (at most 20 s) until something listens on TCP port `port` (on
-/// the test address or any) as `rdma resource show cm_id` lists it (a
-/// client started earlier would have some connections rejected).
-fn wait_listening(server: &mut Background, port: u16) {
-    let want = format!("src-addr {}:{port} ", env().addr);
-    let any = format!("src-addr 0.0.0.0:{port} ");
-    let until = Instant::now() + Duration::from_secs(20);
-    loop {
-        let o = Command::new("rdma")
-            .args(["resource", "show", "cm_id"])
-            .output()
-            .expect("rdma (iproute2)");
-        let text = String::from_utf8_lossy(&o.stdout);
-        if text
-            .lines()
-            .any(|l| l.contains("state LISTEN ps TCP ") && (l.contains(&want) || l.contains(&any)))
-        {
-            return;
-        }
-        if let Some(st) = server.0.as_mut().and_then(|c| c.try_wait().unwrap()) {
-            panic!("the server exited ({st}) before listening");
-        }
-        assert!(Instant::now() < until, "nothing listens on {port}: {text}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn ucmatose_pair(server_ours: bool, extra: &[&str]) {
     let port = PORT.fetch_add(1, Ordering::Relaxed);
     let (addr, port_s) = (env().addr, port.to_string());
@@ -193,7 +166,7 @@ fn ucmatose_pair(server_ours: bool, extra: &[&str]) {
             .args(["-b", &addr, "-p", &port_s])
             .args(extra),
     );
-    wait_listening(&mut s, port);
+    wait_cm_listening(&mut s, "TCP", port);
     let c = retry_until_ok(Duration::from_secs(20), || {
         let mut c = over("ucmatose", !server_ours);
         c.args(["-s", &addr, "-p", &port_s]).args(extra);
@@ -561,7 +534,7 @@ fn perftest_pair(tool: &str, server_ours: bool, extra: &[&str]) -> (Output, Outp
     };
     let mut s = Background::spawn(&mut cmd(server_ours));
     if rdma_cm {
-        wait_listening(&mut s, port);
+        wait_cm_listening(&mut s, "TCP", port);
     } else {
         wait_tcp_listening(&mut s, port);
     }
@@ -884,4 +857,120 @@ fn ibv_wr_api_and_cq_ex_the_same_over_both() {
         ours,
         "SGE lists, inline data, ibv_start_poll over ours"
     );
+}
+
+/// rdma-core's `udaddy` (UD over rdma_cm: service-ID resolution, then
+/// datagrams both ways through AHs) over ours against rdma-core's, one
+/// pair; udaddy's port is fixed (7174), so the two roles run in turn.
+fn udaddy_pair(server_ours: bool) {
+    let addr = env().addr;
+    let extra = ["-c", "2", "-C", "10", "-S", "500"];
+    let mut s = Background::spawn(over("udaddy", server_ours).args(["-b", &addr]).args(extra));
+    wait_cm_listening(&mut s, "UDP", 7174);
+    let c = retry_until_ok(Duration::from_secs(20), || {
+        let mut c = over("udaddy", !server_ours);
+        c.args(["-s", &addr]).args(extra);
+        c
+    });
+    let s = s.wait(Duration::from_secs(60));
+    let ctx = format!(
+        "server over {}, client over {}",
+        who(server_ours),
+        who(!server_ours)
+    );
+    check(
+        &format!("server ({ctx})"),
+        &s,
+        &[
+            "udaddy: starting server",
+            "receiving data transfers",
+            "sending replies",
+            "data transfers complete",
+            "test complete",
+            "return status 0",
+        ],
+    );
+    check(
+        &format!("client ({ctx})"),
+        &c,
+        &[
+            "udaddy: starting client",
+            "udaddy: connecting",
+            "initiating data transfers",
+            "receiving data transfers",
+            "data transfers complete",
+            "test complete",
+            "return status 0",
+        ],
+    );
+}
+
+#[test]
+fn udaddy_over_ours_against_rdma_core_both_roles() {
+    assert_ours_loaded("udaddy", &["-h"]);
+    udaddy_pair(true);
+    udaddy_pair(false);
+}
+
+/// rdma-core's `mckey` (multicast join over rdma_cm, UD sends to the
+/// group) with the receiver over one library and the sender over the
+/// other. The receiver joins well within the sender's 3 s pause after its
+/// own join; the sender sends many more datagrams than the receiver
+/// counts, since rdma-core's mckey leaves right after posting them
+/// unsignaled (rxe may drop what is still queued).
+fn mckey_pair(receiver_ours: bool, group: &str) {
+    let addr = env().addr;
+    let mut r =
+        Background::spawn(over("mckey", receiver_ours).args(["-m", group, "-b", &addr, "-C", "5"]));
+    std::thread::sleep(Duration::from_secs(1));
+    let mut s = None;
+    for _ in 0..5 {
+        let out = over("mckey", !receiver_ours)
+            .args(["-m", group, "-b", &addr, "-s", "-C", "50"])
+            .output()
+            .expect("run mckey");
+        let done = r.0.as_mut().unwrap().try_wait().unwrap().is_some();
+        let ok = out.status.success();
+        s = Some(out);
+        if done || !ok {
+            break;
+        }
+    }
+    let s = s.expect("the sender ran");
+    let r = r.wait(Duration::from_secs(60));
+    let ctx = format!(
+        "receiver over {}, sender over {}",
+        who(receiver_ours),
+        who(!receiver_ours)
+    );
+    let joined = format!("mckey: joined dgid: ::ffff:{group} mlid 0x0 sl 0");
+    check(
+        &format!("sender ({ctx})"),
+        &s,
+        &[
+            "mckey: starting client",
+            &joined,
+            "initiating data transfers",
+            "data transfers complete",
+            "return status 0",
+        ],
+    );
+    check(
+        &format!("receiver ({ctx})"),
+        &r,
+        &[
+            "mckey: starting server",
+            &joined,
+            "receiving data transfers",
+            "data transfers complete",
+            "return status 0",
+        ],
+    );
+}
+
+#[test]
+fn mckey_over_ours_against_rdma_core_both_roles() {
+    assert_ours_loaded("mckey", &["-h"]);
+    mckey_pair(true, "239.77.9.1");
+    mckey_pair(false, "239.77.9.2");
 }

@@ -118,6 +118,40 @@ impl Background {
     }
 }
 
+/// Waits (at most 20 s) until `server` listens on rdma_cm port space `ps`
+/// (`TCP`, `UDP`) port `port`, on the test address or the wildcard, as
+/// `rdma resource show cm_id` lists it. A client started earlier would see
+/// some of its connections rejected (between the server's bind and
+/// listen) and others accepted, and its retry would then find the
+/// server's connection count already spent.
+pub fn wait_cm_listening(server: &mut Background, ps: &str, port: u16) {
+    let state = format!("state LISTEN ps {ps} ");
+    let want = format!("src-addr {}:{port} ", env().addr);
+    let any = format!("src-addr 0.0.0.0:{port} ");
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let o = Command::new("rdma")
+            .args(["resource", "show", "cm_id"])
+            .output()
+            .expect("rdma (iproute2)");
+        let text = String::from_utf8_lossy(&o.stdout);
+        if text
+            .lines()
+            .any(|l| l.contains(&state) && (l.contains(&want) || l.contains(&any)))
+        {
+            return;
+        }
+        if let Some(st) = server.0.as_mut().and_then(|c| c.try_wait().unwrap()) {
+            panic!("the server exited ({st}) before listening");
+        }
+        assert!(
+            Instant::now() < until,
+            "nothing listens on {ps} {port}: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 impl Drop for Background {
     fn drop(&mut self) {
         if let Some(c) = self.0.as_mut() {
