@@ -309,7 +309,19 @@ fn checkers(tally: &mut Tally) {
 /// `libibverbs_pyverbs.rs` (rdma-core's pyverbs suite over both
 /// libibverbs, ~25 s) compares two libraries on one kernel: the kernel
 /// paths it reaches run on every kernel through the Rust API's own tests.
-const DEFAULT_KERNEL_ONLY: &[&str] = &["tests/hostile_peers.rs", "tests/libibverbs_pyverbs.rs"];
+///
+/// `perf.rs` (`rverbs perf` against perftest, ~50 s) and `libibverbs_cm.rs`
+/// (rdma-core's librdmacm tools and perftest over our libibverbs, ~50 s)
+/// compare userspace programs' wire exchanges and output; the verbs and
+/// rdma_cm paths under them run on every kernel in `verbs_*.rs`, `cm*.rs`,
+/// `interop_*.rs` and `libibverbs_core.rs`. On one kernel they keep the
+/// suite well under its 30 minutes.
+const DEFAULT_KERNEL_ONLY: &[&str] = &[
+    "tests/hostile_peers.rs",
+    "tests/libibverbs_pyverbs.rs",
+    "tests/perf.rs",
+    "tests/libibverbs_cm.rs",
+];
 
 fn vm_tests(tally: &mut Tally, kernel: &'static vm::Kernel) {
     println!("xtask: == VM tests on {kernel} (one boot, rxe0 on veth0)");
