@@ -52,6 +52,8 @@ pub struct Kind {
     /// The x values; `-s X` unless `qps`, then `-q X` at `RATE_SIZE`.
     xs: &'static [u32],
     qps: bool,
+    /// The report table's unit.
+    unit: &'static str,
     /// The figure in the `results` block, and the factor to the plotted unit.
     metric: &'static str,
     scale: f64,
@@ -64,6 +66,7 @@ pub struct Kind {
 pub const KINDS: &[Kind] = &[
     Kind {
         key: "latency",
+        unit: "t_typical, µs",
         perftest: "ib_write_lat",
         rverbs: "write-lat",
         xs: SIZES,
@@ -77,6 +80,7 @@ pub const KINDS: &[Kind] = &[
     },
     Kind {
         key: "bandwidth",
+        unit: "BW average, MB/s",
         perftest: "ib_write_bw",
         rverbs: "write-bw",
         xs: SIZES,
@@ -90,6 +94,7 @@ pub const KINDS: &[Kind] = &[
     },
     Kind {
         key: "msg_rate_qps",
+        unit: "MsgRate of all QPs, k messages/s",
         perftest: "ib_write_bw",
         rverbs: "write-bw",
         xs: QPS,
@@ -149,8 +154,12 @@ chart() {
             for (i, &x) in k.xs.iter().enumerate() {
                 let n = iters(k, x);
                 // -F: perftest's CPU-clock check fails under TCG.
-                let args = if k.qps {
+                // One QP is both tools' default: no -q, so that a stack
+                // without -q still has its single-QP point.
+                let args = if k.qps && x > 1 {
                     format!("-d rxe0 -x 1 -F -s {RATE_SIZE} -n {n} -q {x}")
+                } else if k.qps {
+                    format!("-d rxe0 -x 1 -F -s {RATE_SIZE} -n {n}")
                 } else {
                     format!("-d rxe0 -x 1 -F -s {x} -n {n}")
                 };
@@ -333,7 +342,7 @@ pub fn section(out_dir: &Path, runs: &Runs, rounds: u32) -> Result<String, Strin
         let _ = writeln!(md, "- [{}]({file})", k.title);
     }
     for k in KINDS {
-        let unit = k.y_label;
+        let unit = k.unit;
         let _ = write!(
             md,
             "\n| {} (`{}` / `rverbs perf {}`) | perftest: {unit} | rverbs: {unit} |\n| --- | --- | --- |\n",
@@ -353,10 +362,10 @@ pub fn section(out_dir: &Path, runs: &Runs, rounds: u32) -> Result<String, Strin
                 }
                 c
             };
-            let label = if k.qps {
-                format!("-q {x}")
-            } else {
-                format!("{} B", svg::short(f64::from(x)))
+            let label = match x {
+                x if k.qps => format!("-q {x}"),
+                x if x >= 1024 => format!("{} KiB", x / 1024),
+                x => format!("{x} B"),
             };
             let _ = writeln!(
                 md,

@@ -134,18 +134,22 @@ where
             String::new()
         }
     };
+    // Powers of ten come out of `powf` a hair off: 10, not 10.0 or 9.99.
     let y_fmt = |v: &f64| {
-        if *v >= 100.0 || *v == 0.0 {
+        if *v >= 100.0 || (v - v.round()).abs() < 1e-6 * v.max(1.0) {
             format!("{v:.0}")
         } else if *v >= 1.0 {
             format!("{v:.1}")
         } else {
-            format!("{v:.3}")
+            let s = format!("{v:.3}");
+            s.trim_end_matches('0').to_string()
         }
     };
     chart
         .configure_mesh()
         .x_labels(40)
+        // A light line between every power of two is noise, not help.
+        .x_max_light_lines(0)
         .y_labels(12)
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
