@@ -172,7 +172,7 @@ chart() {
                     k.key, k.rverbs
                 );
                 // Which stack goes first alternates by point and by round.
-                if (round as usize + i) % 2 == 0 {
+                if (round as usize + i).is_multiple_of(2) {
                     s.push_str(&pt);
                     s.push_str(&rv);
                 } else {
