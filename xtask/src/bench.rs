@@ -6,9 +6,11 @@
 //! the same run are the figures to read.
 
 mod calls;
+mod charts;
 mod guard;
 mod mlx5_ref;
 mod startup;
+mod svg;
 mod wallclock;
 
 use crate::host::{target_dir, workspace_root, Result, TOOL_PACKAGE};
@@ -578,6 +580,9 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
             .args(["build", "--release", "--quiet", "-p", TOOL_PACKAGE])
             .args(["--bin", "rverbs"]),
     )?;
+    if args.iter().any(|a| a == "--charts-only") {
+        return charts_only(&out_dir);
+    }
     crate::host::run(
         Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
             .current_dir(workspace_root())
@@ -590,23 +595,23 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         .join("examples")
         .join("async_echo");
     std::fs::create_dir_all(&out_dir).map_err(|e| e.to_string())?;
+    let wall_rounds = if args.iter().any(|a| a == "--callgrind-only") {
+        0
+    } else {
+        ROUNDS
+    };
     let startup_env = startup::prepare()?;
     let calls_env = calls::prepare()?;
     let o = vm::run(&vm::Options {
         two_hosts: false,
-        timeout: Duration::from_secs(1500),
+        timeout: Duration::from_secs(1800),
         // `--callgrind-only`: just the instruction counts (about 30 s).
         cmd: vec![
             "sh".into(),
             "-c".into(),
-            script(
-                1000,
-                if args.iter().any(|a| a == "--callgrind-only") {
-                    0
-                } else {
-                    ROUNDS
-                },
-            ) + &calls::script()
+            script(1000, wall_rounds)
+                + &charts::script(wall_rounds)
+                + &calls::script()
                 + &startup::script(),
         ],
         peer_cmd: None,
@@ -631,6 +636,64 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     finish(&out_dir, args, code)
 }
 
+/// `--charts-only`: the chart runs alone in one VM boot; their section of
+/// `report.md` is replaced, the rest kept. Failed runs are drawn and
+/// counted, and do not fail the command: the charts illustrate, the
+/// callgrind figures and their guard judge.
+fn charts_only(out_dir: &std::path::Path) -> Result<ExitCode> {
+    let bin = target_dir().join("release").join("rverbs");
+    std::fs::create_dir_all(out_dir).map_err(|e| e.to_string())?;
+    let t = std::time::Instant::now();
+    let o = vm::run(&vm::Options {
+        two_hosts: false,
+        timeout: Duration::from_secs(900),
+        cmd: vec![
+            "sh".into(),
+            "-c".into(),
+            format!("set -u\nB=$RVERBS_BIN\n{}", charts::script(ROUNDS)),
+        ],
+        peer_cmd: None,
+        env: vec![("RVERBS_BIN".into(), bin.display().to_string())],
+        verbose: false,
+        capture: true,
+        out_dir: Some(out_dir.to_path_buf()),
+        bare: None,
+        kernel: vm::kernels::DEFAULT,
+    })?;
+    let lines = &o.lines[0];
+    std::fs::write(out_dir.join("charts.log"), lines.join("\n")).map_err(|e| e.to_string())?;
+    let md = charts_section(out_dir, lines)?;
+    println!("{md}");
+    let path = out_dir.join("report.md");
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    std::fs::write(&path, charts::splice(&old, &md, MLX5_MARK)).map_err(|e| e.to_string())?;
+    println!(
+        "xtask: wrote {} and the charts beside it ({:.0} s, VM boot included)",
+        path.display(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The charts' section from the log's chart runs (drawing the SVGs and
+/// keeping the section in `charts.md`); without chart runs in the log
+/// (`--callgrind-only`), the last drawn section, if any.
+fn charts_section(out_dir: &std::path::Path, lines: &[String]) -> Result<String> {
+    let runs = charts::parse(lines);
+    if runs.is_empty() {
+        return Ok(std::fs::read_to_string(out_dir.join("charts.md")).unwrap_or_default());
+    }
+    let md = charts::section(out_dir, &runs, ROUNDS)?;
+    std::fs::write(out_dir.join("charts.md"), &md).map_err(|e| e.to_string())?;
+    if runs.failures() > 0 {
+        eprintln!(
+            "xtask: {} chart runs failed (drawn as failed points; see the log)",
+            runs.failures()
+        );
+    }
+    Ok(md)
+}
+
 fn report(out_dir: &std::path::Path, lines: &[String]) -> Result<ExitCode> {
     let m = parse(lines);
     let mut md = wallclock::table(&m, TESTS, SIZES);
@@ -638,6 +701,7 @@ fn report(out_dir: &std::path::Path, lines: &[String]) -> Result<ExitCode> {
         "\n{ROUNDS} interleaved rounds in one VM boot; latency is t_typical (lower is better), bandwidth is BW average (higher is better); a ratio is \"not significant\" when the two ranges overlap.\n"
     ));
     md.push_str(&echo_table(lines));
+    md.push_str(&charts_section(out_dir, lines)?);
     md.push_str(&format!(
         "\n| userspace instructions per call (callgrind, client of a 64 B write-lat, {CALLGRIND_ITERS} iterations) | calls | inclusive Ir | per call |\n| --- | --- | --- | --- |\n"
     ));

@@ -37,14 +37,16 @@ commands:
                two-host interop on 6.1 and 7.2; K: the whole suite on K
   demo         boot the VM and show the rxe device through rdma-core and rverbs
   dist         build target/dist/rverbs: one static, stripped executable
-  bench [--mlx5-only] [--update-baseline]
+  bench [--mlx5-only | --charts-only | --callgrind-only] [--report-only] [--update-baseline]
                rverbs beside perftest in one VM boot, then the mlx5 data path
                on the device model and rdma-core's own mlx5 qp.c/cq.c under
                callgrind (host); writes target/bench/report.md; fails if a
                per-call figure rose >10% above xtask/bench-baseline.txt;
                --mlx5-only: just the host figures; --report-only: the report
                of the last run again; --update-baseline: record this run's
-               (or with --report-only the last run's) figures as the baseline";
+               (or with --report-only the last run's) figures as the baseline;
+               --charts-only: just the SVG charts (latency.svg, bandwidth.svg,
+               msg_rate_qps.svg in target/bench; about 4 min under TCG)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
