@@ -683,7 +683,6 @@ mod layout_test {
     //! header.
     use super::*;
     use std::mem::{align_of, offset_of, size_of};
-    use std::process::Command;
 
     struct L {
         rust: &'static str,
@@ -902,26 +901,7 @@ mod layout_test {
     #[test]
     fn structs_match_verbs_h() {
         let ls = layouts();
-        let dir =
-            std::env::temp_dir().join(format!("rverbs-libibverbs-layout-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let (src, exe) = (dir.join("layout.c"), dir.join("layout"));
-        std::fs::write(&src, c_program(&ls)).expect("write layout.c");
-        let cc = Command::new("cc")
-            .arg("-o")
-            .arg(&exe)
-            .arg(&src)
-            .output()
-            .unwrap_or_else(|e| panic!("the layout test needs `cc` (gcc) and libibverbs-dev: {e}"));
-        assert!(
-            cc.status.success(),
-            "cc failed on {}: {}",
-            src.display(),
-            String::from_utf8_lossy(&cc.stderr)
-        );
-        let out = Command::new(&exe).output().expect("run the layout program");
-        assert!(out.status.success());
-        let text = String::from_utf8(out.stdout).expect("utf-8");
+        let text = crate::ctest::run_c("libibverbs-layout", &c_program(&ls), false);
         let mut lines = text.lines();
         let (mut structs, mut fields) = (0, 0);
         for l in &ls {
@@ -948,6 +928,5 @@ mod layout_test {
         // The prefix the exported (compat) ibv_query_port writes.
         assert_eq!(COMPAT_PORT_ATTR_LEN, 48);
         eprintln!("libibverbs layout: {structs} structs, {fields} members checked against verbs.h");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -348,38 +348,6 @@ mod tests {
                 0,
             ));
         }
-        let mut prog = String::from(
-            "#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\n\
-             int main(void) {\n",
-        );
-        for (c, _) in &checks {
-            prog += &format!("printf(\"%zu\\n\", (size_t)({c}));\n");
-        }
-        prog += "return 0; }\n";
-        let dir = std::env::temp_dir().join(format!("rverbs-cq-ex-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let (src, exe) = (dir.join("l.c"), dir.join("l"));
-        std::fs::write(&src, prog).expect("write l.c");
-        let cc = std::process::Command::new("cc")
-            .arg("-o")
-            .arg(&exe)
-            .arg(&src)
-            .output()
-            .expect("the layout test needs `cc` and libibverbs-dev");
-        assert!(
-            cc.status.success(),
-            "{}",
-            String::from_utf8_lossy(&cc.stderr)
-        );
-        let out = std::process::Command::new(&exe).output().expect("run");
-        let got: Vec<usize> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| l.parse().expect("a number"))
-            .collect();
-        assert_eq!(got.len(), checks.len());
-        for ((c, want), got) in checks.iter().zip(&got) {
-            assert_eq!(got, want, "{c}");
-        }
-        let _ = std::fs::remove_dir_all(&dir);
+        crate::ctest::assert_c_values("cq-ex", &["infiniband/verbs.h"], &checks);
     }
 }

@@ -32,6 +32,8 @@ pub mod abi;
 mod ah;
 mod async_event;
 mod cq_ex;
+#[cfg(test)]
+mod ctest;
 mod device;
 mod marshall;
 mod misc;

@@ -232,49 +232,36 @@ mod tests {
             ),
             ("preference", offset_of!(IbvSaPathRec, preference)),
         ];
-        let mut prog = String::from(
-            "#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\n\
-             #include <infiniband/sa.h>\nint main(void) {\n\
-             printf(\"%zu\\n\", sizeof(struct ibv_sa_path_rec));\n\
-             printf(\"%zu\\n\", sizeof(struct ibv_async_event));\n\
-             printf(\"%zu\\n\", offsetof(struct ibv_async_event, element.qp));\n\
-             printf(\"%zu\\n\", offsetof(struct ibv_async_event, element.port_num));\n\
-             printf(\"%zu\\n\", offsetof(struct ibv_async_event, event_type));\n",
-        );
-        let mut want = vec![
-            size_of::<IbvSaPathRec>(),
-            size_of::<IbvAsyncEvent>(),
-            offset_of!(IbvAsyncEvent, element),
-            offset_of!(IbvAsyncEvent, element),
-            offset_of!(IbvAsyncEvent, event_type),
+        let mut checks: Vec<(String, usize)> = vec![
+            (
+                "sizeof(struct ibv_sa_path_rec)".into(),
+                size_of::<IbvSaPathRec>(),
+            ),
+            (
+                "sizeof(struct ibv_async_event)".into(),
+                size_of::<IbvAsyncEvent>(),
+            ),
+            (
+                "offsetof(struct ibv_async_event, element.qp)".into(),
+                offset_of!(IbvAsyncEvent, element),
+            ),
+            (
+                "offsetof(struct ibv_async_event, element.port_num)".into(),
+                offset_of!(IbvAsyncEvent, element),
+            ),
+            (
+                "offsetof(struct ibv_async_event, event_type)".into(),
+                offset_of!(IbvAsyncEvent, event_type),
+            ),
         ];
         for (f, off) in fields {
-            prog += &format!("printf(\"%zu\\n\", offsetof(struct ibv_sa_path_rec, {f}));\n");
-            want.push(*off);
+            checks.push((format!("offsetof(struct ibv_sa_path_rec, {f})"), *off));
         }
-        prog += "return 0; }\n";
-        let dir = std::env::temp_dir().join(format!("rverbs-marshall-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let (src, exe) = (dir.join("l.c"), dir.join("l"));
-        std::fs::write(&src, prog).expect("write l.c");
-        let cc = std::process::Command::new("cc")
-            .arg("-o")
-            .arg(&exe)
-            .arg(&src)
-            .output()
-            .expect("the layout test needs `cc` and libibverbs-dev");
-        assert!(
-            cc.status.success(),
-            "{}",
-            String::from_utf8_lossy(&cc.stderr)
+        crate::ctest::assert_c_values(
+            "marshall",
+            &["infiniband/verbs.h", "infiniband/sa.h"],
+            &checks,
         );
-        let out = std::process::Command::new(&exe).output().expect("run");
-        let got: Vec<usize> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| l.parse().expect("a number"))
-            .collect();
-        assert_eq!(got, want);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -89,24 +89,7 @@ mod tests {
              ibv_rate_to_mbps(in[i]), mbps_to_ibv_rate(in[i]));\n\
              return 0; }}\n"
         );
-        let dir = std::env::temp_dir().join(format!("rverbs-rate-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let (src, exe) = (dir.join("r.c"), dir.join("r"));
-        std::fs::write(&src, prog).expect("write r.c");
-        let cc = std::process::Command::new("cc")
-            .arg("-o")
-            .arg(&exe)
-            .arg(&src)
-            .arg("-libverbs")
-            .output()
-            .expect("this test needs `cc` and libibverbs-dev");
-        assert!(
-            cc.status.success(),
-            "{}",
-            String::from_utf8_lossy(&cc.stderr)
-        );
-        let out = std::process::Command::new(&exe).output().expect("run");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let text = crate::ctest::run_c("rate", &prog, true);
         for (i, line) in inputs.iter().zip(text.lines()) {
             let ours = format!(
                 "{} {} {} {}",
@@ -118,6 +101,5 @@ mod tests {
             assert_eq!(ours, line, "input {i}");
         }
         assert_eq!(text.lines().count(), inputs.len());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
