@@ -6,66 +6,13 @@
 
 mod common;
 
+use common::ibverbs_so::{lib_dir, ours, run, stdout, theirs};
 use common::{env, retry_until_ok, show, Background};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::atomic::{AtomicU16, Ordering};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 static PORT: AtomicU16 = AtomicU16::new(18900);
-
-/// A directory holding our library as `libibverbs.so.1` (the name the
-/// programs' `NEEDED` entry asks for): `target/debug/libibverbs.so`, which
-/// `cargo xtask test` builds, linked under /tmp (the VM's writable
-/// tmpfs). Panics, never skips, if the library was not built.
-fn lib_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test executable's path");
-        let profile = exe
-            .parent()
-            .filter(|d| d.ends_with("deps"))
-            .and_then(Path::parent)
-            .expect("cargo's profile directory");
-        let so = profile.join("libibverbs.so");
-        assert!(
-            so.is_file(),
-            "{} is missing: build it with `cargo build -p rverbs-libibverbs` \
-             (`cargo xtask test` does)",
-            so.display()
-        );
-        let dir = std::env::temp_dir().join(format!("rverbs-libibverbs-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("create the library directory");
-        let link = dir.join("libibverbs.so.1");
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&so, &link).expect("link libibverbs.so.1");
-        dir
-    })
-}
-
-/// `prog` over our library.
-fn ours(prog: &str) -> Command {
-    let mut c = Command::new(prog);
-    c.env("LD_LIBRARY_PATH", lib_dir());
-    c
-}
-
-/// `prog` over rdma-core's library (whatever the environment says).
-fn theirs(prog: &str) -> Command {
-    let mut c = Command::new(prog);
-    c.env_remove("LD_LIBRARY_PATH");
-    c
-}
-
-fn run(mut c: Command) -> Output {
-    c.output()
-        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", c.get_program()))
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// The loader's own account (`LD_DEBUG=libs`) of which libibverbs it
 /// initialised: ours, under `lib_dir()`.
