@@ -144,6 +144,68 @@ impl Timeout {
     }
 }
 
+/// TCP keepalive on a connection a program may wait on without a limit
+/// (perftest's exchange has no heartbeat, so a bandwidth test's passive
+/// side waits for its peer's end however long the test runs): after
+/// [`KEEPALIVE_IDLE_SECS`] of silence the kernel probes the peer every
+/// [`KEEPALIVE_INTVL_SECS`] and, after [`KEEPALIVE_PROBES`] unanswered
+/// probes, fails the read with `ETIMEDOUT`. A killed peer process closes
+/// the connection at once; this bounds a peer whose host died or whose
+/// network went away, which closes nothing: 10 + 3 × 5 = 25 s.
+pub fn keepalive(s: &TcpStream) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = s.as_raw_fd();
+    for (level, name, value, what) in [
+        (libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1, "SO_KEEPALIVE"),
+        (
+            libc::IPPROTO_TCP,
+            libc::TCP_KEEPIDLE,
+            KEEPALIVE_IDLE_SECS,
+            "TCP_KEEPIDLE",
+        ),
+        (
+            libc::IPPROTO_TCP,
+            libc::TCP_KEEPINTVL,
+            KEEPALIVE_INTVL_SECS,
+            "TCP_KEEPINTVL",
+        ),
+        (
+            libc::IPPROTO_TCP,
+            libc::TCP_KEEPCNT,
+            KEEPALIVE_PROBES,
+            "TCP_KEEPCNT",
+        ),
+    ] {
+        let v: libc::c_int = value;
+        // SAFETY: fd is the stream's open socket for the whole call (the
+        // borrow keeps it open); the option value is a live c_int of the
+        // length passed, which the kernel only reads.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                std::ptr::from_ref(&v).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(Error::Io {
+                what: format!("setting {what} on the TCP connection"),
+                source: io::Error::last_os_error(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Seconds of silence before the first keepalive probe.
+pub const KEEPALIVE_IDLE_SECS: libc::c_int = 10;
+/// Seconds between keepalive probes.
+pub const KEEPALIVE_INTVL_SECS: libc::c_int = 5;
+/// Unanswered probes before the connection is declared dead.
+pub const KEEPALIVE_PROBES: libc::c_int = 3;
+
 /// A completion in error, `what` followed by what its status usually
 /// means for a program talking to one peer.
 pub fn failed_completion(what: String, wc: &Wc) -> Error {
@@ -235,5 +297,36 @@ mod tests {
             e.to_string(),
             "Couldn't read X: the peer closed the connection before sending it"
         );
+    }
+
+    /// What `keepalive` sets is what the kernel then holds for the socket
+    /// (read back with getsockopt on a loopback connection).
+    #[test]
+    fn keepalive_sets_the_probe_schedule() {
+        use std::os::fd::AsRawFd;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        keepalive(&c).unwrap();
+        for (level, name, want) in [
+            (libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1),
+            (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, KEEPALIVE_IDLE_SECS),
+            (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, KEEPALIVE_INTVL_SECS),
+            (libc::IPPROTO_TCP, libc::TCP_KEEPCNT, KEEPALIVE_PROBES),
+        ] {
+            let mut v: libc::c_int = -1;
+            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            // SAFETY: an open socket; v and len are live and of the sizes
+            // passed, written by the kernel only within them.
+            let rc = unsafe {
+                libc::getsockopt(
+                    c.as_raw_fd(),
+                    level,
+                    name,
+                    std::ptr::from_mut(&mut v).cast(),
+                    &mut len,
+                )
+            };
+            assert_eq!((rc, v), (0, want), "option {name}");
+        }
     }
 }

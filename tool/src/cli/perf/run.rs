@@ -1,7 +1,7 @@
 //! Setting up the QP pair with the peer (perftest's exchange, step by step
 //! as each `ib_*` tool takes it) and running each test.
 
-use super::super::wait::{bad_value, failed_completion, Timeout};
+use super::super::wait::{bad_value, failed_completion, keepalive, Timeout};
 use super::{report, PerfArgs, Test};
 use rverbs::{
     Access, AhAttr, CompChannel, Context, Cq, Error, GidType, Grh, Mr, Mtu, Qp, QpAttr, QpCaps,
@@ -124,9 +124,11 @@ impl Oob {
 
     /// One round of address messages where this side only waits for the
     /// peer's test to end, however long it runs (the exchange has no
-    /// heartbeat to tell a slow peer from a dead one; a dead one closes the
-    /// connection).
+    /// heartbeat to tell a slow peer from a dead one). A dead peer process
+    /// closes the connection; a dead host or a lost network is found by
+    /// TCP keepalive (`wait::keepalive`: 25 s of unanswered probes).
     fn await_peer(&mut self, me: &Peer) -> Result<Peer> {
+        keepalive(&self.s)?;
         self.s
             .set_read_timeout(None)
             .map_err(|e| io("clearing the TCP read timeout", e))?;
