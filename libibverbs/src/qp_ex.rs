@@ -20,7 +20,7 @@
 use crate::abi::{IbvContext, IbvQp, IbvQpCap, IbvQpInitAttr, IbvSge};
 use crate::verbs::{create_qp as create_qp_raw, qp_of};
 use crate::{errno_of, export, null_errno};
-use rverbs::{Remote, SendOp, SendWr, Slice};
+use rverbs::{QpState, Remote, SendOp, SendWr, Slice};
 use std::ffi::{c_int, c_void};
 use std::sync::{Mutex, MutexGuard};
 
@@ -129,6 +129,10 @@ struct Req {
     op: SendOp,
     sges: Vec<IbvSge>,
     inline: Option<Vec<u8>>,
+    /// `wr_set_ud_addr`: the AH (a C `ibv_ah *` of ours, which the C
+    /// caller keeps alive until the request completes, as with
+    /// `ibv_post_send`'s `wr.ud.ah`), remote QPN and Q_Key.
+    ud: Option<(*const crate::ah::AhBox, u32, u32)>,
 }
 
 /// The requests between `wr_start` and `wr_complete`, and the first
@@ -170,8 +174,7 @@ impl QpEx {
                 wr_send_imm: wr_send_imm as Slot,
                 wr_send_inv: wr_send_inv as Slot,
                 wr_send_tso: unsupported as Slot,
-                // UD addresses need address handles (not in this module).
-                wr_set_ud_addr: unsupported as Slot,
+                wr_set_ud_addr: wr_set_ud_addr as Slot,
                 wr_set_xrc_srqn: unsupported as Slot,
                 wr_set_inline_data: wr_set_inline_data as Slot,
                 wr_set_inline_data_list: wr_set_inline_data_list as Slot,
@@ -235,6 +238,7 @@ unsafe fn push(q: *mut IbvQpExC, needs: u64, op: SendOp) {
         op,
         sges: Vec::new(),
         inline: None,
+        ud: None,
     });
 }
 
@@ -356,6 +360,30 @@ unsafe fn set_last(q: *mut IbvQpExC, f: impl FnOnce(&mut Req) -> Result<(), c_in
     }
 }
 
+/// `wr_set_ud_addr`: where the last request goes on a UD QP. An AH that
+/// is not ours fails the batch with `EINVAL`.
+unsafe extern "C" fn wr_set_ud_addr(
+    q: *mut IbvQpExC,
+    ah: *mut crate::abi::IbvAh,
+    remote_qpn: u32,
+    remote_qkey: u32,
+) {
+    // SAFETY: NULL or an AH of ours (C contract).
+    let Some(a) = (unsafe { crate::ah::ah_of(ah) }) else {
+        // SAFETY: forwarded C contract.
+        unsafe { set_last(q, |_| Err(libc::EINVAL)) };
+        return;
+    };
+    let a = std::ptr::from_ref(a);
+    // SAFETY: forwarded C contract.
+    unsafe {
+        set_last(q, |r| {
+            r.ud = Some((a, remote_qpn, remote_qkey));
+            Ok(())
+        })
+    }
+}
+
 unsafe extern "C" fn wr_set_sge(q: *mut IbvQpExC, lkey: u32, addr: u64, length: u32) {
     // SAFETY: forwarded C contract.
     unsafe {
@@ -472,6 +500,15 @@ unsafe extern "C" fn wr_complete(q: *mut IbvQpExC) -> c_int {
     if let Some(e) = batch.error {
         return e;
     }
+    // What rxe answers for a QP before RTS (its POST_SEND doorbell
+    // refuses it), as ibv_post_send does here: EINVAL, nothing posted.
+    if matches!(
+        lock(&b.qp).last_state(),
+        QpState::Reset | QpState::Init | QpState::Rtr
+    ) && !batch.reqs.is_empty()
+    {
+        return libc::EINVAL;
+    }
     if batch.reqs.is_empty() {
         return 0;
     }
@@ -494,10 +531,15 @@ unsafe extern "C" fn wr_complete(q: *mut IbvQpExC) -> c_int {
         .zip(&slices)
         .map(|(r, s)| {
             use crate::abi::send_flags::*;
-            let w = match &r.inline {
+            let mut w = match &r.inline {
                 Some(d) => SendWr::inline(r.wr_id, r.op, d),
                 None => SendWr::new(r.wr_id, r.op, s),
             };
+            if let Some((ah, qpn, qkey)) = r.ud {
+                // SAFETY: an AH of ours that the C caller keeps alive
+                // until the request completes (wr_set_ud_addr's contract).
+                w = w.to(unsafe { &(*ah).ah }, qpn, qkey);
+            }
             w.signaled(r.flags & SIGNALED != 0)
                 .solicited(r.flags & SOLICITED != 0)
                 .fence(r.flags & FENCE != 0)

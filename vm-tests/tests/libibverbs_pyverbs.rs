@@ -21,31 +21,10 @@ use std::process::Command;
 /// entry point whose absence makes it skip (pyverbs turns `EOPNOTSUPP`
 /// into a skip) or fail.
 const KNOWN_GAPS: &[(&str, &str)] = &[
-    // ibv_create_qp_ex takes RC and UC QPs only, and the batch's
-    // ibv_wr_set_ud_addr is not wired to AHs yet: UD tests fail creating
-    // or posting (EOPNOTSUPP, which these tests report as an error).
-    (
-        "tests.test_qpex.QpExTestCase.test_qp_ex_ud_send",
-        "ibv_create_qp_ex (UD), ibv_wr_set_ud_addr",
-    ),
-    (
-        "tests.test_qpex.QpExTestCase.test_qp_ex_ud_send_imm",
-        "ibv_create_qp_ex (UD), ibv_wr_set_ud_addr",
-    ),
-    (
-        "tests.test_qpex.QpExTestCase.test_qp_ex_ud_zero_size",
-        "ibv_create_qp_ex (UD), ibv_wr_set_ud_addr",
-    ),
     // ibv_wr_bind_mw makes the batch fail with EOPNOTSUPP (a skip).
     (
         "tests.test_qpex.QpExTestCase.test_qp_ex_rc_bind_mw",
         "ibv_wr_bind_mw",
-    ),
-    // Posting through ibv_wr_* on a QP before RTS: rdma-core's rxe fails
-    // the batch at wr_complete; ours does not check the state there yet.
-    (
-        "tests.test_qpex.QpExTestCase.test_post_send_qp_state_bad_flow",
-        "ibv_wr_complete (QP state check)",
     ),
 ];
 
