@@ -257,7 +257,17 @@ fn bind_of(w: &IbvSendWr) -> Result<MwBind, c_int> {
     let b = unsafe { w.bind_mw_or_tso.bind_mw };
     // SAFETY: NULL or a live window of ours (C contract).
     let mw = unsafe { b.mw.as_ref() }.ok_or(libc::EINVAL)?;
-    let info = b.bind_info;
+    mw_bind(mw, b.rkey, &b.bind_info)
+}
+
+/// A bind of `mw` to `new_rkey` over `info` (shared by `IBV_WR_BIND_MW`
+/// and `ibv_wr_bind_mw`): `EINVAL` for an MR missing from a bind of a
+/// non-zero length.
+pub(crate) fn mw_bind(
+    mw: &crate::abi::IbvMw,
+    new_rkey: u32,
+    info: &crate::abi::IbvMwBindInfo,
+) -> Result<MwBind, c_int> {
     // SAFETY: NULL (unbind) or a live MR (C contract).
     let mr_lkey = match unsafe { info.mr.as_ref() } {
         Some(mr) => mr.lkey,
@@ -266,7 +276,7 @@ fn bind_of(w: &IbvSendWr) -> Result<MwBind, c_int> {
     };
     Ok(MwBind {
         mw_rkey: mw.rkey,
-        new_rkey: b.rkey,
+        new_rkey,
         mr_lkey,
         addr: info.addr,
         length: info.length,

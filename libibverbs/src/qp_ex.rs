@@ -73,6 +73,7 @@ mod ops {
     pub const ATOMIC_CMP_AND_SWP: u64 = 1 << 5;
     pub const ATOMIC_FETCH_AND_ADD: u64 = 1 << 6;
     pub const LOCAL_INV: u64 = 1 << 7;
+    pub const BIND_MW: u64 = 1 << 8;
     pub const SEND_WITH_INV: u64 = 1 << 9;
     pub const ATOMIC_WRITE: u64 = 1 << 12;
     pub const SUPPORTED: u64 = RDMA_WRITE
@@ -83,6 +84,7 @@ mod ops {
         | ATOMIC_CMP_AND_SWP
         | ATOMIC_FETCH_AND_ADD
         | LOCAL_INV
+        | BIND_MW
         | SEND_WITH_INV
         | ATOMIC_WRITE;
 }
@@ -165,7 +167,7 @@ impl QpEx {
                 wr_flags: 0,
                 wr_atomic_cmp_swp: wr_atomic_cmp_swp as Slot,
                 wr_atomic_fetch_add: wr_atomic_fetch_add as Slot,
-                wr_bind_mw: unsupported as Slot,
+                wr_bind_mw: wr_bind_mw as Slot,
                 wr_local_inv: wr_local_inv as Slot,
                 wr_rdma_read: wr_rdma_read as Slot,
                 wr_rdma_write: wr_rdma_write as Slot,
@@ -333,8 +335,8 @@ unsafe extern "C" fn wr_atomic_write(q: *mut IbvQpExC, rkey: u32, addr: u64, val
     unsafe { push(q, ops::ATOMIC_WRITE, op) }
 }
 
-/// The slots this library does not implement (memory window binds, TSO,
-/// UD and XRC addressing): the batch fails with
+/// The slots this library does not implement (TSO and XRC addressing):
+/// the batch fails with
 /// `EOPNOTSUPP` at `wr_complete`. The caller's other arguments are
 /// ignored (the C calling convention lets the callee ignore them).
 unsafe extern "C" fn unsupported(q: *mut IbvQpExC) {
@@ -357,6 +359,27 @@ unsafe fn set_last(q: *mut IbvQpExC, f: impl FnOnce(&mut Req) -> Result<(), c_in
     };
     if let Err(e) = r {
         b.error.get_or_insert(e);
+    }
+}
+
+/// `wr_bind_mw`: binds a type 2 window to `rkey` over `info` (unbinds with
+/// a zero length), as `IBV_WR_BIND_MW` does through `ibv_post_send`.
+unsafe extern "C" fn wr_bind_mw(
+    q: *mut IbvQpExC,
+    mw: *mut crate::abi::IbvMw,
+    rkey: u32,
+    info: *const crate::abi::IbvMwBindInfo,
+) {
+    // SAFETY: NULL or a live window and bind info (C contract).
+    let bind = match unsafe { (mw.as_ref(), info.as_ref()) } {
+        (Some(mw), Some(info)) => crate::post::mw_bind(mw, rkey, info),
+        _ => Err(libc::EINVAL),
+    };
+    match bind {
+        // SAFETY: forwarded C contract.
+        Ok(b) => unsafe { push(q, ops::BIND_MW, SendOp::BindMw(b)) },
+        // SAFETY: forwarded C contract.
+        Err(e) => unsafe { set_last(q, |_| Err(e)) },
     }
 }
 
