@@ -110,12 +110,11 @@ impl Slice<'static> {
         if sges.is_null() || !sges.cast::<Slice<'static>>().is_aligned() {
             return None;
         }
-        // SAFETY: Slice has Sge's layout (asserted above: `struct
-        // ib_uverbs_sge`, whose layout Sge asserts too) plus a zero-sized
-        // marker, so n SGEs are n Slices; the pointer is non-NULL and
-        // aligned (checked), the n elements initialised and unchanged for
-        // 'a (the caller's contract), and what each names is the caller's
-        // promise as for from_raw_parts.
+        // Slice has Sge's layout (asserted above: `struct ib_uverbs_sge`)
+        // plus a zero-sized marker, so n SGEs are n Slices.
+        // SAFETY: same layout (above); non-NULL and aligned (checked); the n
+        // elements initialised and unchanged for 'a, and what each names,
+        // are the caller's promise, as for from_raw_parts.
         Some(unsafe { std::slice::from_raw_parts(sges.cast::<Slice<'static>>(), n) })
     }
 
