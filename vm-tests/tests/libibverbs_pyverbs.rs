@@ -8,6 +8,15 @@
 //!
 //! The whole suite takes ~15 s per library in the VM (most tests skip on
 //! rxe: mlx5/EFA only, device memory, ODP, CUDA …), so all of it runs.
+//!
+//! One of rdma-core's tests races rxe: `test_resize_cq` posts sends and
+//! shrinks the CQ at once, expecting `EINVAL` because the completions are
+//! already there, but rxe's requester writes them from a kernel work item,
+//! so now and then they are not yet. Run alone 20 times in the 6.12 VM it
+//! failed once over rdma-core and once over ours. So a test that passes
+//! over rdma-core and not over ours is run again, alone, up to
+//! [`RETRIES`] times over ours: a race passes on a retry (and the table
+//! says so); a real difference fails every time.
 
 mod common;
 
@@ -23,6 +32,11 @@ use std::process::Command;
 /// None left: every test that passes over rdma-core passes over ours. An
 /// entry here names a test and the missing entry point.
 const KNOWN_GAPS: &[(&str, &str)] = &[];
+
+/// How often a test that passed over rdma-core and not over ours is run
+/// again, alone, over ours. A 1-in-20 race fails three more times in
+/// about one run in 8,000.
+const RETRIES: usize = 3;
 
 /// A unittest runner doing what rdma-core's `run_tests.py` does, that
 /// prints one machine-readable line per test: `RVERBS-RESULT <id>
@@ -100,6 +114,19 @@ fn suite_dir() -> PathBuf {
 
 /// Every test's status over ours or over rdma-core.
 fn run_suite(dir: &Path, is_ours: bool) -> BTreeMap<String, String> {
+    let results = run_tests(dir, is_ours, None);
+    assert!(
+        results.len() > 200,
+        "pyverbs over {} reported {} tests",
+        if is_ours { "ours" } else { "rdma-core" },
+        results.len()
+    );
+    results
+}
+
+/// The status of each test run: all of them, or only `only` (a test id,
+/// through unittest's `-k`).
+fn run_tests(dir: &Path, is_ours: bool, only: Option<&str>) -> BTreeMap<String, String> {
     let e = env();
     let mut c = over(is_ours, "python3");
     c.current_dir(dir).arg("rverbs_driver.py").args([
@@ -110,6 +137,9 @@ fn run_suite(dir: &Path, is_ours: bool) -> BTreeMap<String, String> {
         "--gid",
         &e.gid.to_string(),
     ]);
+    if let Some(id) = only {
+        c.args(["-k", id]);
+    }
     let start = std::time::Instant::now();
     let out = c.output().expect("run python3");
     let text = stdout(&out);
@@ -121,17 +151,31 @@ fn run_suite(dir: &Path, is_ours: bool) -> BTreeMap<String, String> {
         .collect();
     let who = if is_ours { "ours" } else { "rdma-core" };
     println!(
-        "pyverbs over {who}: {} tests in {:.0}s",
+        "pyverbs over {who}: {} test(s) in {:.0}s",
         results.len(),
         start.elapsed().as_secs_f64()
     );
     assert!(
-        results.len() > 200,
-        "pyverbs over {who} reported {} tests: {}",
-        results.len(),
+        !results.is_empty(),
+        "pyverbs over {who} reported no test: {}",
         show(&out)
     );
     results
+}
+
+/// Runs `id` alone over ours up to [`RETRIES`] times; the attempt (from
+/// 1) on which it passed, or its statuses if it never did.
+fn retry_ours(dir: &Path, id: &str) -> Result<usize, Vec<String>> {
+    let mut seen = Vec::new();
+    for attempt in 1..=RETRIES {
+        let r = run_tests(dir, true, Some(id));
+        let what = r.get(id).cloned().unwrap_or_else(|| "-".into());
+        if what == "pass" {
+            return Ok(attempt);
+        }
+        seen.push(what);
+    }
+    Err(seen)
 }
 
 fn count(r: &BTreeMap<String, String>, what: &str) -> usize {
@@ -141,8 +185,28 @@ fn count(r: &BTreeMap<String, String>, what: &str) -> usize {
 #[test]
 fn pyverbs_passes_over_ours_where_it_passes_over_rdma_core() {
     let dir = suite_dir();
+    let gap = |id: &str| KNOWN_GAPS.iter().find(|(g, _)| *g == id).map(|(_, e)| *e);
     let theirs = run_suite(&dir, false);
-    let ours = run_suite(&dir, true);
+    let mut ours = run_suite(&dir, true);
+    // A test that passed over rdma-core and not over ours: a race in the
+    // test, or a real difference? Run it again alone (module doc).
+    let mut retried = BTreeMap::new();
+    for (id, t) in &theirs {
+        let o = ours.get(id).map(String::as_str).unwrap_or("-");
+        if t == "pass" && o != "pass" && gap(id).is_none() {
+            match retry_ours(&dir, id) {
+                Ok(n) => {
+                    println!("{id}: {o} over ours in the suite, passed alone on retry {n}");
+                    retried.insert(id.clone(), n);
+                    ours.insert(id.clone(), "pass".into());
+                }
+                Err(seen) => println!(
+                    "{id}: {o} over ours in the suite, then {} alone",
+                    seen.join(", ")
+                ),
+            }
+        }
+    }
     println!("{:<90} {:<10} {:<10}", "test", "rdma-core", "rverbs");
     let none = String::from("-");
     let mut all: Vec<&String> = theirs.keys().chain(ours.keys()).collect();
@@ -153,7 +217,11 @@ fn pyverbs_passes_over_ours_where_it_passes_over_rdma_core() {
             theirs.get(*id).unwrap_or(&none),
             ours.get(*id).unwrap_or(&none),
         );
-        let mark = if t != o { " *" } else { "" };
+        let mark = match retried.get(*id) {
+            Some(n) => format!(" (on retry {n})"),
+            None if t != o => " *".into(),
+            None => String::new(),
+        };
         println!("{id:<90} {t:<10} {o:<10}{mark}");
     }
     for what in ["pass", "fail", "error", "skip"] {
@@ -169,7 +237,6 @@ fn pyverbs_passes_over_ours_where_it_passes_over_rdma_core() {
         "only {} tests pass over rdma-core",
         count(&theirs, "pass")
     );
-    let gap = |id: &str| KNOWN_GAPS.iter().find(|(g, _)| *g == id).map(|(_, e)| *e);
     let mut wrong = Vec::new();
     for (id, t) in &theirs {
         let o = ours.get(id).unwrap_or(&none);
