@@ -91,7 +91,12 @@ fn pair(
         .unwrap();
     let s = s.wait(Duration::from_secs(120));
     let what = format!("{test:?} server {server:?} client {client:?} {extra:?}");
-    assert!(c.status.success(), "client of {what}: {}", show(&c));
+    assert!(
+        c.status.success(),
+        "client of {what}: {}\n-- its server: {}",
+        show(&c),
+        show(&s)
+    );
     assert!(s.status.success(), "server of {what}: {}", show(&s));
     (s, c)
 }
@@ -277,5 +282,174 @@ fn post_list_events_inline_and_mtu() {
             "{}",
             show(o)
         );
+    }
+}
+
+/// The rows of a report, checked: `n` rows, each of `cols` columns, the
+/// same header as `reference` printed.
+fn rows_like(what: &str, o: &Output, reference: &Output, cols: usize) -> Vec<Vec<String>> {
+    let (h, rows) = table(o);
+    assert_eq!(h, table(reference).0, "{what}: {}", show(o));
+    assert!(!rows.is_empty(), "{what}: no result row: {}", show(o));
+    for r in &rows {
+        assert_eq!(r.len(), cols, "{what}: {r:?}: {}", show(o));
+    }
+    rows
+}
+
+/// `-q 4`, `-b` and `-D 2` for the write and send bandwidth tests, each
+/// against perftest in both roles: both sides finish, print perftest's
+/// header and a row, and the row says what the flag means (4 × -n
+/// iterations; no peak by duration, as perftest).
+#[test]
+fn qps_bidirectional_and_duration_interoperate_with_perftest() {
+    let dir = tmpdir("qbd");
+    for test in [TESTS[5], TESTS[4]] {
+        for (server, client) in [
+            (Tool::Perftest, Tool::Rverbs),
+            (Tool::Rverbs, Tool::Perftest),
+        ] {
+            let who = format!("{} {server:?}->{client:?}", test.0);
+            // -q 4: four QPs, 4 x 100 messages.
+            let (s, c) = pair(test, server, client, &["-q", "4", "-n", "100"], &dir);
+            let reference = if server == Tool::Perftest { &s } else { &c };
+            let ours = if server == Tool::Rverbs { &s } else { &c };
+            for o in [&s, &c] {
+                let rows = rows_like(&format!("-q 4 {who}"), o, reference, 5);
+                assert_eq!(rows[0][1], "400", "-q 4 {who}: {}", show(o));
+            }
+            let text = String::from_utf8_lossy(&ours.stdout);
+            assert!(
+                text.contains(" Number of qps   : 4\t"),
+                "-q 4 {who}: {}",
+                show(ours)
+            );
+            assert_eq!(
+                text.matches(" remote address:").count(),
+                4,
+                "{}",
+                show(ours)
+            );
+            // -b: both sides send; each prints a row (the sum of both).
+            let (s, c) = pair(test, server, client, &["-b", "-n", "100"], &dir);
+            let reference = if server == Tool::Perftest { &s } else { &c };
+            let ours = if server == Tool::Rverbs { &s } else { &c };
+            for o in [&s, &c] {
+                rows_like(&format!("-b {who}"), o, reference, 5);
+            }
+            assert!(
+                String::from_utf8_lossy(&ours.stdout).contains("Bidirectional BW Test"),
+                "-b {who}: {}",
+                show(ours)
+            );
+            // -D 2: by time, no peak (perftest prints 0.00).
+            let (s, c) = pair(test, server, client, &["-D", "2"], &dir);
+            let reference = if server == Tool::Perftest { &s } else { &c };
+            for o in [&s, &c] {
+                let rows = rows_like(&format!("-D 2 {who}"), o, reference, 5);
+                assert_eq!(rows[0][2], "0.00", "-D 2 {who}: {}", show(o));
+                let iters: u64 = rows[0][1].parse().expect("iterations");
+                assert!(iters > 0, "-D 2 {who}: {}", show(o));
+            }
+        }
+    }
+}
+
+/// `-c UC` (write and send, bandwidth and latency) and `-c UD` (send),
+/// against perftest in both roles.
+#[test]
+fn uc_and_ud_interoperate_with_perftest() {
+    let dir = tmpdir("conn");
+    let cases: [((&str, &str), &str); 6] = [
+        (TESTS[5], "UC"),
+        (TESTS[4], "UC"),
+        (TESTS[0], "UC"),
+        (TESTS[1], "UC"),
+        (TESTS[4], "UD"),
+        (TESTS[0], "UD"),
+    ];
+    for (test, conn) in cases {
+        let lat = test.0.ends_with("lat");
+        for (server, client) in [
+            (Tool::Perftest, Tool::Rverbs),
+            (Tool::Rverbs, Tool::Perftest),
+        ] {
+            let who = format!("{} -c {conn} {server:?}->{client:?}", test.0);
+            // UD: perftest lowers its default size to the MTU; say it.
+            let (s, c) = pair(
+                test,
+                server,
+                client,
+                &["-c", conn, "-n", "100", "-s", "512"],
+                &dir,
+            );
+            let reference = if server == Tool::Perftest { &s } else { &c };
+            let ours = if server == Tool::Rverbs { &s } else { &c };
+            let rows = rows_like(&who, &c, reference, if lat { 9 } else { 5 });
+            assert_eq!(rows[0][0], "512", "{who}: {}", show(&c));
+            assert!(
+                String::from_utf8_lossy(&ours.stdout)
+                    .contains(&format!(" Connection type : {conn}\t")),
+                "{who}: {}",
+                show(ours)
+            );
+        }
+    }
+}
+
+/// `--run_infinitely -D 1`: a row per second until killed, both ways
+/// against perftest (the side that is killed ends by signal; the other
+/// sees its peer go).
+#[test]
+fn run_infinitely_prints_a_row_each_period() {
+    let e = env();
+    let gid = e.gid.to_string();
+    for (test, server, client, ours_is_server) in [
+        (TESTS[5], Tool::Perftest, Tool::Rverbs, false),
+        (TESTS[4], Tool::Rverbs, Tool::Perftest, true),
+    ] {
+        let port = PORT.fetch_add(1, Ordering::Relaxed);
+        let p = port.to_string();
+        let args = [
+            "-d",
+            &e.dev,
+            "-x",
+            &gid,
+            "-p",
+            &p,
+            "-F",
+            "--run_infinitely",
+            "-D",
+            "1",
+        ];
+        let mut sc = Command::new("timeout");
+        sc.arg("7");
+        match server {
+            Tool::Rverbs => sc.args([rverbs_bin(), "perf", test.0]),
+            Tool::Perftest => sc.arg(test.1),
+        };
+        let s = Background::spawn(sc.args(args));
+        wait_listening(port);
+        let mut cc = Command::new("timeout");
+        cc.arg("5");
+        match client {
+            Tool::Rverbs => cc.args([rverbs_bin(), "perf", test.0]),
+            Tool::Perftest => cc.arg(test.1),
+        };
+        let c = cc.args(args).arg(&e.addr).output().unwrap();
+        let s = s.wait(Duration::from_secs(30));
+        let ours = if ours_is_server { &s } else { &c };
+        let (_, rows) = table(ours);
+        let what = format!("{} --run_infinitely {server:?}->{client:?}", test.0);
+        assert!(
+            rows.len() >= 2,
+            "{what}: {} rows: {}",
+            rows.len(),
+            show(ours)
+        );
+        for r in &rows {
+            assert_eq!(r.len(), 5, "{what}: {r:?}");
+            assert_eq!(r[2], "0.00", "{what}: {r:?}");
+        }
     }
 }

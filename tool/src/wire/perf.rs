@@ -201,6 +201,18 @@ impl BwReport {
         ]
     }
 
+    /// Both directions' figures of a bidirectional run, summed (perftest's
+    /// `print_full_bw_report` with the peer's report); the size and
+    /// iterations are this side's.
+    pub fn plus(&self, peer: &BwReport) -> BwReport {
+        BwReport {
+            bw_peak: self.bw_peak + peer.bw_peak,
+            bw_avg: self.bw_avg + peer.bw_avg,
+            msg_rate: self.msg_rate + peer.msg_rate,
+            ..*self
+        }
+    }
+
     /// The report from the five fields (any bits decode: a hostile peer
     /// only gets odd figures printed).
     pub fn from_fields(f: &[[u8; 8]; 5]) -> BwReport {

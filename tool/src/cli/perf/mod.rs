@@ -11,6 +11,16 @@ use clap::{Args, ValueEnum};
 use rverbs::Result;
 use std::process::ExitCode;
 
+/// The transport (`-c`): perftest's RC, UC (sends and writes) or UD
+/// (sends).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "UPPER")]
+pub enum Conn {
+    Rc,
+    Uc,
+    Ud,
+}
+
 /// Which operation, and whether latency or bandwidth.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Test {
@@ -64,9 +74,33 @@ pub struct PerfArgs {
     /// for latency, 8 for atomics).
     #[arg(short = 's', long)]
     pub size: Option<u32>,
-    /// Run every size from 2 bytes to 8 MiB (powers of two).
+    /// Run every size from 2 bytes to 8 MiB (powers of two; UD: up to
+    /// the MTU).
     #[arg(short = 'a', long = "all")]
     pub all: bool,
+    /// The transport: RC, UC (send and write tests) or UD (send tests).
+    #[arg(short = 'c', long = "connection", value_enum, default_value_t = Conn::Rc)]
+    pub conn: Conn,
+    /// QPs (bandwidth tests): each runs the iterations, round robin, on
+    /// one CQ.
+    #[arg(short = 'q', long = "qp", default_value_t = 1)]
+    pub qps: u32,
+    /// Bidirectional (bandwidth tests): both sides send, and each reports
+    /// the sum of both directions.
+    #[arg(short = 'b', long = "bidirectional")]
+    pub duplex: bool,
+    /// Run for this many seconds instead of a number of iterations
+    /// (bandwidth tests), measuring between the margins.
+    #[arg(short = 'D', long = "duration")]
+    pub duration: Option<u32>,
+    /// With -D: seconds at each end not measured (default: a quarter of
+    /// the duration).
+    #[arg(short = 'f', long = "margin")]
+    pub margin: Option<u32>,
+    /// Run until killed, printing the bandwidth of each -D period (default
+    /// 5 s).
+    #[arg(long = "run_infinitely")]
+    pub run_infinitely: bool,
     /// Iterations (perftest's defaults: 5000 for write-bw, 1000 otherwise).
     #[arg(short = 'n', long)]
     pub iters: Option<u32>,
@@ -140,13 +174,28 @@ impl PerfArgs {
         self.tx_depth
             .unwrap_or(if self.test.is_lat() { 1 } else { 128 })
     }
-    /// The sizes to run: one, or all of `-a`.
-    pub fn sizes(&self) -> Vec<u32> {
+    /// The sizes to run: one, or all of `-a` (UD: up to `mtu` bytes).
+    pub fn sizes(&self, mtu: u32) -> Vec<u32> {
         if self.all && !self.test.is_atomic() {
-            (1..24).map(|i| 1u32 << i).collect()
+            let top = if self.conn == Conn::Ud {
+                mtu.trailing_zeros() + 1
+            } else {
+                24
+            };
+            (1..top).map(|i| 1u32 << i).collect()
         } else {
             vec![self.size()]
         }
+    }
+    /// Whether the test runs by time (`-D` or `--run_infinitely`).
+    pub fn timed(&self) -> bool {
+        self.duration.is_some() || self.run_infinitely
+    }
+    /// The duration's (sample, margin): perftest's default duration is 5 s
+    /// and its default margin a quarter of the duration.
+    pub fn duration_and_margin(&self) -> (u32, u32) {
+        let d = self.duration.unwrap_or(5);
+        (d, self.margin.unwrap_or(d / 4))
     }
 }
 
@@ -179,6 +228,53 @@ fn check_args(a: &PerfArgs) -> Result<()> {
             "-m {}: the MTU is one of 256, 512, 1024, 2048, 4096",
             a.mtu.unwrap_or(0)
         )));
+    }
+    let bw_only =
+        |flag: &str| bad_value(format!("{flag}: only in bandwidth tests (as perftest's)"));
+    if a.test.is_lat() {
+        if a.qps > 1 {
+            return Err(bw_only("-q"));
+        }
+        if a.duplex {
+            return Err(bw_only("-b"));
+        }
+        if a.timed() {
+            return Err(bw_only("-D/--run_infinitely"));
+        }
+    }
+    if a.qps == 0 || a.qps > 16 * 1024 {
+        return Err(bad_value(format!("-q {}: 1..=16384 QPs", a.qps)));
+    }
+    match (a.conn, a.test) {
+        (Conn::Rc, _) => {}
+        (Conn::Uc, Test::SendLat | Test::SendBw | Test::WriteLat | Test::WriteBw) => {}
+        (Conn::Ud, Test::SendLat | Test::SendBw) => {}
+        (c, t) => {
+            return Err(bad_value(format!(
+                "-c {c:?}: not with {t:?} (perftest: UC for send and write, UD for send)"
+            )))
+        }
+    }
+    if a.timed() {
+        let (d, m) = a.duration_and_margin();
+        if d == 0 || d <= 2 * m {
+            return Err(bad_value(format!(
+                "-D {d} -f {m}: the duration must be longer than twice the margin"
+            )));
+        }
+        if a.events {
+            return Err(bad_value(
+                "-e: not with -D or --run_infinitely (as perftest)",
+            ));
+        }
+        if a.all && a.run_infinitely {
+            return Err(bad_value("-a: not with --run_infinitely"));
+        }
+    }
+    if a.run_infinitely && a.duplex && a.test == Test::SendBw {
+        return Err(bad_value(
+            "--run_infinitely: not with send-bw -b (as perftest)",
+        ));
     }
     if a.tx_depth() == 0 {
         return Err(bad_value("-t 0: the send queue needs at least 1 entry"));

@@ -19,7 +19,11 @@ pub struct Info<'a> {
     pub title: String,
     pub device: &'a str,
     pub qps: u32,
-    pub client: bool,
+    /// "RC", "UC" or "UD".
+    pub conn: &'static str,
+    /// Whether this side sends (a client, or either side with -b): then
+    /// the TX depth is shown.
+    pub tx: bool,
     pub tx_depth: u32,
     pub rx_depth: Option<u32>,
     pub post_list: u32,
@@ -42,10 +46,10 @@ pub fn info(i: &Info<'_>) -> String {
     }
     let _ = writeln!(s, " Dual-port       : OFF\t\tDevice         : {}", i.device);
     let _ = writeln!(s, " Number of qps   : {}\t\tTransport type : IB", i.qps);
-    let _ = writeln!(s, " Connection type : RC\t\tUsing SRQ      : OFF");
+    let _ = writeln!(s, " Connection type : {}\t\tUsing SRQ      : OFF", i.conn);
     let _ = writeln!(s, " PCIe relax order: Unsupported");
     let _ = writeln!(s, " ibv_wr* API     : OFF");
-    if i.client {
+    if i.tx {
         let _ = writeln!(s, " TX depth        : {}", i.tx_depth);
     }
     if i.post_list > 1 {

@@ -2,10 +2,10 @@
 //! as each `ib_*` tool takes it) and running each test.
 
 use super::super::wait::{bad_value, failed_completion, keepalive, Timeout};
-use super::{report, PerfArgs, Test};
+use super::{report, Conn, PerfArgs, Test};
 use rverbs::{
-    Access, AhAttr, CompChannel, Context, Cq, Error, GidType, Grh, Mr, Mtu, Qp, QpAttr, QpCaps,
-    QpInit, QpType, RecvWr, Remote, Result, SendOp, SendWr, Wc,
+    Access, Ah, AhAttr, CompChannel, Context, Cq, Error, GidType, Grh, Mr, Mtu, Qp, QpAttr, QpCaps,
+    QpInit, QpState, QpType, RecvWr, Remote, Result, SendOp, SendWr, Wc,
 };
 use rverbs_tool::wire::perf::{
     mtu_msg, parse_mtu, parse_version, version_msg, BwReport, Peer, DONE, MSG_LEN, MSG_LEN_GID,
@@ -29,16 +29,30 @@ const CYCLE_BUFFER: u32 = 4096;
 const CACHE_LINE: u32 = 64;
 /// `IBV_LINK_LAYER_ETHERNET`.
 const LINK_ETHERNET: u8 = 2;
+/// perftest's Q_Key for UD.
+const UD_QKEY: u32 = 0x1111_1111;
+/// The global routing header in front of each UD receive.
+const GRH_BYTES: u32 = 40;
+
+/// One QP of the test and what it targets at the peer. QP `i` sends from
+/// (and reads into) region `2i` of the MR; the peer targets region
+/// `2i + 1`.
+struct Lane {
+    qp: Qp,
+    remote: Remote,
+    /// UD: the peer's address and QPN.
+    ud: Option<(Ah, u32)>,
+    /// Receives posted and not yet completed.
+    recvs: u32,
+}
 
 struct Bench {
     cq: Cq,
-    qp: Qp,
+    lanes: Vec<Lane>,
     mr: Mr,
     channel: Option<CompChannel>,
-    /// Bytes per region: region 0 is what we send from / read into, region
-    /// 1 is what the peer targets.
+    /// Bytes per region.
     region: usize,
-    remote: Remote,
     /// Largest payload sent inline.
     inline: u32,
     /// The payload of inline sends and writes (its content does not matter
@@ -46,8 +60,56 @@ struct Bench {
     zeros: Vec<u8>,
     /// How long a wait may see no progress.
     timeout: Timeout,
-    /// Receives posted and not yet completed.
-    recvs: u32,
+    /// Counts bandwidth runs (the tag of their wr_ids).
+    generation: u8,
+}
+
+/// The phases of a timed run (perftest's alarm states): a margin not
+/// measured, the sample, another margin, the end.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    Warm,
+    Sample,
+    Cool,
+    End,
+}
+
+/// How a bandwidth run ends: after its iterations, after a duration
+/// (`-D`), or never (`--run_infinitely`, printing each period).
+#[derive(Clone, Copy)]
+enum Length {
+    Iters(u32),
+    Timed { margin: Duration, sample: Duration },
+    Forever { period: Duration },
+}
+
+impl Length {
+    fn of(a: &PerfArgs, iters: u32) -> Length {
+        let (d, m) = a.duration_and_margin();
+        if a.run_infinitely {
+            Length::Forever {
+                period: Duration::from_secs(d.into()),
+            }
+        } else if a.duration.is_some() {
+            Length::Timed {
+                margin: Duration::from_secs(m.into()),
+                sample: Duration::from_secs((d - 2 * m).into()),
+            }
+        } else {
+            Length::Iters(iters)
+        }
+    }
+
+    /// The phase `t` after the start.
+    fn phase(self, t: Duration) -> Phase {
+        match self {
+            Length::Timed { margin, .. } if t < margin => Phase::Warm,
+            Length::Timed { margin, sample } if t < margin + sample => Phase::Sample,
+            Length::Timed { margin, sample } if t < margin * 2 + sample => Phase::Cool,
+            Length::Timed { .. } => Phase::End,
+            _ => Phase::Sample,
+        }
+    }
 }
 
 fn io(what: &str, e: std::io::Error) -> Error {
@@ -182,11 +244,13 @@ fn check_limits(ctx: &Context, a: &PerfArgs, max_size: u32) -> Result<u32> {
         .max(16)
         .checked_mul(2)
         .and_then(|d| d.checked_add(RX_DEPTH))
+        .and_then(|d| d.checked_mul(a.qps))
         .filter(|&c| c <= dev.max_cqe)
         .ok_or_else(|| {
             bad_value(format!(
-                "-t {}: its CQ (2 x tx-depth + {RX_DEPTH} receives) exceeds the device's max_cqe ({})",
+                "-t {} -q {}: the CQ they share ((2 x tx-depth + {RX_DEPTH} receives) per QP) exceeds the device's max_cqe ({})",
                 a.tx_depth(),
+                a.qps,
                 dev.max_cqe
             ))
         })?;
@@ -259,13 +323,13 @@ fn connect_tcp(a: &PerfArgs) -> Result<TcpStream> {
 
 pub fn run(a: &PerfArgs) -> Result<ExitCode> {
     let client = a.server.is_some();
-    let sizes = a.sizes();
-    let max_size = sizes.iter().copied().max().unwrap_or(2);
     let iters = a.iters();
+    let nq = a.qps as usize;
     let ctx = Context::open_by_name(a.dev.as_deref())?;
-    let cqe = check_limits(&ctx, a, max_size)?;
     let port = ctx.query_port(a.ib_port)?;
     let dev = ctx.query_device()?;
+    // UD's sizes stop at the path MTU, agreed below; the largest possible.
+    let cqe = check_limits(&ctx, a, a.sizes(4096).iter().copied().max().unwrap_or(2))?;
     let ethernet = port.link_layer == LINK_ETHERNET;
     let gid_idx = match a.gid_idx {
         Some(i) => Some(i),
@@ -296,70 +360,108 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
     let mut m = [0u8; MTU_LEN];
     oob.xchg(&mtu_msg(ours), &mut m, "MTU")?;
     let mtu = parse_mtu(&m).map_or(ours, |p| p.min(ours));
+    let mtu_bytes = 128u32 << mtu;
+    let ud = a.conn == Conn::Ud;
+    let mut sizes = a.sizes(mtu_bytes);
+    if ud {
+        // A UD message fits in one packet: perftest lowers the size to the
+        // MTU (its default of 64 KiB too).
+        for s in &mut sizes {
+            *s = (*s).min(mtu_bytes);
+        }
+        sizes.dedup();
+    }
+    let max_size = sizes.iter().copied().max().unwrap_or(2);
 
     // The peer's RDMA may cycle through a buffer of `cycle` bytes starting
-    // at any cache line below it: room for that and one more message.
-    let region = (max_size.max(cycle) as usize + max_size as usize).next_multiple_of(4096);
+    // at any cache line below it: room for that and one more message (and
+    // a UD receive's GRH).
+    let region = (max_size.max(cycle) as usize + max_size as usize + GRH_BYTES as usize)
+        .next_multiple_of(4096);
     let channel = if a.events {
         Some(ctx.create_comp_channel()?)
     } else {
         None
     };
     let pd = ctx.alloc_pd()?;
-    let access =
-        Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
-    let mr = pd.alloc_mr(region * 2, access)?;
+    let access = match a.conn {
+        Conn::Rc => {
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC
+        }
+        Conn::Uc => Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+        Conn::Ud => Access::LOCAL_WRITE,
+    };
+    let mr = pd.alloc_mr(region * 2 * nq, access)?;
     let cq = ctx.create_cq(cqe, channel.as_ref(), 0)?;
-    let mut qp = pd.create_qp(&QpInit {
-        qp_type: QpType::Rc,
-        send_cq: &cq,
-        recv_cq: &cq,
-        caps: QpCaps {
-            // Latency tests signal every request; a few more entries than
-            // perftest's depth of 1 keep a completion that is polled late
-            // from stalling the next post.
-            max_send_wr: a.tx_depth().max(if a.test.is_lat() { 16 } else { 1 }),
-            max_recv_wr: RX_DEPTH,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: a.inline,
-        },
-        sq_sig_all: false,
-        srq: None,
-    })?;
-    let inline = a.inline.min(qp.caps().max_inline_data);
-    qp.modify(&QpAttr::init(a.ib_port, access))?;
     let gid = match gid_idx {
         Some(i) => Some(ctx.query_gid(a.ib_port, i)?),
         None => None,
     };
     let out_reads = dev.max_qp_rd_atom.clamp(1, 255) as u16;
-    let me = Peer {
-        lid: port.lid,
-        out_reads,
-        qpn: qp.qpn(),
-        psn: (std::process::id().wrapping_mul(2_654_435_761)
-            ^ Instant::now().elapsed().subsec_nanos())
-            & 0xff_ffff,
-        rkey: mr.rkey(),
-        addr: mr.addr() + region as u64,
-        gid,
-        srqn: 0,
-    };
+    let mut qps = Vec::with_capacity(nq);
+    let mut mine = Vec::with_capacity(nq);
+    for i in 0..nq {
+        let mut qp = pd.create_qp(&QpInit {
+            qp_type: match a.conn {
+                Conn::Rc => QpType::Rc,
+                Conn::Uc => QpType::Uc,
+                Conn::Ud => QpType::Ud,
+            },
+            send_cq: &cq,
+            recv_cq: &cq,
+            caps: QpCaps {
+                // Latency tests signal every request; a few more entries
+                // than perftest's depth of 1 keep a completion that is
+                // polled late from stalling the next post.
+                max_send_wr: a.tx_depth().max(if a.test.is_lat() { 16 } else { 1 }),
+                max_recv_wr: RX_DEPTH,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: a.inline,
+            },
+            sq_sig_all: false,
+            srq: None,
+        })?;
+        if ud {
+            qp.modify(&QpAttr::init_ud(a.ib_port, UD_QKEY))?;
+        } else {
+            qp.modify(&QpAttr::init(a.ib_port, access))?;
+        }
+        mine.push(Peer {
+            lid: port.lid,
+            out_reads,
+            qpn: qp.qpn(),
+            psn: (std::process::id().wrapping_mul(2_654_435_761)
+                ^ Instant::now().elapsed().subsec_nanos()
+                ^ (i as u32).wrapping_mul(40_503))
+                & 0xff_ffff,
+            rkey: mr.rkey(),
+            addr: mr.addr() + (region * (2 * i + 1)) as u64,
+            gid,
+            srqn: 0,
+        });
+        qps.push(qp);
+    }
+    let inline = a.inline.min(qps[0].caps().max_inline_data);
+    let me = &mine[0];
 
-    // The address rounds before the connection.
+    // The address rounds before the connection: one message per QP.
     let sh = shape(a.test);
     if sh == Shape::RdmaLat {
-        oob.hand_shake(&me)?;
+        oob.hand_shake(me)?;
     }
-    let peer = oob.hand_shake(&me)?;
-    if gid.is_some_and(|g| is_v4(&g)) != peer.gid.is_some_and(|g| is_v4(&g)) {
+    let mut peers = Vec::with_capacity(nq);
+    for m in &mine {
+        peers.push(oob.hand_shake(m)?);
+    }
+    if gid.is_some_and(|g| is_v4(&g)) != peers[0].gid.is_some_and(|g| is_v4(&g)) {
         return Err(bad_value(
             "the peer's GID is of the other IP version (IPv4 against IPv6): pick another -x",
         ));
     }
-    let mut rtr = QpAttr::rtr(
-        AhAttr {
+    let mut lanes = Vec::with_capacity(nq);
+    for (i, (mut qp, peer)) in qps.into_iter().zip(&peers).enumerate() {
+        let av = AhAttr {
             port_num: a.ib_port,
             dlid: peer.lid,
             grh: peer.gid.map(|dgid| Grh {
@@ -369,39 +471,69 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
                 ..Grh::default()
             }),
             ..AhAttr::default()
-        },
-        mtu_of(mtu),
-        peer.qpn,
-        peer.psn,
-    );
-    rtr.max_dest_rd_atomic = Some(out_reads.min(255) as u8);
-    qp.modify(&rtr)?;
-    let mut rts = QpAttr::rts(me.psn);
-    rts.max_rd_atomic = Some(
-        peer.out_reads
-            .min(dev.max_qp_init_rd_atom.clamp(1, 255) as u16)
-            .max(1) as u8,
-    );
-    qp.modify(&rts)?;
-    // Two more rounds after the connection in every test (perftest prints
-    // the remote address after the first; the second is "after RTR").
-    oob.hand_shake(&me)?;
-    oob.hand_shake(&me)?;
+        };
+        let mut lane_ud = None;
+        match a.conn {
+            Conn::Ud => {
+                qp.modify(&QpAttr::state(QpState::Rtr))?;
+                qp.modify(&QpAttr::rts_ud(mine[i].psn))?;
+                lane_ud = Some((pd.create_ah(&av)?, peer.qpn));
+            }
+            Conn::Uc => {
+                let mut rtr = QpAttr::rtr(av, mtu_of(mtu), peer.qpn, peer.psn);
+                // UC has no responder resources, RNR timer or retries: the
+                // kernel refuses those attributes on a UC QP.
+                rtr.max_dest_rd_atomic = None;
+                rtr.min_rnr_timer = None;
+                qp.modify(&rtr)?;
+                qp.modify(&QpAttr::rts_ud(mine[i].psn))?;
+            }
+            Conn::Rc => {
+                let mut rtr = QpAttr::rtr(av, mtu_of(mtu), peer.qpn, peer.psn);
+                rtr.max_dest_rd_atomic = Some(out_reads.min(255) as u8);
+                qp.modify(&rtr)?;
+                let mut rts = QpAttr::rts(mine[i].psn);
+                rts.max_rd_atomic = Some(
+                    peer.out_reads
+                        .min(dev.max_qp_init_rd_atom.clamp(1, 255) as u16)
+                        .max(1) as u8,
+                );
+                qp.modify(&rts)?;
+            }
+        }
+        lanes.push(Lane {
+            qp,
+            remote: Remote {
+                addr: peer.addr,
+                rkey: peer.rkey,
+            },
+            ud: lane_ud,
+            recvs: 0,
+        });
+    }
+    // More rounds after the connection in every test: one per QP (perftest
+    // prints the remote addresses as they come) and one "after RTR"; send
+    // tests take them in the other order.
+    if sh == Shape::SendBw {
+        oob.hand_shake(me)?;
+    }
+    for m in &mine {
+        oob.hand_shake(m)?;
+    }
+    if sh != Shape::SendBw {
+        oob.hand_shake(me)?;
+    }
 
     let mut b = Bench {
         cq,
-        qp,
+        lanes,
         mr,
         channel,
         region,
-        remote: Remote {
-            addr: peer.addr,
-            rkey: peer.rkey,
-        },
         inline,
         zeros: vec![0; inline as usize],
         timeout: a.timeout,
-        recvs: 0,
+        generation: 0,
     };
     if b.channel.is_some() {
         b.cq.req_notify(false)?;
@@ -418,21 +550,27 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
         Test::ReadBw => "RDMA_Read BW",
         Test::AtomicBw => "Atomic FETCH_AND_ADD BW",
     };
-    let title = if a.batch > 1 && !a.test.is_lat() {
-        title.replace(" BW", " Post List BW")
-    } else {
-        title.to_string()
+    let title = match (a.duplex, a.batch > 1 && !a.test.is_lat()) {
+        (true, true) => title.replace(" BW", " Bidirectional Post List BW"),
+        (true, false) => title.replace(" BW", " Bidirectional BW"),
+        (false, true) => title.replace(" BW", " Post List BW"),
+        (false, false) => title.to_string(),
     };
-    let mtu_bytes = 128u32 << mtu;
+    let send = matches!(a.test, Test::SendBw | Test::SendLat);
     let info = report::Info {
         title,
         device: &dev_name,
-        qps: 1,
-        client,
+        qps: a.qps,
+        conn: match a.conn {
+            Conn::Rc => "RC",
+            Conn::Uc => "UC",
+            Conn::Ud => "UD",
+        },
+        tx: client || a.duplex,
         tx_depth: a.tx_depth(),
-        rx_depth: (matches!(a.test, Test::SendBw | Test::SendLat) && !client).then_some(RX_DEPTH),
+        rx_depth: (send && (!client || a.duplex)).then_some(RX_DEPTH),
         post_list: a.batch,
-        cq_mod: (!a.test.is_lat()).then_some(CQ_MOD.min(iters)),
+        cq_mod: (!a.test.is_lat()).then_some(if a.timed() { CQ_MOD } else { CQ_MOD.min(iters) }),
         mtu_bytes,
         ethernet,
         gid_index: gid_idx,
@@ -452,8 +590,12 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
         Test::ReadLat | Test::ReadBw => 2,
         _ => 0,
     };
-    println!("{}", report::address("local", &me, rdma));
-    println!("{}", report::address("remote", &peer, rdma));
+    for m in &mine {
+        println!("{}", report::address("local", m, rdma));
+    }
+    for p in &peers {
+        println!("{}", report::address("remote", p, rdma));
+    }
     println!("{}", report::LINE);
     let mut json = String::new();
     let header = if a.test.is_lat() {
@@ -473,55 +615,79 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
             }
             None => println!(" {size:<7} 0          (no samples)"),
         };
-    match (sh, client) {
+    let len = Length::of(a, iters);
+    match (sh, client || a.duplex) {
         (Shape::RdmaBw, false) => {
             // The server waits for the client's end and prints its figures.
-            oob.await_peer(&me)?;
+            oob.await_peer(me)?;
             let r = oob.bw_reports(&BwReport::default())?;
             println!("{}", report::bw_line(&r));
             json.push_str(&report::bw_json(&r));
-            oob.close(&me)?;
+            oob.close(me)?;
+        }
+        (Shape::RdmaBw, true) if a.duplex => {
+            // Both sides run; each prints the sum of both directions.
+            for &size in &sizes {
+                oob.hand_shake(me)?;
+                let mine = b.bw(a, size, len, false)?;
+                if a.all {
+                    oob.hand_shake(me)?;
+                }
+                let theirs = oob.bw_reports(&mine)?;
+                let sum = mine.plus(&theirs);
+                println!("{}", report::bw_line(&sum));
+                json.push_str(&report::bw_json(&sum));
+            }
+            oob.close(me)?;
         }
         (Shape::RdmaBw, true) => {
             let mut last = BwReport::default();
             for &size in &sizes {
-                last = b.bw(a, size, iters)?;
+                last = b.bw(a, size, len, false)?;
                 println!("{}", report::bw_line(&last));
                 json.push_str(&report::bw_json(&last));
             }
-            oob.hand_shake(&me)?;
+            oob.hand_shake(me)?;
             oob.bw_reports(&last)?;
-            oob.close(&me)?;
+            oob.close(me)?;
         }
         (Shape::SendBw, _) => {
             for &size in &sizes {
-                if !client {
-                    let depth = RX_DEPTH.min(b.qp.caps().max_recv_wr);
-                    b.post_recv(depth.saturating_sub(b.recvs))?;
+                if !client || a.duplex {
+                    b.fill_recvs()?;
                 }
-                oob.hand_shake(&me)?;
-                let r = if client {
-                    b.bw(a, size, iters)?
+                oob.hand_shake(me)?;
+                let r = if a.duplex {
+                    b.send_bi(a, size, len)?
+                } else if client {
+                    b.bw(a, size, len, false)?
                 } else {
-                    b.send_bw_server(a, size, iters)?
+                    b.send_bw_server(a, size, len)?
+                };
+                // Bidirectional, each side prints the sum; by duration,
+                // each its own (perftest exchanges no figures then).
+                let r = if a.duplex && !a.timed() {
+                    r.plus(&oob.bw_reports(&r)?)
+                } else {
+                    r
                 };
                 println!("{}", report::bw_line(&r));
                 json.push_str(&report::bw_json(&r));
                 if a.all {
-                    oob.hand_shake(&me)?;
+                    oob.hand_shake(me)?;
                 }
             }
-            oob.close(&me)?;
+            oob.close(me)?;
         }
         (Shape::SendLat, _) => {
             for &size in &sizes {
-                b.post_recv(16u32.saturating_sub(b.recvs))?;
-                oob.hand_shake(&me)?;
+                b.post_recv(0, 16u32.saturating_sub(b.lanes[0].recvs))?;
+                oob.hand_shake(me)?;
                 let mut s = b.send_lat(size, iters, client)?;
                 lat_out(size, &mut s, &mut json);
                 // Drop what is left posted of this size's receives.
             }
-            oob.close(&me)?;
+            oob.close(me)?;
         }
         (Shape::RdmaLat, _) if a.test == Test::WriteLat => {
             for &size in &sizes {
@@ -532,7 +698,7 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
             // wait was for the other's last write.
         }
         (Shape::RdmaLat, false) => {
-            oob.await_peer(&me)?;
+            oob.await_peer(me)?;
             oob.close_after_round()?;
         }
         (Shape::RdmaLat, true) => {
@@ -540,7 +706,7 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
                 let mut s = b.one_sided_lat(a, size, iters)?;
                 lat_out(size, &mut s, &mut json);
             }
-            oob.close(&me)?;
+            oob.close(me)?;
         }
     }
     println!("{}", report::LINE);
@@ -559,11 +725,11 @@ fn write_json(a: &PerfArgs, i: &report::Info<'_>, results: &str) -> Result<()> {
     let mut s = String::from("{\ntest_info: {\n");
     s.push_str(&format!("test: {}_Test,\n", i.title.replace(' ', "_")));
     s.push_str(&format!(
-        "Dual_port: OFF,\nDevice: \"{}\",\nNumber_of_qps: {},\nTransport_type: IB,\nConnection_type: RC,\nUsing_SRQ: OFF,\n",
-        i.device, i.qps
+        "Dual_port: OFF,\nDevice: \"{}\",\nNumber_of_qps: {},\nTransport_type: IB,\nConnection_type: {},\nUsing_SRQ: OFF,\n",
+        i.device, i.qps, i.conn
     ));
     s.push_str(" PCIe_relax_order: Unsupported,\nibv_wr_API: OFF,\n");
-    if i.client {
+    if i.tx {
         s.push_str(&format!("TX_depth : {},\n", i.tx_depth));
     }
     if i.post_list > 1 {
@@ -628,32 +794,60 @@ impl Bench {
                     })?
                 }
             };
-            if let Some(bad) = wc[..n].iter().find(|w| !w.is_ok()) {
-                return Err(failed_completion(
-                    format!(
-                        "completion with status {} (wr_id {})",
-                        bad.status, bad.wr_id
-                    ),
-                    bad,
-                ));
-            }
+            check_wcs(&wc[..n])?;
             if n > 0 {
                 return Ok(n);
             }
         }
     }
 
-    /// Posts `n` receives of the whole target region (so that receives
-    /// left over from a smaller size of `-a` fit the next size too).
-    fn post_recv(&mut self, n: u32) -> Result<()> {
-        let s = [self.mr.slice(self.region, self.region as u32)?];
+    /// One poll, for the timed runs, which look at the clock between polls
+    /// (perftest's alarm); fails on an error status, or when nothing has
+    /// completed for the timeout since `progress`.
+    fn poll_once(
+        &mut self,
+        wc: &mut [Wc],
+        progress: &mut Instant,
+        what: impl Fn() -> String,
+    ) -> Result<usize> {
+        let n = bench_poll(&mut self.cq, wc);
+        check_wcs(&wc[..n])?;
+        if n > 0 {
+            *progress = Instant::now();
+        } else if progress.elapsed() > self.timeout.duration() {
+            return Err(self.timeout.expired(&what()));
+        }
+        Ok(n)
+    }
+
+    /// Posts `n` receives on lane `l`, each of the lane's whole target
+    /// region (so that receives left over from a smaller size of `-a` fit
+    /// the next size too); the wr_id is the lane.
+    fn post_recv(&mut self, l: usize, n: u32) -> Result<()> {
+        let s = [self
+            .mr
+            .slice(self.region * (2 * l + 1), self.region as u32)?];
+        let lane = &mut self.lanes[l];
         for _ in 0..n {
-            self.qp.post_recv(&[RecvWr { wr_id: 0, sges: &s }])?;
-            self.recvs += 1;
+            lane.qp.post_recv(&[RecvWr {
+                wr_id: l as u64,
+                sges: &s,
+            }])?;
+            lane.recvs += 1;
         }
         Ok(())
     }
 
+    /// Tops every lane's receives up to the receive depth.
+    fn fill_recvs(&mut self) -> Result<()> {
+        for l in 0..self.lanes.len() {
+            let depth = RX_DEPTH.min(self.lanes[l].qp.caps().max_recv_wr);
+            self.post_recv(l, depth.saturating_sub(self.lanes[l].recvs))?;
+        }
+        Ok(())
+    }
+
+    /// One signaled-or-not request on lane 0 (the latency tests').
     fn send(&mut self, op: SendOp, len: u32, signaled: bool) -> Result<()> {
         let s = [self.mr.slice(0, len)?];
         let wr = if len <= self.inline && !matches!(op, SendOp::Read(_)) {
@@ -662,7 +856,12 @@ impl Bench {
         } else {
             SendWr::new(0, op, &s)
         };
-        bench_post_send(&mut self.qp, &[wr.signaled(signaled)])
+        let lane = &mut self.lanes[0];
+        let wr = match &lane.ud {
+            Some((ah, qpn)) => wr.to(ah, *qpn, UD_QKEY),
+            None => wr,
+        };
+        bench_post_send(&mut lane.qp, &[wr.signaled(signaled)])
     }
 
     /// perftest's `run_iter_lat_send`: the client sends first, the server
@@ -689,8 +888,8 @@ impl Bench {
                 for w in &wc[..n] {
                     if w.opcode == rverbs::WcOpcode::RECV {
                         arrived += 1;
-                        self.recvs = self.recvs.saturating_sub(1);
-                        self.post_recv(1)?;
+                        self.lanes[0].recvs = self.lanes[0].recvs.saturating_sub(1);
+                        self.post_recv(0, 1)?;
                     }
                 }
             }
@@ -711,7 +910,7 @@ impl Bench {
     /// The server writes first; the client answers each write.
     fn write_lat(&mut self, size: u32, iters: u32, client: bool) -> Result<Vec<f64>> {
         let last = self.region + size as usize - 1;
-        let remote = self.remote;
+        let remote = self.lanes[0].remote;
         let mut samples = Vec::with_capacity(iters.min(SAMPLES_RESERVED) as usize);
         let mut wc = [Wc::default(); 4];
         let mut t = Instant::now();
@@ -749,20 +948,8 @@ impl Bench {
         })
     }
 
-    fn op(&self, test: Test) -> SendOp {
-        match test {
-            Test::ReadLat | Test::ReadBw => SendOp::Read(self.remote),
-            Test::AtomicLat | Test::AtomicBw => SendOp::FetchAdd {
-                remote: self.remote,
-                add: 1,
-            },
-            Test::WriteBw | Test::WriteLat => SendOp::Write(self.remote),
-            Test::SendBw | Test::SendLat => SendOp::Send,
-        }
-    }
-
     fn one_sided_lat(&mut self, a: &PerfArgs, size: u32, iters: u32) -> Result<Vec<f64>> {
-        let op = self.op(a.test);
+        let op = op_for(a.test, self.lanes[0].remote);
         let mut samples = Vec::with_capacity(iters.min(SAMPLES_RESERVED) as usize);
         let mut wc = [Wc::default(); 4];
         for i in 1..=iters {
@@ -774,99 +961,304 @@ impl Bench {
         Ok(samples)
     }
 
-    fn bw(&mut self, a: &PerfArgs, len: u32, iters: u32) -> Result<BwReport> {
-        let op = self.op(a.test);
-        let depth = self.qp.caps().max_send_wr.min(a.tx_depth());
-        let (mut posted, mut completed) = (0u32, 0u32);
+    /// perftest's `run_iter_bw` (and, with `recv`, `run_iter_bi`: the
+    /// receiving half of a bidirectional send test, keeping receives
+    /// posted): posts round robin on every lane, each up to the TX depth,
+    /// signaling one request in [`CQ_MOD`], until each lane's iterations
+    /// complete, the duration ends or, run infinitely, never (printing
+    /// each period's figures).
+    fn bw(&mut self, a: &PerfArgs, len: u32, length: Length, recv: bool) -> Result<BwReport> {
+        let nq = self.lanes.len();
+        let depth = self.lanes[0].qp.caps().max_send_wr.min(a.tx_depth());
+        // A signaled request in every `cq_mod`, and at least one among
+        // `depth` in flight.
+        let cq_mod = CQ_MOD.min(depth).max(1);
+        let iters = match length {
+            Length::Iters(n) => n,
+            _ => u32::MAX,
+        };
+        let total = u64::from(iters) * nq as u64;
+        // This run's tag in the wr_id, so that completions of a timed
+        // run's last requests (which it does not wait for, as perftest
+        // does not) are not counted by the next.
+        self.generation = self.generation.wrapping_add(1);
+        let tag = u64::from(self.generation) << 56;
+        // Clones of the MR and AH handles and of the inline payload, so
+        // that the requests do not borrow self.
+        let mr = self.mr.clone();
+        let zeros = self.zeros.clone();
+        let mut sges = Vec::with_capacity(nq);
+        for l in 0..nq {
+            sges.push([mr.slice(self.region * 2 * l, len)?]);
+        }
+        let dests: Vec<(SendOp, Option<(Ah, u32)>)> = self
+            .lanes
+            .iter()
+            .map(|l| (op_for(a.test, l.remote), l.ud.clone()))
+            .collect();
+        let inline = len <= self.inline && matches!(dests[0].0, SendOp::Write(_) | SendOp::Send);
+        let mut posted = vec![0u32; nq];
+        let mut completed = vec![0u32; nq];
+        let mut batch = Vec::with_capacity(a.batch as usize);
         let mut wc = [Wc::default(); 16];
+        let (mut done, mut received, mut counted) = (0u64, 0u64, 0u64);
         let start = Instant::now();
         let mut chunk_start = start;
+        let mut chunk = 0u64;
         let mut peak: f64 = 0.0;
-        // A clone of the MR handle, so that the slice does not borrow self.
-        let mr = self.mr.clone();
-        let s = [mr.slice(0, len)?];
-        let zeros = self.zeros.clone();
-        let inline = len <= self.inline && matches!(op, SendOp::Write(_) | SendOp::Send);
-        let mut batch = Vec::with_capacity(a.batch as usize);
-        while completed < iters {
-            while posted < iters && posted - completed + a.batch.min(iters - posted) <= depth {
-                batch.clear();
-                for _ in 0..a.batch.min(iters - posted) {
-                    posted += 1;
-                    let signaled = posted % CQ_MOD == 0 || posted == iters;
-                    // The wr_id carries the count this completion covers up to.
-                    let wr = if inline {
-                        SendWr::inline(posted as u64, op, &zeros[..len as usize])
-                    } else {
-                        SendWr::new(posted as u64, op, &s)
-                    };
-                    batch.push(wr.signaled(signaled));
-                }
-                bench_post_send(&mut self.qp, &batch)?;
+        let mut period_start = start;
+        let mut progress = start;
+        let timed = !matches!(length, Length::Iters(_));
+        loop {
+            // The clock is read only in timed runs.
+            let (now, phase) = if timed {
+                let now = Instant::now();
+                (now, length.phase(now.duration_since(start)))
+            } else {
+                (start, Phase::Sample)
+            };
+            if phase == Phase::End {
+                break;
             }
-            let n = self.next_completions(&mut wc, || {
-                format!(
-                    "the completion of work request {} of {iters}",
-                    completed + 1
-                )
-            })?;
-            for w in &wc[..n] {
-                let upto = w.wr_id as u32;
-                if upto > completed {
-                    let now = Instant::now();
-                    let bytes = (upto - completed) as f64 * len as f64;
-                    let dt = now.duration_since(chunk_start).as_secs_f64();
-                    if dt > 0.0 {
-                        peak = peak.max(bytes / dt);
+            if let Length::Forever { period } = length {
+                let dt = now.duration_since(period_start);
+                if dt >= period {
+                    let mut r = report::bw_report(
+                        len.into(),
+                        counted,
+                        dt.as_secs_f64(),
+                        0.0,
+                        a.report_gbits,
+                    );
+                    r.bw_peak = 0.0;
+                    println!("{}", report::bw_line(&r));
+                    counted = 0;
+                    period_start = now;
+                }
+            }
+            for (l, lane) in self.lanes.iter_mut().enumerate() {
+                let (op, ud) = &dests[l];
+                while posted[l] < iters
+                    && posted[l] - completed[l] + a.batch.min(iters - posted[l]) <= depth
+                {
+                    batch.clear();
+                    for _ in 0..a.batch.min(iters - posted[l]) {
+                        posted[l] += 1;
+                        let signaled = posted[l] % cq_mod == 0 || posted[l] == iters;
+                        // The wr_id: the tag, the lane, and the count of
+                        // the lane's requests this completion covers.
+                        let id = tag | (l as u64) << 32 | u64::from(posted[l]);
+                        let wr = if inline {
+                            SendWr::inline(id, *op, &zeros[..len as usize])
+                        } else {
+                            SendWr::new(id, *op, &sges[l])
+                        };
+                        let wr = match ud {
+                            Some((ah, qpn)) => wr.to(ah, *qpn, UD_QKEY),
+                            None => wr,
+                        };
+                        batch.push(wr.signaled(signaled));
                     }
-                    chunk_start = now;
-                    completed = upto;
+                    bench_post_send(&mut lane.qp, &batch)?;
+                }
+            }
+            if done >= total && (!recv || received >= total) {
+                break;
+            }
+            let what = || {
+                if timed {
+                    format!("a completion after {done} (timed run)")
+                } else {
+                    format!("the completion of work request {} of {total}", done + 1)
+                }
+            };
+            let n = if timed {
+                self.poll_once(&mut wc, &mut progress, what)?
+            } else {
+                self.next_completions(&mut wc, what)?
+            };
+            for w in &wc[..n] {
+                if w.opcode == rverbs::WcOpcode::RECV {
+                    // A receive of the bidirectional send test: its wr_id
+                    // is the lane; keep the lane's receives posted.
+                    let l = (w.wr_id as usize).min(nq - 1);
+                    received += 1;
+                    self.lanes[l].recvs = self.lanes[l].recvs.saturating_sub(1);
+                    if received + u64::from(self.lanes[l].recvs) < total {
+                        self.post_recv(l, 1)?;
+                    }
+                    continue;
+                }
+                if w.wr_id & (0xff << 56) != tag {
+                    continue;
+                }
+                let l = ((w.wr_id >> 32) & 0xff_ffff) as usize;
+                let upto = w.wr_id as u32;
+                if l >= nq || upto <= completed[l] || upto > posted[l] {
+                    continue;
+                }
+                let k = upto - completed[l];
+                completed[l] = upto;
+                done += u64::from(k);
+                if phase == Phase::Sample {
+                    counted += u64::from(k);
+                }
+                if let Length::Iters(_) = length {
+                    // The peak over windows of a round of completions (one
+                    // per lane): lanes complete close together, so a
+                    // single completion's interval says nothing.
+                    chunk += u64::from(k);
+                    if chunk >= u64::from(cq_mod) * nq as u64 {
+                        let now = Instant::now();
+                        let dt = now.duration_since(chunk_start).as_secs_f64();
+                        if dt > 0.0 {
+                            peak = peak.max(chunk as f64 * f64::from(len) / dt);
+                        }
+                        chunk_start = now;
+                        chunk = 0;
+                    }
                 }
             }
         }
-        let secs = start.elapsed().as_secs_f64();
-        Ok(report::bw_report(
-            len.into(),
-            iters.into(),
-            secs,
-            peak,
-            a.report_gbits,
-        ))
+        Ok(match length {
+            Length::Timed { sample, .. } => {
+                let mut r = report::bw_report(
+                    len.into(),
+                    counted,
+                    sample.as_secs_f64(),
+                    0.0,
+                    a.report_gbits,
+                );
+                // perftest measures no peak by duration.
+                r.bw_peak = 0.0;
+                r
+            }
+            _ => report::bw_report(
+                len.into(),
+                total,
+                start.elapsed().as_secs_f64(),
+                peak,
+                a.report_gbits,
+            ),
+        })
     }
 
-    /// The receiving side of send-bw: counts `iters` messages, keeping
+    /// The bidirectional send test's run (`run_iter_bi`): sends and
+    /// receives at once.
+    fn send_bi(&mut self, a: &PerfArgs, len: u32, length: Length) -> Result<BwReport> {
+        self.bw(a, len, length, true)
+    }
+
+    /// The receiving side of send-bw: counts each lane's messages, keeping
     /// receives posted (the first were posted before the address round).
-    fn send_bw_server(&mut self, a: &PerfArgs, size: u32, iters: u32) -> Result<BwReport> {
-        let depth = RX_DEPTH.min(self.qp.caps().max_recv_wr);
-        let mut got = 0u32;
+    fn send_bw_server(&mut self, a: &PerfArgs, size: u32, length: Length) -> Result<BwReport> {
+        let nq = self.lanes.len();
+        let iters = match length {
+            Length::Iters(n) => u64::from(n),
+            _ => u64::MAX,
+        };
+        let total = iters.saturating_mul(nq as u64);
+        let (mut got, mut counted) = (0u64, 0u64);
         let mut wc = [Wc::default(); 16];
         let mut start = None;
-        while got < iters {
-            let n = self.next_completions(&mut wc, || {
+        let clock = Instant::now();
+        let mut period_start = clock;
+        let mut progress = clock;
+        let timed = !matches!(length, Length::Iters(_));
+        while got < total {
+            let what = || {
                 format!(
-                    "the client's message {} of {iters} (does it use the same -n?)",
+                    "the client's message {} (does it use the same -n, -q?)",
                     got + 1
                 )
-            })?;
-            start.get_or_insert_with(Instant::now);
-            let recvs = wc[..n]
+            };
+            let n = if timed {
+                self.poll_once(&mut wc, &mut progress, what)?
+            } else {
+                self.next_completions(&mut wc, what)?
+            };
+            let now = Instant::now();
+            if n > 0 {
+                start.get_or_insert(now);
+            }
+            // A timed run's clock starts with the run, as perftest's alarm.
+            let phase = length.phase(now.duration_since(clock));
+            if phase == Phase::End {
+                break;
+            }
+            if let Length::Forever { period } = length {
+                let dt = now.duration_since(period_start);
+                if dt >= period {
+                    let mut r = report::bw_report(
+                        size.into(),
+                        counted,
+                        dt.as_secs_f64(),
+                        0.0,
+                        a.report_gbits,
+                    );
+                    r.bw_peak = 0.0;
+                    println!("{}", report::bw_line(&r));
+                    counted = 0;
+                    period_start = now;
+                }
+            }
+            for w in wc[..n]
                 .iter()
                 .filter(|w| w.opcode == rverbs::WcOpcode::RECV)
-                .count() as u32;
-            got += recvs;
-            self.recvs = self.recvs.saturating_sub(recvs);
-            let want = iters.saturating_sub(got).min(depth);
-            if self.recvs < want {
-                self.post_recv(want - self.recvs)?;
+            {
+                let l = (w.wr_id as usize).min(nq - 1);
+                got += 1;
+                if phase == Phase::Sample {
+                    counted += 1;
+                }
+                self.lanes[l].recvs = self.lanes[l].recvs.saturating_sub(1);
+                let depth = u64::from(RX_DEPTH.min(self.lanes[l].qp.caps().max_recv_wr));
+                // Keep the lane's receives posted while more may come.
+                if u64::from(self.lanes[l].recvs) < depth.min(total - got) {
+                    self.post_recv(l, 1)?;
+                }
             }
         }
-        let secs = start.map_or(0.0, |s| s.elapsed().as_secs_f64()).max(1e-9);
-        Ok(report::bw_report(
-            size.into(),
-            iters.into(),
-            secs,
-            0.0,
-            a.report_gbits,
-        ))
+        Ok(match length {
+            Length::Timed { sample, .. } => {
+                let mut r = report::bw_report(
+                    size.into(),
+                    counted,
+                    sample.as_secs_f64(),
+                    0.0,
+                    a.report_gbits,
+                );
+                r.bw_peak = 0.0;
+                r
+            }
+            _ => {
+                let secs = start.map_or(0.0, |s| s.elapsed().as_secs_f64()).max(1e-9);
+                report::bw_report(size.into(), total, secs, 0.0, a.report_gbits)
+            }
+        })
+    }
+}
+
+/// Fails on the first completion with an error status.
+fn check_wcs(wcs: &[Wc]) -> Result<()> {
+    match wcs.iter().find(|w| !w.is_ok()) {
+        Some(bad) => Err(failed_completion(
+            format!(
+                "completion with status {} (wr_id {})",
+                bad.status, bad.wr_id
+            ),
+            bad,
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The operation of `test` on `remote`.
+fn op_for(test: Test, remote: Remote) -> SendOp {
+    match test {
+        Test::ReadLat | Test::ReadBw => SendOp::Read(remote),
+        Test::AtomicLat | Test::AtomicBw => SendOp::FetchAdd { remote, add: 1 },
+        Test::WriteBw | Test::WriteLat => SendOp::Write(remote),
+        Test::SendBw | Test::SendLat => SendOp::Send,
     }
 }
