@@ -575,7 +575,7 @@ unsafe extern "C" fn req_notify_cq(c: *mut IbvCq, solicited_only: c_int) -> c_in
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// What a provider saw: the batches (by wr_id) and the lone posts.
@@ -728,6 +728,12 @@ mod tests {
 
     #[global_allocator]
     static COUNTING: Counting = Counting;
+
+    /// This thread's heap allocations so far (for the other modules'
+    /// allocation tests).
+    pub(crate) fn allocs() -> usize {
+        ALLOCS.with(|n| n.get())
+    }
 
     #[test]
     fn translating_and_batching_sends_allocates_nothing() {

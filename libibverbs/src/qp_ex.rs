@@ -16,6 +16,14 @@
 //! error; `wr_abort` drops it. Memory named by SGEs must stay valid until
 //! completion, as with `ibv_post_send`; inline data is copied when set,
 //! as the API allows the caller to reuse it at once.
+//!
+//! No call between `wr_start` and `wr_complete` allocates: the batch's
+//! storage (requests, SGEs, inline bytes, the translated requests) is
+//! sized once, at `ibv_create_qp_ex`, from the caps the QP was granted, and
+//! reused by every batch. A batch that outgrows it (more requests than the
+//! send queue holds, more SGEs or inline bytes than a request may carry)
+//! fails at `wr_complete` with `ENOMEM` and posts nothing, as a batch that
+//! overfills rxe's send queue does in rdma-core.
 
 use crate::abi::{IbvContext, IbvQp, IbvQpCap, IbvQpInitAttr, IbvSge};
 use crate::verbs::{create_qp as create_qp_raw, qp_of};
@@ -124,13 +132,16 @@ pub struct IbvQpExTail {
     pub wr_atomic_write: Slot,
 }
 
-/// One request of a batch, owned until `wr_complete`.
+/// One request of a batch, until `wr_complete`.
+#[derive(Clone, Copy)]
 struct Req {
     wr_id: u64,
     flags: u32,
     op: SendOp,
-    sges: Vec<IbvSge>,
-    inline: Option<Vec<u8>>,
+    /// Its SGEs: `Batch::sges[start..start + len]`.
+    sges: (usize, usize),
+    /// Its inline payload, if any: `Batch::bytes[start..start + len]`.
+    inline: Option<(usize, usize)>,
     /// `wr_set_ud_addr`: the AH (a C `ibv_ah *` of ours, which the C
     /// caller keeps alive until the request completes, as with
     /// `ibv_post_send`'s `wr.ud.ah`), remote QPN and Q_Key.
@@ -138,11 +149,157 @@ struct Req {
 }
 
 /// The requests between `wr_start` and `wr_complete`, and the first
-/// error a call made (reported by `wr_complete`, as providers do).
+/// error a call made (reported by `wr_complete`, as providers do). Every
+/// vector is allocated once with its final capacity ([`Batch::sized`])
+/// and only cleared after: nothing here reallocates.
 #[derive(Default)]
 struct Batch {
     reqs: Vec<Req>,
+    sges: Vec<Slice<'static>>,
+    bytes: Vec<u8>,
+    /// The translated requests, filled and emptied inside `wr_complete`.
+    /// Their borrows (of `sges` and `bytes`) are erased to `'static`; see
+    /// `wr_complete` for why that holds.
+    wrs: Vec<SendWr<'static>>,
+    /// Largest SGE count and inline payload of one request.
+    max_sge: usize,
+    max_inline: usize,
     error: Option<c_int>,
+}
+
+impl Batch {
+    /// Storage for batches of up to `wrs` requests, each of up to `sge`
+    /// SGEs or `inline` bytes (the QP's granted caps).
+    fn sized(wrs: usize, sge: usize, inline: usize) -> Batch {
+        let sge = sge.clamp(1, rverbs::wr::MAX_SGE);
+        Batch {
+            reqs: Vec::with_capacity(wrs),
+            sges: Vec::with_capacity(wrs * sge),
+            bytes: Vec::with_capacity(wrs * inline),
+            wrs: Vec::with_capacity(wrs),
+            max_sge: sge,
+            max_inline: inline,
+            error: None,
+        }
+    }
+
+    /// Empties the batch, keeping its storage.
+    fn reset(&mut self) {
+        self.reqs.clear();
+        self.sges.clear();
+        self.bytes.clear();
+        self.wrs.clear();
+        self.error = None;
+    }
+
+    /// Fills `wrs` with the requests in rverbs' form (no allocation: `wrs`
+    /// has the capacity of `reqs`).
+    fn translate(&mut self) {
+        use crate::abi::send_flags::*;
+        self.wrs.clear();
+        for r in &self.reqs {
+            let (start, len) = r.inline.unwrap_or(r.sges);
+            // Lifetime erasure: these views of `sges` and `bytes` live in
+            // `wrs`, which is emptied (by `reset`, under the same lock)
+            // before either vector changes again.
+            // SAFETY: neither vector ever reallocates (pushes stop at
+            // capacity) and the ranges were bounds-checked when set.
+            let mut w: SendWr<'static> = unsafe {
+                match r.inline {
+                    Some(_) => SendWr::inline(
+                        r.wr_id,
+                        r.op,
+                        std::slice::from_raw_parts(self.bytes.as_ptr().add(start), len),
+                    ),
+                    None => SendWr::new(
+                        r.wr_id,
+                        r.op,
+                        std::slice::from_raw_parts(self.sges.as_ptr().add(start), len),
+                    ),
+                }
+            };
+            if let Some((ah, qpn, qkey)) = r.ud {
+                // SAFETY: an AH of ours that the C caller keeps alive until
+                // the request completes (wr_set_ud_addr's contract).
+                w = w.to(unsafe { &(*ah).ah }, qpn, qkey);
+            }
+            self.wrs.push(
+                w.signaled(r.flags & SIGNALED != 0)
+                    .solicited(r.flags & SOLICITED != 0)
+                    .fence(r.flags & FENCE != 0),
+            );
+        }
+    }
+
+    /// Records the first error of the batch.
+    fn fail(&mut self, e: c_int) {
+        self.error.get_or_insert(e);
+    }
+
+    /// Adds a request, or fails the batch if the storage is full.
+    fn push(&mut self, r: Req) {
+        if self.reqs.len() == self.reqs.capacity() {
+            return self.fail(libc::ENOMEM);
+        }
+        self.reqs.push(r);
+    }
+
+    /// Gives the last request the SGEs `list` (replacing any payload).
+    fn set_sges(&mut self, list: impl ExactSizeIterator<Item = IbvSge>) -> Result<(), c_int> {
+        let n = list.len();
+        if self.reqs.is_empty() {
+            return Err(libc::EINVAL);
+        }
+        if n > self.max_sge || self.sges.len() + n > self.sges.capacity() {
+            return Err(libc::ENOMEM);
+        }
+        let start = self.sges.len();
+        for s in list {
+            // SAFETY: the C caller vouches that each lkey's MR covers its
+            // range until the request completes (ibv_wr_*'s contract).
+            let sge = unsafe { Slice::from_raw_parts(s.addr, s.length, s.lkey) };
+            self.sges.push(sge);
+        }
+        if let Some(r) = self.reqs.last_mut() {
+            r.sges = (start, n);
+            r.inline = None;
+        }
+        Ok(())
+    }
+
+    /// Gives the last request the inline payload gathered from `bufs`
+    /// (copied now: the caller may reuse them on return).
+    ///
+    /// # Safety
+    /// Each buffer is readable for its length (C contract).
+    unsafe fn set_inline(&mut self, bufs: &[IbvDataBuf]) -> Result<(), c_int> {
+        if self.reqs.is_empty() {
+            return Err(libc::EINVAL);
+        }
+        let mut total = 0usize;
+        for b in bufs {
+            if b.length > 0 && b.addr.is_null() {
+                return Err(libc::EINVAL);
+            }
+            total = total.saturating_add(b.length);
+        }
+        if total > self.max_inline || self.bytes.len() + total > self.bytes.capacity() {
+            return Err(libc::ENOMEM);
+        }
+        let start = self.bytes.len();
+        for b in bufs.iter().filter(|b| b.length > 0) {
+            // SAFETY: readable for length bytes (caller's contract,
+            // non-NULL checked above).
+            self.bytes.extend_from_slice(unsafe {
+                std::slice::from_raw_parts(b.addr.cast::<u8>(), b.length)
+            });
+        }
+        if let Some(r) = self.reqs.last_mut() {
+            r.inline = Some((start, total));
+            r.sges = (0, 0);
+        }
+        Ok(())
+    }
 }
 
 /// What a QP box carries for the `ibv_qp_ex` view (the box's second
@@ -231,14 +388,13 @@ unsafe fn push(q: *mut IbvQpExC, needs: u64, op: SendOp) {
     };
     let mut b = lock(&x.batch);
     if x.send_ops & needs == 0 {
-        b.error.get_or_insert(libc::EINVAL);
-        return;
+        return b.fail(libc::EINVAL);
     }
-    b.reqs.push(Req {
+    b.push(Req {
         wr_id,
         flags,
         op,
-        sges: Vec::new(),
+        sges: (0, 0),
         inline: None,
         ud: None,
     });
@@ -342,23 +498,20 @@ unsafe extern "C" fn wr_atomic_write(q: *mut IbvQpExC, rkey: u32, addr: u64, val
 unsafe extern "C" fn unsupported(q: *mut IbvQpExC) {
     // SAFETY: forwarded C contract.
     if let Some(x) = unsafe { ex_of(q) } {
-        lock(&x.batch).error.get_or_insert(libc::EOPNOTSUPP);
+        lock(&x.batch).fail(libc::EOPNOTSUPP);
     }
 }
 
-/// Gives the last request its payload with `f`; an error if there is none.
-unsafe fn set_last(q: *mut IbvQpExC, f: impl FnOnce(&mut Req) -> Result<(), c_int>) {
+/// Applies `f` to the batch (which gives its last request a payload); an
+/// error fails the batch.
+unsafe fn set_last(q: *mut IbvQpExC, f: impl FnOnce(&mut Batch) -> Result<(), c_int>) {
     // SAFETY: forwarded C contract.
     let Some(x) = (unsafe { ex_of(q) }) else {
         return;
     };
     let mut b = lock(&x.batch);
-    let r = match b.reqs.last_mut() {
-        Some(r) => f(r),
-        None => Err(libc::EINVAL),
-    };
-    if let Err(e) = r {
-        b.error.get_or_insert(e);
+    if let Err(e) = f(&mut b) {
+        b.fail(e);
     }
 }
 
@@ -400,9 +553,12 @@ unsafe extern "C" fn wr_set_ud_addr(
     let a = std::ptr::from_ref(a);
     // SAFETY: forwarded C contract.
     unsafe {
-        set_last(q, |r| {
-            r.ud = Some((a, remote_qpn, remote_qkey));
-            Ok(())
+        set_last(q, |b| match b.reqs.last_mut() {
+            Some(r) => {
+                r.ud = Some((a, remote_qpn, remote_qkey));
+                Ok(())
+            }
+            None => Err(libc::EINVAL),
         })
     }
 }
@@ -410,10 +566,8 @@ unsafe extern "C" fn wr_set_ud_addr(
 unsafe extern "C" fn wr_set_sge(q: *mut IbvQpExC, lkey: u32, addr: u64, length: u32) {
     // SAFETY: forwarded C contract.
     unsafe {
-        set_last(q, |r| {
-            r.sges = vec![IbvSge { addr, length, lkey }];
-            r.inline = None;
-            Ok(())
+        set_last(q, |b| {
+            b.set_sges(std::iter::once(IbvSge { addr, length, lkey }))
         })
     }
 }
@@ -424,18 +578,11 @@ unsafe extern "C" fn wr_set_sge_list(q: *mut IbvQpExC, n: usize, list: *const Ib
         unsafe { set_last(q, |_| Err(libc::EINVAL)) };
         return;
     }
-    // SAFETY: list holds n readable ibv_sge (C contract; checked non-NULL).
-    let sges: Vec<IbvSge> = (0..n)
-        .map(|i| unsafe { list.add(i).read_unaligned() })
-        .collect();
+    // SAFETY: list holds n readable ibv_sge (C contract; checked non-NULL
+    // when n > 0).
+    let read = move |i: usize| unsafe { list.add(i).read_unaligned() };
     // SAFETY: forwarded C contract.
-    unsafe {
-        set_last(q, |r| {
-            r.sges = sges;
-            r.inline = None;
-            Ok(())
-        })
-    }
+    unsafe { set_last(q, |b| b.set_sges((0..n).map(read))) }
 }
 
 /// `struct ibv_data_buf`.
@@ -446,69 +593,40 @@ pub struct IbvDataBuf {
     pub length: usize,
 }
 
-/// Copies `n` buffers' bytes (the caller may reuse them on return).
-///
-/// # Safety
-/// Each buffer is readable for its length (C contract).
-unsafe fn copy_bufs(bufs: &[IbvDataBuf]) -> Result<Vec<u8>, c_int> {
-    let mut v = Vec::new();
-    for b in bufs {
-        if b.length == 0 {
-            continue;
-        }
-        if b.addr.is_null() || b.length > u32::MAX as usize {
-            return Err(libc::EINVAL);
-        }
-        // SAFETY: readable for length bytes (caller's contract).
-        v.extend_from_slice(unsafe { std::slice::from_raw_parts(b.addr.cast::<u8>(), b.length) });
-    }
-    Ok(v)
-}
-
 unsafe extern "C" fn wr_set_inline_data(q: *mut IbvQpExC, addr: *mut c_void, length: usize) {
+    let buf = [IbvDataBuf { addr, length }];
     // SAFETY: addr is readable for length bytes (C contract).
-    let data = unsafe { copy_bufs(&[IbvDataBuf { addr, length }]) };
-    // SAFETY: forwarded C contract.
-    unsafe {
-        set_last(q, |r| {
-            r.inline = Some(data?);
-            r.sges.clear();
-            Ok(())
-        })
-    }
+    unsafe { set_last(q, |b| b.set_inline(&buf)) }
 }
 
 unsafe extern "C" fn wr_set_inline_data_list(q: *mut IbvQpExC, n: usize, list: *const IbvDataBuf) {
-    let data = if n > 0 && list.is_null() {
-        Err(libc::EINVAL)
-    } else if n == 0 {
-        Ok(Vec::new())
-    } else {
-        // SAFETY: list holds n readable ibv_data_buf, each readable for its
-        // length (C contract; checked non-NULL).
-        unsafe { copy_bufs(std::slice::from_raw_parts(list, n)) }
-    };
-    // SAFETY: forwarded C contract.
-    unsafe {
-        set_last(q, |r| {
-            r.inline = Some(data?);
-            r.sges.clear();
-            Ok(())
-        })
+    if n > 0 && list.is_null() {
+        // SAFETY: forwarded C contract.
+        unsafe { set_last(q, |_| Err(libc::EINVAL)) };
+        return;
     }
+    let bufs: &[IbvDataBuf] = if n == 0 {
+        &[]
+    } else {
+        // SAFETY: list holds n readable ibv_data_buf (C contract; checked
+        // non-NULL).
+        unsafe { std::slice::from_raw_parts(list, n) }
+    };
+    // SAFETY: each buffer is readable for its length (C contract).
+    unsafe { set_last(q, |b| b.set_inline(bufs)) }
 }
 
 unsafe extern "C" fn wr_start(q: *mut IbvQpExC) {
     // SAFETY: forwarded C contract.
     if let Some(x) = unsafe { ex_of(q) } {
-        *lock(&x.batch) = Batch::default();
+        lock(&x.batch).reset();
     }
 }
 
 unsafe extern "C" fn wr_abort(q: *mut IbvQpExC) {
     // SAFETY: forwarded C contract.
     if let Some(x) = unsafe { ex_of(q) } {
-        *lock(&x.batch) = Batch::default();
+        lock(&x.batch).reset();
     }
 }
 
@@ -519,60 +637,36 @@ unsafe extern "C" fn wr_complete(q: *mut IbvQpExC) -> c_int {
     let Some(b) = (unsafe { qp_of(q.cast::<IbvQp>()) }) else {
         return libc::EINVAL;
     };
-    let batch = std::mem::take(&mut *lock(&b.ex.batch));
+    let mut batch = lock(&b.ex.batch);
+    let r = post_batch(&mut batch, &b.qp);
+    batch.reset();
+    r
+}
+
+/// Posts `batch` on `qp`: 0 or an errno.
+fn post_batch(batch: &mut Batch, qp: &Mutex<rverbs::Qp>) -> c_int {
     if let Some(e) = batch.error {
         return e;
-    }
-    // What rxe answers for a QP before RTS (its POST_SEND doorbell
-    // refuses it), as ibv_post_send does here: EINVAL, nothing posted.
-    if matches!(
-        lock(&b.qp).last_state(),
-        QpState::Reset | QpState::Init | QpState::Rtr
-    ) && !batch.reqs.is_empty()
-    {
-        return libc::EINVAL;
     }
     if batch.reqs.is_empty() {
         return 0;
     }
-    let slices: Vec<Vec<Slice<'static>>> = batch
-        .reqs
-        .iter()
-        .map(|r| {
-            r.sges
-                .iter()
-                // SAFETY: the C caller vouches that each lkey's MR covers
-                // its range until the request completes (the ibv_wr_*
-                // contract, as ibv_post_send's).
-                .map(|s| unsafe { Slice::from_raw_parts(s.addr, s.length, s.lkey) })
-                .collect()
-        })
-        .collect();
-    let wrs: Vec<SendWr<'_>> = batch
-        .reqs
-        .iter()
-        .zip(&slices)
-        .map(|(r, s)| {
-            use crate::abi::send_flags::*;
-            let mut w = match &r.inline {
-                Some(d) => SendWr::inline(r.wr_id, r.op, d),
-                None => SendWr::new(r.wr_id, r.op, s),
-            };
-            if let Some((ah, qpn, qkey)) = r.ud {
-                // SAFETY: an AH of ours that the C caller keeps alive
-                // until the request completes (wr_set_ud_addr's contract).
-                w = w.to(unsafe { &(*ah).ah }, qpn, qkey);
-            }
-            w.signaled(r.flags & SIGNALED != 0)
-                .solicited(r.flags & SOLICITED != 0)
-                .fence(r.flags & FENCE != 0)
-        })
-        .collect();
-    match lock(&b.qp).post_send(&wrs) {
+    // What rxe answers for a QP before RTS (its POST_SEND doorbell
+    // refuses it), as ibv_post_send does here: EINVAL, nothing posted.
+    if matches!(
+        lock(qp).last_state(),
+        QpState::Reset | QpState::Init | QpState::Rtr
+    ) {
+        return libc::EINVAL;
+    }
+    batch.translate();
+    let rc = match lock(qp).post_send(&batch.wrs) {
         Ok(()) => 0,
         Err(rverbs::Error::QueueFull { .. }) => libc::ENOMEM,
         Err(e) => errno_of(&e),
-    }
+    };
+    batch.wrs.clear();
+    rc
 }
 
 /// `verbs_context.create_qp_ex`: what `verbs.h`'s `ibv_create_qp_ex`
@@ -629,6 +723,12 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
         let x = unsafe { &mut (*q.cast::<crate::verbs::QpBox>()).ex };
         x.send_ops = flags;
         x.enabled = true;
+        // The batch storage, once, from the caps granted.
+        x.batch = Mutex::new(Batch::sized(
+            a.cap.max_send_wr as usize,
+            a.cap.max_send_sge as usize,
+            a.cap.max_inline_data as usize,
+        ));
     }
     q
 }
@@ -656,6 +756,92 @@ mod tests {
     use super::*;
     use crate::abi::VerbsContext;
     use std::mem::{offset_of, size_of};
+
+    fn req(wr_id: u64) -> Req {
+        Req {
+            wr_id,
+            flags: crate::abi::send_flags::SIGNALED,
+            op: SendOp::Send,
+            sges: (0, 0),
+            inline: None,
+            ud: None,
+        }
+    }
+
+    /// Many batches of requests with SGE lists and inline payloads, built
+    /// and translated as `wr_*` and `wr_complete` do, allocate nothing
+    /// once the storage is sized.
+    #[test]
+    fn batches_allocate_nothing_after_create() {
+        let data = [5u8; 64];
+        let sge = |i: u64| IbvSge {
+            addr: data.as_ptr() as u64 + i,
+            length: 8,
+            lkey: 0x1234,
+        };
+        let mut b = Batch::sized(16, 4, 64);
+        let before = crate::post::tests::allocs();
+        for round in 0..100u64 {
+            b.reset();
+            for i in 0..16 {
+                b.push(req(round * 16 + i));
+                let r = if i % 2 == 0 {
+                    b.set_sges((0..(i as u32 % 4) + 1).map(|k| sge(u64::from(k))))
+                } else {
+                    let buf = [IbvDataBuf {
+                        addr: data.as_ptr() as *mut c_void,
+                        length: (i as usize) * 4,
+                    }];
+                    // SAFETY: `data` is readable for its 64 bytes.
+                    unsafe { b.set_inline(&buf) }
+                };
+                assert_eq!(r, Ok(()));
+            }
+            assert_eq!(b.error, None);
+            b.translate();
+            assert_eq!(b.wrs.len(), 16);
+            b.wrs.clear();
+        }
+        assert_eq!(
+            crate::post::tests::allocs() - before,
+            0,
+            "a batch allocated"
+        );
+    }
+
+    /// A batch that outgrows its storage fails with ENOMEM (nothing is
+    /// posted then), as an overfilled send queue does in rdma-core.
+    #[test]
+    fn a_batch_beyond_the_caps_fails_with_enomem() {
+        let data = [0u8; 128];
+        let mut b = Batch::sized(2, 1, 16);
+        b.push(req(1));
+        assert_eq!(
+            b.set_sges((0..2).map(|_| IbvSge {
+                addr: 0,
+                length: 0,
+                lkey: 0
+            })),
+            Err(libc::ENOMEM),
+            "more SGEs than max_send_sge"
+        );
+        let long = [IbvDataBuf {
+            addr: data.as_ptr() as *mut c_void,
+            length: 17,
+        }];
+        // SAFETY: `data` is readable for its 128 bytes.
+        assert_eq!(unsafe { b.set_inline(&long) }, Err(libc::ENOMEM));
+        b.push(req(2));
+        assert_eq!(b.error, None);
+        b.push(req(3));
+        assert_eq!(
+            b.error,
+            Some(libc::ENOMEM),
+            "more requests than max_send_wr"
+        );
+        b.reset();
+        assert_eq!((b.error, b.reqs.len(), b.reqs.capacity()), (None, 0, 2));
+    }
 
     /// `struct ibv_qp_ex`'s tail right after `struct ibv_qp` in a QP box,
     /// `struct ibv_qp_init_attr_ex`, and the two `verbs_context` slots this
