@@ -285,6 +285,15 @@ fn post_list_events_inline_and_mtu() {
     }
 }
 
+/// Of a pair run with one side perftest and the other rverbs: (perftest's
+/// output, ours).
+fn perftest_and_ours<'a>(server: Tool, s: &'a Output, c: &'a Output) -> (&'a Output, &'a Output) {
+    match server {
+        Tool::Perftest => (s, c),
+        Tool::Rverbs => (c, s),
+    }
+}
+
 /// The rows of a report, checked: `n` rows, each of `cols` columns, the
 /// same header as `reference` printed.
 fn rows_like(what: &str, o: &Output, reference: &Output, cols: usize) -> Vec<Vec<String>> {
@@ -323,8 +332,7 @@ fn qps_bidirectional_and_duration_interoperate_with_perftest() {
                 &["-q", "4", "-n", "100", "-s", "4096"],
                 &dir,
             );
-            let reference = if server == Tool::Perftest { &s } else { &c };
-            let ours = if server == Tool::Rverbs { &s } else { &c };
+            let (reference, ours) = perftest_and_ours(server, &s, &c);
             for o in [&s, &c] {
                 let rows = rows_like(&format!("-q 4 {who}"), o, reference, 5);
                 assert_eq!(rows[0][1], "400", "-q 4 {who}: {}", show(o));
@@ -343,8 +351,7 @@ fn qps_bidirectional_and_duration_interoperate_with_perftest() {
             );
             // -b: both sides send; each prints a row (the sum of both).
             let (s, c) = pair(test, server, client, &["-b", "-n", "100"], &dir);
-            let reference = if server == Tool::Perftest { &s } else { &c };
-            let ours = if server == Tool::Rverbs { &s } else { &c };
+            let (reference, ours) = perftest_and_ours(server, &s, &c);
             for o in [&s, &c] {
                 rows_like(&format!("-b {who}"), o, reference, 5);
             }
@@ -355,7 +362,7 @@ fn qps_bidirectional_and_duration_interoperate_with_perftest() {
             );
             // -D 2: by time, no peak (perftest prints 0.00).
             let (s, c) = pair(test, server, client, &["-D", "2"], &dir);
-            let reference = if server == Tool::Perftest { &s } else { &c };
+            let (reference, _) = perftest_and_ours(server, &s, &c);
             for o in [&s, &c] {
                 let rows = rows_like(&format!("-D 2 {who}"), o, reference, 5);
                 assert_eq!(rows[0][2], "0.00", "-D 2 {who}: {}", show(o));
@@ -394,8 +401,7 @@ fn uc_and_ud_interoperate_with_perftest() {
                 &["-c", conn, "-n", "100", "-s", "512"],
                 &dir,
             );
-            let reference = if server == Tool::Perftest { &s } else { &c };
-            let ours = if server == Tool::Rverbs { &s } else { &c };
+            let (reference, ours) = perftest_and_ours(server, &s, &c);
             let rows = rows_like(&who, &c, reference, if lat { 9 } else { 5 });
             assert_eq!(rows[0][0], "512", "{who}: {}", show(&c));
             assert!(

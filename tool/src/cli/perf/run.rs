@@ -100,6 +100,20 @@ impl Length {
         }
     }
 
+    /// Run forever: once a period is over, prints its figures (`counted`
+    /// messages of `size` bytes) and starts the next.
+    fn tick(self, now: Instant, start: &mut Instant, counted: &mut u64, size: u32, gbits: bool) {
+        if let Length::Forever { period } = self {
+            let dt = now.duration_since(*start);
+            if dt >= period {
+                let r = timed_report(size, *counted, dt.as_secs_f64(), gbits);
+                println!("{}", report::bw_line(&r));
+                *counted = 0;
+                *start = now;
+            }
+        }
+    }
+
     /// The phase `t` after the start.
     fn phase(self, t: Duration) -> Phase {
         match self {
@@ -1020,22 +1034,7 @@ impl Bench {
             if phase == Phase::End {
                 break;
             }
-            if let Length::Forever { period } = length {
-                let dt = now.duration_since(period_start);
-                if dt >= period {
-                    let mut r = report::bw_report(
-                        len.into(),
-                        counted,
-                        dt.as_secs_f64(),
-                        0.0,
-                        a.report_gbits,
-                    );
-                    r.bw_peak = 0.0;
-                    println!("{}", report::bw_line(&r));
-                    counted = 0;
-                    period_start = now;
-                }
-            }
+            length.tick(now, &mut period_start, &mut counted, len, a.report_gbits);
             for (l, lane) in self.lanes.iter_mut().enumerate() {
                 let (op, ud) = &dests[l];
                 while posted[l] < iters
@@ -1122,16 +1121,7 @@ impl Bench {
         }
         Ok(match length {
             Length::Timed { sample, .. } => {
-                let mut r = report::bw_report(
-                    len.into(),
-                    counted,
-                    sample.as_secs_f64(),
-                    0.0,
-                    a.report_gbits,
-                );
-                // perftest measures no peak by duration.
-                r.bw_peak = 0.0;
-                r
+                timed_report(len, counted, sample.as_secs_f64(), a.report_gbits)
             }
             _ => report::bw_report(
                 len.into(),
@@ -1186,22 +1176,7 @@ impl Bench {
             if phase == Phase::End {
                 break;
             }
-            if let Length::Forever { period } = length {
-                let dt = now.duration_since(period_start);
-                if dt >= period {
-                    let mut r = report::bw_report(
-                        size.into(),
-                        counted,
-                        dt.as_secs_f64(),
-                        0.0,
-                        a.report_gbits,
-                    );
-                    r.bw_peak = 0.0;
-                    println!("{}", report::bw_line(&r));
-                    counted = 0;
-                    period_start = now;
-                }
-            }
+            length.tick(now, &mut period_start, &mut counted, size, a.report_gbits);
             for w in wc[..n]
                 .iter()
                 .filter(|w| w.opcode == rverbs::WcOpcode::RECV)
@@ -1221,15 +1196,7 @@ impl Bench {
         }
         Ok(match length {
             Length::Timed { sample, .. } => {
-                let mut r = report::bw_report(
-                    size.into(),
-                    counted,
-                    sample.as_secs_f64(),
-                    0.0,
-                    a.report_gbits,
-                );
-                r.bw_peak = 0.0;
-                r
+                timed_report(size, counted, sample.as_secs_f64(), a.report_gbits)
             }
             _ => {
                 let secs = start.map_or(0.0, |s| s.elapsed().as_secs_f64()).max(1e-9);
@@ -1237,6 +1204,14 @@ impl Bench {
             }
         })
     }
+}
+
+/// The figures of `count` messages of `size` bytes in `secs` of a timed
+/// run, which has no peak (perftest's `noPeak` by duration).
+fn timed_report(size: u32, count: u64, secs: f64, gbits: bool) -> BwReport {
+    let mut r = report::bw_report(size.into(), count, secs, 0.0, gbits);
+    r.bw_peak = 0.0;
+    r
 }
 
 /// Fails on the first completion with an error status.
