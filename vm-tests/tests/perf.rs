@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{env, rverbs_bin, show, Background};
+use common::{env, rverbs_bin, show, wait_cm_listening, Background};
 use std::collections::BTreeSet;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -81,8 +81,13 @@ fn pair(
     // write perftest_out.json.
     let sdir = dir.join("server");
     std::fs::create_dir_all(&sdir).unwrap();
-    let s = Background::spawn(command(server, test).args(&args).current_dir(&sdir));
-    wait_listening(port);
+    let mut s = Background::spawn(command(server, test).args(&args).current_dir(&sdir));
+    if extra.contains(&"-R") {
+        // -R: the exchange listens through rdma_cm, not TCP.
+        wait_cm_listening(&mut s, "TCP", port);
+    } else {
+        wait_listening(port);
+    }
     let c = command(client, test)
         .args(&args)
         .arg(&e.addr)
@@ -469,4 +474,93 @@ fn run_infinitely_prints_a_row_each_period() {
             assert_eq!(r[2], "0.00", "{what}: {r:?}");
         }
     }
+}
+
+/// `-R`: the exchange and the QPs' connections through rdma_cm, each of
+/// the eight tests against perftest's `-R` in both roles (perftest's
+/// header and one row of its columns on every side that prints one), and
+/// `-q 2 -R` both ways.
+#[test]
+fn rdma_cm_each_test_interoperates_with_perftest_in_both_roles() {
+    let dir = tmpdir("rdma-cm");
+    for test in TESTS {
+        let cols = if test.0.ends_with("lat") { 9 } else { 5 };
+        let extra = ["-R", "-n", "100"];
+        let (s1, c1) = pair(test, Tool::Perftest, Tool::Rverbs, &extra, &dir);
+        let (s2, c2) = pair(test, Tool::Rverbs, Tool::Perftest, &extra, &dir);
+        // perftest's client always prints the table: the layout to match.
+        let who = format!("{} -R", test.0);
+        rows_like(&format!("{who} our client"), &c1, &c2, cols);
+        if !matches!(test.0, "read-lat" | "atomic-lat") {
+            rows_like(&format!("{who} our server"), &s2, &c2, cols);
+            rows_like(&format!("{who} perftest's server"), &s1, &c2, cols);
+        }
+        for ours in [&c1, &s2] {
+            let text = String::from_utf8_lossy(&ours.stdout);
+            assert!(
+                text.contains(" rdma_cm QPs\t : ON") && text.contains(" Data ex. method : rdma_cm"),
+                "{who}: {}",
+                show(ours)
+            );
+        }
+    }
+    for (server, client) in [
+        (Tool::Perftest, Tool::Rverbs),
+        (Tool::Rverbs, Tool::Perftest),
+    ] {
+        let (s, c) = pair(
+            TESTS[5],
+            server,
+            client,
+            &["-R", "-q", "2", "-n", "100"],
+            &dir,
+        );
+        let (reference, _) = perftest_and_ours(server, &s, &c);
+        for o in [&s, &c] {
+            let rows = rows_like(&format!("-R -q 2 {server:?}->{client:?}"), o, reference, 5);
+            assert_eq!(rows[0][1], "200", "{}", show(o));
+        }
+    }
+}
+
+/// `-R`: our passive server waits for the end of the client's run without
+/// limit, as over TCP; a client killed mid-run disconnects its rdma_cm
+/// connection, and the server ends at once with a named error (a dead
+/// host, which disconnects nothing, fails its probes instead).
+#[test]
+fn rdma_cm_server_sees_a_killed_client_go() {
+    let e = env();
+    let gid = e.gid.to_string();
+    let port = PORT.fetch_add(1, Ordering::Relaxed);
+    let p = port.to_string();
+    let args = ["-d", &e.dev, "-x", &gid, "-p", &p, "-F", "-R", "-D", "30"];
+    let mut s = Background::spawn(
+        Command::new("timeout")
+            .args(["60", rverbs_bin(), "perf", "write-bw"])
+            .args(args),
+    );
+    wait_cm_listening(&mut s, "TCP", port);
+    let c = Command::new("timeout")
+        .args(["-s", "KILL", "5", "ib_write_bw"])
+        .args(args)
+        .arg(&e.addr)
+        .output()
+        .unwrap();
+    // timeout(1) sends the KILL and dies of it too: no exit code.
+    assert_eq!(
+        c.status.code(),
+        None,
+        "the client was to be killed: {}",
+        show(&c)
+    );
+    let killed = Instant::now();
+    let s = s.wait(Duration::from_secs(40));
+    let waited = killed.elapsed();
+    assert_eq!(s.status.code(), Some(1), "{}", show(&s));
+    assert!(
+        String::from_utf8_lossy(&s.stderr).contains("the peer disconnected"),
+        "{}",
+        show(&s)
+    );
+    assert!(waited < Duration::from_secs(15), "{waited:?}: {}", show(&s));
 }

@@ -3,6 +3,7 @@
 //! that either side can be perftest's `ib_*` tool of the same test (or
 //! `rverbs perf` again). Flags, defaults and the report are perftest's.
 
+mod cm;
 mod report;
 mod run;
 
@@ -97,6 +98,10 @@ pub struct PerfArgs {
     /// the duration).
     #[arg(short = 'f', long = "margin")]
     pub margin: Option<u32>,
+    /// Connect the QPs through rdma_cm, and run the exchange over an
+    /// rdma_cm connection too (no TCP), as perftest's -R (RC only here).
+    #[arg(short = 'R', long = "rdma_cm")]
+    pub rdma_cm: bool,
     /// Run until killed, printing the bandwidth of each -D period (default
     /// 5 s).
     #[arg(long = "run_infinitely")]
@@ -270,6 +275,12 @@ fn check_args(a: &PerfArgs) -> Result<()> {
         if a.all && a.run_infinitely {
             return Err(bad_value("-a: not with --run_infinitely"));
         }
+    }
+    if a.rdma_cm && a.conn != Conn::Rc {
+        return Err(bad_value(format!(
+            "-R with -c {:?}: not yet (rverbs perf connects RC QPs through rdma_cm)",
+            a.conn
+        )));
     }
     if a.run_infinitely && a.duplex && a.test == Test::SendBw {
         return Err(bad_value(

@@ -34,6 +34,9 @@ pub struct Info<'a> {
     /// `Max inline data` for sends and writes, `Outstand reads` otherwise.
     pub inline_or_reads: Result<u32, u32>,
     pub events: bool,
+    /// -R: QPs and exchange over rdma_cm.
+    pub rdma_cm: bool,
+    pub client: bool,
 }
 
 /// perftest's information block, from its first line to the closing one.
@@ -75,8 +78,18 @@ pub fn info(i: &Info<'_>) -> String {
             let _ = writeln!(s, " Outstand reads  : {n}");
         }
     }
-    let _ = writeln!(s, " rdma_cm QPs\t : OFF");
-    let _ = writeln!(s, " Data ex. method : Ethernet");
+    if i.rdma_cm {
+        let _ = writeln!(s, " rdma_cm QPs\t : ON");
+        let _ = write!(s, " Data ex. method : rdma_cm");
+        if !i.client {
+            let _ = writeln!(s, "\n{LINE}");
+            let _ = write!(s, " Waiting for client rdma_cm QP to connect\n Please run the same command with the IB/RoCE interface IP");
+        }
+        let _ = writeln!(s);
+    } else {
+        let _ = writeln!(s, " rdma_cm QPs\t : OFF");
+        let _ = writeln!(s, " Data ex. method : Ethernet");
+    }
     let _ = write!(s, "{LINE}");
     s
 }

@@ -162,37 +162,60 @@ fn shape(t: Test) -> Shape {
     }
 }
 
-/// The TCP side of the exchange: each message goes both ways, the client
-/// writing first.
+/// How the exchange travels: perftest's TCP socket, or (with `-R`) its
+/// rdma_cm connection.
+enum Link {
+    Tcp(TcpStream),
+    Cm(Box<super::cm::Comm>),
+}
+
+/// The out-of-band side of the exchange: each message goes both ways, the
+/// client writing first.
 struct Oob {
-    s: TcpStream,
+    link: Link,
     client: bool,
     t: Timeout,
-    /// Whether address messages carry a GID (then they are longer).
+    /// Whether address messages carry a GID (then they are longer; TCP).
     gid: bool,
+    /// The GID index our rdma_cm address messages carry.
+    gid_index: u32,
 }
 
 impl Oob {
     fn xchg(&mut self, mine: &[u8], theirs: &mut [u8], what: &str) -> Result<()> {
         let t = self.t;
+        let s = match &mut self.link {
+            Link::Cm(c) => return c.xchg(mine, theirs, Some(t), what),
+            Link::Tcp(s) => s,
+        };
         let send = |s: &mut TcpStream| {
             s.write_all(mine)
                 .map_err(|e| t.tcp_error(&format!("sending {what}"), e))
         };
         if self.client {
-            send(&mut self.s)?;
+            send(s)?;
         }
-        self.s
-            .read_exact(theirs)
+        s.read_exact(theirs)
             .map_err(|e| t.tcp_error(&format!("reading the peer's {what}"), e))?;
         if !self.client {
-            send(&mut self.s)?;
+            send(s)?;
         }
         Ok(())
     }
 
-    /// One round of address messages (perftest's `ctx_hand_shake`).
+    /// One round of address messages (perftest's `ctx_hand_shake`): text
+    /// over TCP, perftest's binary `pingpong_dest` over rdma_cm.
     fn hand_shake(&mut self, me: &Peer) -> Result<Peer> {
+        if let Link::Cm(c) = &mut self.link {
+            let mut m = [0u8; super::cm::DEST_LEN];
+            c.xchg(
+                &super::cm::encode_dest(me, self.gid_index),
+                &mut m,
+                Some(self.t),
+                "address",
+            )?;
+            return Ok(super::cm::decode_dest(&m));
+        }
         let mut m = vec![0u8; if self.gid { MSG_LEN_GID } else { MSG_LEN }];
         self.xchg(&me.encode(), &mut m, "address")?;
         Peer::decode(&m).map_err(|e| bad_message("reading the peer's address", e))
@@ -201,15 +224,30 @@ impl Oob {
     /// One round of address messages where this side only waits for the
     /// peer's test to end, however long it runs (the exchange has no
     /// heartbeat to tell a slow peer from a dead one). A dead peer process
-    /// closes the connection; a dead host or a lost network is found by
-    /// TCP keepalive (`wait::keepalive`: 25 s of unanswered probes).
+    /// closes the connection (over rdma_cm: disconnects it); a dead host or
+    /// a lost network is found by TCP keepalive (`wait::keepalive`: 25 s of
+    /// unanswered probes) or, over rdma_cm, by the connection's own end.
     fn await_peer(&mut self, me: &Peer) -> Result<Peer> {
-        keepalive(&self.s)?;
-        self.s
-            .set_read_timeout(None)
+        let s = match &mut self.link {
+            Link::Cm(c) => {
+                let mut m = [0u8; super::cm::DEST_LEN];
+                c.xchg(
+                    &super::cm::encode_dest(me, self.gid_index),
+                    &mut m,
+                    None,
+                    "address after its run",
+                )?;
+                return Ok(super::cm::decode_dest(&m));
+            }
+            Link::Tcp(s) => s,
+        };
+        keepalive(s)?;
+        s.set_read_timeout(None)
             .map_err(|e| io("clearing the TCP read timeout", e))?;
         let p = self.hand_shake(me);
-        self.t.bound(&self.s)?;
+        if let Link::Tcp(s) = &self.link {
+            self.t.bound(s)?;
+        }
         p
     }
 
@@ -219,16 +257,19 @@ impl Oob {
         self.close_after_round()
     }
 
-    /// `done` and the peer's `done`, after the last round.
+    /// `done` and the peer's `done`, after the last round (TCP only:
+    /// perftest's rdma_cm exchange just ends).
     fn close_after_round(&mut self) -> Result<()> {
-        self.s
-            .write_all(DONE)
+        let Link::Tcp(s) = &mut self.link else {
+            return Ok(());
+        };
+        s.write_all(DONE)
             .map_err(|e| self.t.tcp_error("sending done", e))?;
         // Read the peer's `done` too, so that closing with unread bytes does
         // not reset the connection under it.
-        let _ = self.s.set_read_timeout(Some(Duration::from_secs(2)));
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
         let mut d = [0u8; DONE.len()];
-        let _ = self.s.read_exact(&mut d);
+        let _ = s.read_exact(&mut d);
         Ok(())
     }
 
@@ -339,24 +380,42 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
     let client = a.server.is_some();
     let iters = a.iters();
     let nq = a.qps as usize;
-    let ctx = Context::open_by_name(a.dev.as_deref())?;
-    let port = ctx.query_port(a.ib_port)?;
+    // -R: the exchange itself goes over rdma_cm, and the test runs on the
+    // device and port it reached.
+    let comm = if a.rdma_cm {
+        Some(super::cm::Comm::establish(
+            a.server.as_deref(),
+            a.port,
+            a.timeout,
+        )?)
+    } else {
+        None
+    };
+    let (ctx, ib_port) = match &comm {
+        Some(c) => (c.context()?, c.port()?),
+        None => (Context::open_by_name(a.dev.as_deref())?, a.ib_port),
+    };
+    let port = ctx.query_port(ib_port)?;
     let dev = ctx.query_device()?;
     // UD's sizes stop at the path MTU, agreed below; the largest possible.
     let cqe = check_limits(&ctx, a, a.sizes(4096).iter().copied().max().unwrap_or(2))?;
     let ethernet = port.link_layer == LINK_ETHERNET;
     let gid_idx = match a.gid_idx {
         Some(i) => Some(i),
-        None if ethernet => Some(best_gid(&ctx, a.ib_port)?),
+        None if ethernet => Some(best_gid(&ctx, ib_port)?),
         None => None,
     };
 
     // The exchange before the resources: versions, buffer geometry, MTU.
     let mut oob = Oob {
-        s: connect_tcp(a)?,
+        link: match comm {
+            Some(c) => Link::Cm(Box::new(c)),
+            None => Link::Tcp(connect_tcp(a)?),
+        },
         client,
         t: a.timeout,
         gid: gid_idx.is_some(),
+        gid_index: gid_idx.unwrap_or(0),
     };
     let mut v = [0u8; VERSION_LEN];
     oob.xchg(&version_msg(), &mut v, "version")?;
@@ -408,40 +467,91 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
     let mr = pd.alloc_mr(region * 2 * nq, access)?;
     let cq = ctx.create_cq(cqe, channel.as_ref(), 0)?;
     let gid = match gid_idx {
-        Some(i) => Some(ctx.query_gid(a.ib_port, i)?),
+        Some(i) => Some(ctx.query_gid(ib_port, i)?),
         None => None,
     };
     let out_reads = dev.max_qp_rd_atom.clamp(1, 255) as u16;
-    let mut qps = Vec::with_capacity(nq);
-    let mut mine = Vec::with_capacity(nq);
-    for i in 0..nq {
-        let mut qp = pd.create_qp(&QpInit {
-            qp_type: match a.conn {
-                Conn::Rc => QpType::Rc,
-                Conn::Uc => QpType::Uc,
-                Conn::Ud => QpType::Ud,
-            },
-            send_cq: &cq,
-            recv_cq: &cq,
-            caps: QpCaps {
-                // Latency tests signal every request; a few more entries
-                // than perftest's depth of 1 keep a completion that is
-                // polled late from stalling the next post.
-                max_send_wr: a.tx_depth().max(if a.test.is_lat() { 16 } else { 1 }),
-                max_recv_wr: RX_DEPTH,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: a.inline,
-            },
-            sq_sig_all: false,
-            srq: None,
-        })?;
-        if ud {
-            qp.modify(&QpAttr::init_ud(a.ib_port, UD_QKEY))?;
+    let init = QpInit {
+        qp_type: match a.conn {
+            Conn::Rc => QpType::Rc,
+            Conn::Uc => QpType::Uc,
+            Conn::Ud => QpType::Ud,
+        },
+        send_cq: &cq,
+        recv_cq: &cq,
+        caps: QpCaps {
+            // Latency tests signal every request; a few more entries than
+            // perftest's depth of 1 keep a completion that is polled late
+            // from stalling the next post.
+            max_send_wr: a.tx_depth().max(if a.test.is_lat() { 16 } else { 1 }),
+            max_recv_wr: RX_DEPTH,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: a.inline,
+        },
+        sq_sig_all: false,
+        srq: None,
+    };
+    // -R: rdma_cm connects each QP, between two more rounds (perftest's
+    // syncs before and after, its addresses still blank); the ids live as
+    // long as the test.
+    let blank = Peer {
+        lid: 0,
+        out_reads: 0,
+        qpn: 0,
+        psn: 0,
+        rkey: 0,
+        addr: 0,
+        gid: None,
+        srqn: 0,
+    };
+    let mut _cm_ids = None;
+    let qps: Vec<Qp> = if a.rdma_cm {
+        // A server listens before the sync round that sends the client.
+        let listening = if client {
+            None
         } else {
-            qp.modify(&QpAttr::init(a.ib_port, access))?;
+            Some(super::cm::listen(a.port, nq)?)
+        };
+        oob.hand_shake(&blank)?;
+        let reads = if matches!(
+            a.test,
+            Test::ReadLat | Test::ReadBw | Test::AtomicLat | Test::AtomicBw
+        ) {
+            out_reads.min(255) as u8
+        } else {
+            0
+        };
+        let c = super::cm::connect_qps(
+            a.server.as_deref(),
+            listening,
+            a.port,
+            nq,
+            &pd,
+            &init,
+            reads,
+            a.timeout,
+        )?;
+        _cm_ids = Some(c.ids);
+        oob.hand_shake(&blank)?;
+        c.qps
+    } else {
+        let mut qps = Vec::with_capacity(nq);
+        for _ in 0..nq {
+            let mut qp = pd.create_qp(&init)?;
+            if ud {
+                qp.modify(&QpAttr::init_ud(ib_port, UD_QKEY))?;
+            } else {
+                qp.modify(&QpAttr::init(ib_port, access))?;
+            }
+            qps.push(qp);
         }
-        mine.push(Peer {
+        qps
+    };
+    let mine: Vec<Peer> = qps
+        .iter()
+        .enumerate()
+        .map(|(i, qp)| Peer {
             lid: port.lid,
             out_reads,
             qpn: qp.qpn(),
@@ -453,9 +563,8 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
             addr: mr.addr() + (region * (2 * i + 1)) as u64,
             gid,
             srqn: 0,
-        });
-        qps.push(qp);
-    }
+        })
+        .collect();
     let inline = a.inline.min(qps[0].caps().max_inline_data);
     let me = &mine[0];
 
@@ -468,7 +577,8 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
     for m in &mine {
         peers.push(oob.hand_shake(m)?);
     }
-    if gid.is_some_and(|g| is_v4(&g)) != peers[0].gid.is_some_and(|g| is_v4(&g)) {
+    // (rdma_cm resolved the path itself: perftest checks no GIDs then.)
+    if !a.rdma_cm && gid.is_some_and(|g| is_v4(&g)) != peers[0].gid.is_some_and(|g| is_v4(&g)) {
         return Err(bad_value(
             "the peer's GID is of the other IP version (IPv4 against IPv6): pick another -x",
         ));
@@ -476,7 +586,7 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
     let mut lanes = Vec::with_capacity(nq);
     for (i, (mut qp, peer)) in qps.into_iter().zip(&peers).enumerate() {
         let av = AhAttr {
-            port_num: a.ib_port,
+            port_num: ib_port,
             dlid: peer.lid,
             grh: peer.gid.map(|dgid| Grh {
                 dgid,
@@ -488,6 +598,8 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
         };
         let mut lane_ud = None;
         match a.conn {
+            // rdma_cm connected it already.
+            _ if a.rdma_cm => {}
             Conn::Ud => {
                 qp.modify(&QpAttr::state(QpState::Rtr))?;
                 qp.modify(&QpAttr::rts_ud(mine[i].psn))?;
@@ -597,6 +709,8 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
             Ok(inline)
         },
         events: a.events,
+        rdma_cm: a.rdma_cm,
+        client,
     };
     println!("{}", report::info(&info));
     let rdma = match a.test {
@@ -767,7 +881,11 @@ fn write_json(a: &PerfArgs, i: &report::Info<'_>, results: &str) -> Result<()> {
         Ok(n) => s.push_str(&format!("Max_inline_data: {n},\n")),
         Err(n) => s.push_str(&format!("Outstand_reads: {n},\n")),
     }
-    s.push_str("rdma_cm_QPs: OFF,\nData_ex_method: Ethernet,\n},\n");
+    s.push_str(if i.rdma_cm {
+        "rdma_cm_QPs: ON,\nData_ex_method: rdma_cm,\n},\n"
+    } else {
+        "rdma_cm_QPs: OFF,\nData_ex_method: Ethernet,\n},\n"
+    });
     s.push_str(results);
     s.push_str("}\n");
     std::fs::write(&a.out_json_file, s).map_err(|e| io(&format!("writing {}", a.out_json_file), e))
