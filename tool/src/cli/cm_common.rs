@@ -6,7 +6,7 @@
 
 use super::wait::{parse_timeout, Timeout, DEFAULT_SECS};
 use clap::Args;
-use rverbs::cm::{CmChannel, CmEvent, CmId};
+use rverbs::cm::{CmChannel, CmEvent, CmId, EventType};
 use rverbs::{
     Access, Ah, Cq, Error, Mr, Pd, Qp, QpCaps, QpInit, QpType, RecvWr, Result, SendOp, SendWr, Wc,
     WcOpcode,
@@ -168,13 +168,7 @@ pub fn ud_res(id: &CmId, count: u32, size: u32, receive: bool) -> Result<UdRes> 
             qp_type: QpType::Ud,
             send_cq: &cq,
             recv_cq: &cq,
-            caps: QpCaps {
-                max_send_wr: depth,
-                max_recv_wr: depth,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
+            caps: one_sge_caps(depth, depth),
             sq_sig_all: false,
             srq: None,
         },
@@ -247,4 +241,40 @@ pub fn receive_datagrams(t: Timeout, cq: &mut Cq, count: u32, size: u32, on: &st
         from = w.src_qp;
     }
     Ok(from)
+}
+
+/// The caps of the tools' RC and UD QPs: `send` and `recv` requests of
+/// one SGE each, nothing inline.
+pub(crate) fn one_sge_caps(send: u32, recv: u32) -> QpCaps {
+    QpCaps {
+        max_send_wr: send,
+        max_recv_wr: recv,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    }
+}
+
+/// The next event of `chan`, which must be `want`, within `t` (`None`:
+/// without limit, as a server waits for its client).
+pub(crate) fn expect_event(
+    chan: &Arc<CmChannel>,
+    want: EventType,
+    t: Option<Timeout>,
+) -> Result<CmEvent> {
+    if let Some(t) = t {
+        if !chan.poll(t.millis())? {
+            return Err(t.expired(want.name().unwrap_or("a connection event")));
+        }
+    }
+    let ev = chan.get_event()?;
+    if ev.kind != want {
+        return Err(Error::CmEvent {
+            expected: want.name().unwrap_or("an event"),
+            got: ev.name(),
+            status: ev.status,
+            private_data: ev.conn.private_data.clone(),
+        });
+    }
+    Ok(ev)
 }

@@ -12,9 +12,7 @@ use super::cm_common::{
 };
 use clap::Args;
 use rverbs::cm::{CmChannel, CmEvent, CmId, ConnParam, EventType, IdOption, PortSpace};
-use rverbs::{
-    Access, Cq, Error, Mr, Pd, Qp, QpCaps, QpInit, QpType, RecvWr, Result, SendOp, SendWr,
-};
+use rverbs::{Access, Cq, Error, Mr, Pd, Qp, QpInit, QpType, RecvWr, Result, SendOp, SendWr};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -85,13 +83,7 @@ fn init_node(a: &CmatoseArgs, id: &CmId) -> Result<Res> {
             qp_type: QpType::Rc,
             send_cq: &send_cq,
             recv_cq: &recv_cq,
-            caps: QpCaps {
-                max_send_wr: depth,
-                max_recv_wr: depth,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
+            caps: super::cm_common::one_sge_caps(depth, depth),
             sq_sig_all: true,
             srq: None,
         },

@@ -15,8 +15,8 @@ use super::wait::{parse_timeout, Timeout, DEFAULT_SECS};
 use clap::Args;
 use rverbs::cm::{CmChannel, CmId, ConnParam, EventType, PortSpace};
 use rverbs::{
-    Access, CompChannel, Cq, Error, Mr, Pd, Qp, QpCaps, QpInit, QpType, RecvWr, Remote, Result,
-    SendOp, SendWr, Wc, WcOpcode, WcStatus,
+    Access, CompChannel, Cq, Error, Mr, Pd, Qp, QpInit, QpType, RecvWr, Remote, Result, SendOp,
+    SendWr, Wc, WcOpcode, WcStatus,
 };
 use rverbs_tool::wire::rping::{Info, INFO_LEN};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
@@ -127,13 +127,7 @@ impl Session {
                 qp_type: QpType::Rc,
                 send_cq: &cq,
                 recv_cq: &cq,
-                caps: QpCaps {
-                    max_send_wr: SQ_DEPTH,
-                    max_recv_wr: 2,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
+                caps: super::cm_common::one_sge_caps(SQ_DEPTH, 2),
                 sq_sig_all: false,
                 srq: None,
             },
@@ -306,22 +300,11 @@ fn expect(
     want: EventType,
     limit: Option<Timeout>,
 ) -> Result<rverbs::cm::CmEvent> {
-    if let Some(t) = limit {
-        if !chan.poll(t.millis())? {
-            return Err(t.expired(want.name().unwrap_or("a connection event")));
-        }
+    let r = super::cm_common::expect_event(chan, want, limit);
+    if let Err(Error::CmEvent { got, status, .. }) = &r {
+        eprintln!("cma event {got}, error {status}");
     }
-    let ev = chan.get_event()?;
-    if ev.kind != want {
-        eprintln!("cma event {}, error {}", ev.name(), ev.status);
-        return Err(Error::CmEvent {
-            expected: want.name().unwrap_or("an event"),
-            got: ev.name(),
-            status: ev.status,
-            private_data: ev.conn.private_data.clone(),
-        });
-    }
-    Ok(ev)
+    r
 }
 
 fn run_server(a: &RpingArgs) -> Result<()> {

@@ -5,9 +5,10 @@
 //! exchange's listener is gone (perftest 4.5's `rdma_client_connect`,
 //! `rdma_server_connect` and `create_rdma_cm_connection`).
 
+use super::super::cm_common::expect_event as expect;
 use super::super::wait::{bad_value, failed_completion, Timeout};
-use rverbs::cm::{CmChannel, CmEvent, CmId, ConnParam, EventType, PortSpace};
-use rverbs::{Context, Cq, Error, Mr, Pd, Qp, QpCaps, QpInit, QpType, RecvWr, Result, SendOp};
+use rverbs::cm::{CmChannel, CmId, ConnParam, EventType, PortSpace};
+use rverbs::{Context, Cq, Error, Mr, Pd, Qp, QpInit, QpType, RecvWr, Result, SendOp};
 use rverbs::{SendWr, Wc, WcOpcode};
 use rverbs_tool::wire::perf::Peer;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
@@ -62,26 +63,6 @@ pub fn decode_dest(m: &[u8; DEST_LEN]) -> Peer {
         gid: (gid != [0; 16]).then_some(gid),
         srqn: u32::from_ne_bytes([m[48], m[49], m[50], m[51]]),
     }
-}
-
-/// The next event of `chan`, which must be `want`, within `t` (`None`:
-/// without limit, as a server waits for its client).
-fn expect(chan: &Arc<CmChannel>, want: EventType, t: Option<Timeout>) -> Result<CmEvent> {
-    if let Some(t) = t {
-        if !chan.poll(t.millis())? {
-            return Err(t.expired(&format!("rdma_cm's {}", want.name().unwrap_or("event"))));
-        }
-    }
-    let ev = chan.get_event()?;
-    if ev.kind != want {
-        return Err(Error::CmEvent {
-            expected: want.name().unwrap_or("an event"),
-            got: ev.name(),
-            status: ev.status,
-            private_data: ev.conn.private_data.clone(),
-        });
-    }
-    Ok(ev)
 }
 
 /// The server's address on the test's port.
@@ -190,14 +171,8 @@ impl Comm {
                 qp_type: QpType::Rc,
                 send_cq: &send_cq,
                 recv_cq: &recv_cq,
-                caps: QpCaps {
-                    // A message and a probe.
-                    max_send_wr: 2,
-                    max_recv_wr: 2,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
+                // A message and a probe; a message.
+                caps: super::super::cm_common::one_sge_caps(2, 2),
                 sq_sig_all: false,
                 srq: None,
             },
