@@ -210,9 +210,28 @@ impl Cq {
 
     /// Resizes the CQ (`RESIZE_CQ`) to at least `cqe` entries. rxe moves
     /// the completions not yet polled into the new ring, in order.
+    ///
+    /// The QPs created on the CQ reserved room on it ([`Pd::create_qp`]):
+    /// a size below what they reserved is refused before the kernel, since
+    /// the CQ could then overrun; the size the kernel grants becomes the
+    /// budget later QPs reserve from.
+    ///
+    /// [`Pd::create_qp`]: crate::Pd::create_qp
     pub fn resize(&mut self, cqe: u32) -> Result<()> {
         let inner = &self.inner;
-        self.cqe = self.ring.resize(&inner.ctx.dev, inner.handle.raw(), cqe)?;
+        // `&mut self`: no QP can be created on this CQ meanwhile (that
+        // takes `&Cq`), so `committed` can only shrink until we store the
+        // new size.
+        let committed = inner.committed.load(Ordering::Relaxed);
+        if cqe < committed {
+            return Err(Error::invalid(format!(
+                "RESIZE_CQ to {cqe} entries: the QPs on this CQ reserved {committed} \
+                 (it could overrun); destroy or shrink them first"
+            )));
+        }
+        let granted = self.ring.resize(&inner.ctx.dev, inner.handle.raw(), cqe)?;
+        inner.cqe.store(granted, Ordering::Relaxed);
+        self.cqe = granted;
         Ok(())
     }
 

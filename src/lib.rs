@@ -127,7 +127,7 @@
 //!     let mr = pd.register(vec![0u8; 64], rverbs::Access::LOCAL_WRITE).unwrap();
 //!     let view = mr.cells(0, 64).unwrap();
 //!     let v: Vec<u8> = mr.deregister().unwrap();
-//!     view[0].store(1, std::sync::atomic::Ordering::Relaxed);
+//!     view.get(0).unwrap().store(1, std::sync::atomic::Ordering::Relaxed);
 //! }
 //! ```
 //!
@@ -138,11 +138,25 @@
 //! }
 //! ```
 //!
+//! ```compile_fail,E0277
+//! // Memory registered under `unsafe` comes back as a receipt, not a
+//! // buffer: the promise ended at deregistration, so registering the
+//! // memory again takes `unsafe` (and a new promise) again.
+//! fn again(pd: &rverbs::Pd, mr: rverbs::Mr<rverbs::External>) {
+//!     let released = mr.deregister().unwrap();
+//!     let mr2 = pd.register(released, rverbs::Access::LOCAL_WRITE).unwrap();
+//! }
 //! ```
-//! // What does compile: the buffer back after deregistration.
+//!
+//! ```
+//! // What does compile: the buffer back after deregistration, and the
+//! // receipt for raw memory.
 //! fn round_trip(pd: &rverbs::Pd) -> rverbs::Result<Vec<u8>> {
 //!     let mr = pd.register(vec![0u8; 64], rverbs::Access::LOCAL_WRITE)?;
 //!     mr.write(0, b"in place")?;
+//!     Ok(mr.deregister()?)
+//! }
+//! fn receipt(mr: rverbs::Mr<rverbs::External>) -> rverbs::Result<rverbs::Released> {
 //!     Ok(mr.deregister()?)
 //! }
 //! ```
@@ -189,7 +203,7 @@ pub use device::{format_guid, Device, Driver, NodeType};
 pub use error::{Errno, Error, Result};
 pub use event::{AsyncEvent, EventType};
 pub use features::Features;
-pub use mr::{Access, DeregisterError, External, Mr, MrBuffer, Pages};
+pub use mr::{Access, DeregisterError, External, Mr, MrBuffer, MrMemory, Pages, Released};
 pub use mw::{Mw, MwType};
 pub use odp::Advice;
 pub use pd::Pd;

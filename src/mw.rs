@@ -43,7 +43,7 @@
 
 use crate::cmd::mw::{self, MwHandle};
 use crate::error::{Error, Result};
-use crate::mr::{Access, Mr, MrBuffer};
+use crate::mr::{Access, Mr, MrMemory};
 use crate::pd::{Pd, PdInner};
 use crate::qp::{Qp, SendOp, SendWr};
 use std::sync::Arc;
@@ -122,11 +122,12 @@ impl Mw {
     }
 
     /// Keeps `mr` until after DEALLOC_MW (once per MR).
-    fn keep<B: MrBuffer>(&mut self, mr: &Mr<B>) {
+    fn keep<B: MrMemory>(&mut self, mr: &Mr<B>) {
         let addr = Arc::as_ptr(&mr.inner) as usize;
         if !self.kept.contains(&addr) {
             self.kept.push(addr);
-            self.handle.keep(mr.inner.clone());
+            // The index (rkey >> 8) stays the window's across binds.
+            self.handle.keep(mr.held_by_window(self.rkey >> 8));
         }
     }
 }
@@ -143,7 +144,7 @@ impl Qp {
     ///
     /// A type 2 window must be bound on the QP the peer's requests arrive
     /// at, and may be bound only while free (new, or invalidated).
-    pub fn bind_mw<B: MrBuffer>(
+    pub fn bind_mw<B: MrMemory>(
         &mut self,
         wr_id: u64,
         mw: &mut Mw,
@@ -176,12 +177,20 @@ impl Qp {
                 "BIND_MW: the window, the MR and the QP must be of one context",
             ));
         }
+        // Cannot overflow for a registered MR (its last byte has an IOVA,
+        // and offset <= len), but an empty bind at the very end could.
+        let addr = mr.iova().checked_add(offset as u64).ok_or_else(|| {
+            Error::invalid(format!(
+                "BIND_MW: offset {offset} from IOVA {:#x} leaves the 64-bit address space",
+                mr.iova()
+            ))
+        })?;
         let new_rkey = inc_rkey(mw.rkey);
         let bind = rverbs_types::MwBind {
             mw_rkey: mw.rkey,
             new_rkey,
             mr_lkey: mr.lkey(),
-            addr: mr.iova() + offset as u64,
+            addr,
             length: len as u64,
             access: access.bits(),
         };

@@ -169,19 +169,32 @@ pub(crate) fn transact(op: &'static str, req: Request) -> Result<Vec<Vec<u8>>> {
             match m.kind {
                 v::NLMSG_DONE => return Ok(out),
                 v::NLMSG_ERROR => {
-                    let code = m
-                        .payload
-                        .get(..4)
-                        .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-                        .ok_or_else(|| Error::bad_answer("short netlink error message"))?;
-                    if code == 0 {
-                        return Ok(out); // the ACK
-                    }
-                    return Err(Error::kernel(op, Errno(-code)));
+                    return match nlmsg_error(m.payload)? {
+                        None => Ok(out), // the ACK
+                        Some(errno) => Err(Error::kernel(op, errno)),
+                    };
                 }
                 _ => out.push(m.payload.to_vec()),
             }
         }
+    }
+}
+
+/// The errno of an `NLMSG_ERROR` payload (`struct nlmsgerr`: a negative
+/// errno first), or `None` for the ACK (0). The code is the kernel's word,
+/// not trusted: anything but a negative errno is a bad answer (`-i32::MIN`
+/// does not exist).
+fn nlmsg_error(payload: &[u8]) -> Result<Option<Errno>> {
+    let code = payload
+        .get(..4)
+        .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        .ok_or_else(|| Error::bad_answer("short netlink error message"))?;
+    match code {
+        0 => Ok(None),
+        c if c < 0 && c > -4096 => Ok(Some(Errno(-c))),
+        c => Err(Error::bad_answer(format!(
+            "netlink error message with code {c}, not a negative errno"
+        ))),
     }
 }
 
@@ -442,6 +455,22 @@ fn delete(name: &str, wait: bool) -> Result<()> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// An error code the kernel never sends (`i32::MIN`, whose negation
+    /// overflows; a positive one) is a bad answer, not a panic or a
+    /// wrapped errno (issue 25, item 5).
+    #[test]
+    fn netlink_error_codes_are_checked() {
+        let p = |c: i32| c.to_ne_bytes();
+        assert!(nlmsg_error(&p(0)).unwrap().is_none());
+        assert_eq!(
+            nlmsg_error(&p(-libc::EINVAL)).unwrap(),
+            Some(Errno(libc::EINVAL))
+        );
+        assert!(nlmsg_error(&p(i32::MIN)).is_err());
+        assert!(nlmsg_error(&p(5)).is_err());
+        assert!(nlmsg_error(&[0, 0]).is_err());
+    }
 
     #[test]
     fn bad_link_names_are_refused_before_the_kernel() {

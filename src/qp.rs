@@ -47,10 +47,48 @@ pub struct QpInit<'a> {
 
 /// A queue pair. Posting takes `&mut self`: a QP is driven by one thread at
 /// a time, so the data path needs no lock.
+///
+/// A UD send names its [`Ah`] only while it is posted, but the device may
+/// look the AH up only when it runs the send (rxe does): the QP keeps every
+/// AH a posted send names until that send has completed, so dropping an
+/// `Ah` right after posting is harmless. (It keeps it a little longer: until
+/// the send's slot in the queue is reused, or the QP is destroyed.)
 pub struct Qp {
     inner: Arc<QpInner>,
     send: SendRing,
     recv: Option<RecvRing>,
+    /// UD QPs whose device looks AHs up late: the AH of each posted send,
+    /// by SQ slot.
+    ahs: Option<AhKeep>,
+}
+
+/// The AHs of posted UD sends, by SQ slot. A slot is reused only after the
+/// kernel consumed (completed) the send in it, so replacing the AH there
+/// releases one that no outstanding send names.
+struct AhKeep {
+    slots: Box<[Option<Ah>]>,
+}
+
+impl AhKeep {
+    fn new(slots: u32) -> AhKeep {
+        AhKeep {
+            slots: (0..slots).map(|_| None).collect(),
+        }
+    }
+
+    /// Keeps the AHs of `posted`, which went into consecutive slots from
+    /// `first`.
+    #[inline]
+    fn keep(&mut self, first: u32, posted: &[SendWr<'_>]) {
+        let n = self.slots.len();
+        for (i, wr) in posted.iter().enumerate() {
+            let slot = (first as usize + i) % n;
+            // Dropping the AH this replaces may destroy it (DESTROY_AH):
+            // only when the program has dropped it too, and never while a
+            // send names it.
+            self.slots[slot] = wr.ud.map(|ud| ud.ah.clone());
+        }
+    }
 }
 
 /// The part of a QP that the rdma_cm glue shares: the kernel object.
@@ -78,6 +116,22 @@ pub(crate) struct QpInner {
     /// The kernel's own moves to SQE/ERR need no tracking: posting there
     /// is allowed (the requests flush).
     state: AtomicU32,
+    /// The AHs the QP kept for its posted sends, parked here when the `Qp`
+    /// is dropped so that they outlive DESTROY_QP (`handle`, dropped
+    /// first) even while the rdma_cm glue keeps this half alive.
+    parked_ahs: std::sync::Mutex<Option<AhKeep>>,
+}
+
+impl Drop for Qp {
+    fn drop(&mut self) {
+        if let Some(k) = self.ahs.take() {
+            *self
+                .inner
+                .parked_ahs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some(k);
+        }
+    }
 }
 
 /// User handles of QPs (their async events carry them).
@@ -243,7 +297,12 @@ impl Pd {
                 caps: parts.caps,
                 user_handle,
                 state: AtomicU32::new(QpState::Reset.raw()),
+                parked_ahs: std::sync::Mutex::new(None),
             }),
+            ahs: match (init.qp_type, parts.send.slot_cursor()) {
+                (QpType::Ud, Some((_, slots))) => Some(AhKeep::new(slots)),
+                _ => None,
+            },
             send: parts.send,
             recv: parts.recv,
         })
@@ -284,7 +343,21 @@ impl Qp {
         if !self.inner.can_send() {
             return Err(self.not_ready());
         }
-        self.send.post(&self.inner.ctx.dev, wrs)
+        let Some(keep) = &mut self.ahs else {
+            return self.send.post(&self.inner.ctx.dev, wrs);
+        };
+        let first = self.send.slot_cursor().map_or(0, |(p, _)| p);
+        let r = self.send.post(&self.inner.ctx.dev, wrs);
+        // The requests before the refused one (if any) were posted, in
+        // consecutive slots: as many as the producer moved (less than a
+        // whole ring). They borrow their AHs until we return, so none can
+        // have been dropped before it is kept here.
+        let posted = self
+            .send
+            .slot_cursor()
+            .map_or(0, |(p, n)| (p + n - first) % n) as usize;
+        keep.keep(first, &wrs[..posted.min(wrs.len())]);
+        r
     }
 
     #[cold]

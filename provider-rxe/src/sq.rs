@@ -75,6 +75,15 @@ impl SendQueue {
         self.q.queue().mask()
     }
 
+    /// The slot the next work request goes into (0..=capacity). A slot is
+    /// written again only after the kernel has consumed the request that
+    /// was in it, i.e. after the request completed (rxe's completer moves
+    /// the consumer index past a WQE only when it retires it).
+    #[inline(always)]
+    pub fn producer(&self) -> u32 {
+        self.prod
+    }
+
     /// Work requests posted but not yet consumed by the kernel.
     pub fn outstanding(&self) -> u32 {
         let q = self.q.queue();

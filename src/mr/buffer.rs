@@ -139,34 +139,72 @@ unsafe impl MrBuffer for Pages {
     }
 }
 
-/// Memory registered by [`Pd::register_raw`](crate::Pd::register_raw):
-/// rverbs does not own it. Getting this back from
-/// [`Mr::deregister`](super::Mr::deregister) says the MR is gone and the
-/// memory may be freed or reused.
+/// The buffer type of an MR over memory rverbs does not own
+/// ([`Pd::register_raw`](crate::Pd::register_raw)): `Mr<External>`. It has
+/// no values: the MR holds only the address range the caller vouched for,
+/// and [`Mr::deregister`](super::Mr::deregister) gives back a [`Released`]
+/// receipt, not a buffer — so memory whose `unsafe` promise ended at
+/// deregistration cannot be registered again by safe code.
 #[derive(Debug)]
-pub struct External {
-    pub(crate) ptr: NonNull<u8>,
-    pub(crate) len: usize,
+pub enum External {}
+
+/// What [`Mr::deregister`](super::Mr::deregister) of an `Mr<External>`
+/// gives back: the range, now out of the device's reach. It is a receipt,
+/// not a buffer ([`Pd::register`](crate::Pd::register) does not take it):
+/// the memory is the caller's again, and registering it again needs
+/// `unsafe` again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Released {
+    /// The first byte.
+    pub ptr: NonNull<u8>,
+    /// The length in bytes.
+    pub len: usize,
 }
 
-// SAFETY: External is only an address range the caller of the unsafe
-// register_raw vouched for; rverbs reaches it only atomically.
-unsafe impl Send for External {}
+// SAFETY: Released is only an address range, which is not tied to a thread.
+unsafe impl Send for Released {}
+// SAFETY: as for Send: it is two numbers.
+unsafe impl Sync for Released {}
 
-// SAFETY: the caller of Pd::register_raw promised exactly this trait's
-// contract for the range (see its documentation).
-unsafe impl MrBuffer for External {
-    type Raw = (usize, usize);
+mod sealed {
+    pub trait Sealed {}
+    impl<B: super::MrBuffer> Sealed for B {}
+    impl Sealed for super::External {}
+}
 
-    fn into_raw(self) -> ((usize, usize), NonNull<u8>, usize) {
-        ((self.ptr.as_ptr() as usize, self.len), self.ptr, self.len)
+/// What an [`Mr`](super::Mr) can be over: any [`MrBuffer`] (which it owns
+/// and gives back), or [`External`] memory (which it does not own, and for
+/// which it gives back a [`Released`] receipt). Sealed: implement
+/// [`MrBuffer`] instead.
+pub trait MrMemory: sealed::Sealed + Send + Sized + 'static {
+    /// What the memory is while registered.
+    #[doc(hidden)]
+    type Held: Send + Sync + 'static;
+    /// What [`Mr::deregister`](super::Mr::deregister) gives back.
+    type Back;
+    /// Turns what was held into what is given back.
+    ///
+    /// # Safety
+    /// `held` was taken from this type for the range `ptr..ptr + len`, and
+    /// the device can no longer reach it (its MR is deregistered).
+    #[doc(hidden)]
+    unsafe fn give_back(held: Self::Held, ptr: NonNull<u8>, len: usize) -> Self::Back;
+}
+
+impl<B: MrBuffer> MrMemory for B {
+    type Held = B::Raw;
+    type Back = B;
+    unsafe fn give_back(held: B::Raw, _: NonNull<u8>, _: usize) -> B {
+        // SAFETY: the caller's contract is from_raw's.
+        unsafe { B::from_raw(held) }
     }
+}
 
-    unsafe fn from_raw(raw: (usize, usize)) -> External {
-        External {
-            ptr: NonNull::new(raw.0 as *mut u8).unwrap_or(NonNull::dangling()),
-            len: raw.1,
-        }
+impl MrMemory for External {
+    type Held = ();
+    type Back = Released;
+    unsafe fn give_back(_: (), ptr: NonNull<u8>, len: usize) -> Released {
+        Released { ptr, len }
     }
 }
 

@@ -61,14 +61,15 @@ use crate::error::{Error, Result};
 use crate::pd::{Pd, PdInner};
 use bitflags::bitflags;
 use std::ptr::NonNull;
-use std::sync::atomic::AtomicU8;
 use std::sync::Arc;
 
 mod buffer;
+mod cells;
 mod shared;
 
 pub use crate::wr::Slice;
-pub use buffer::{BoxParts, External, MrBuffer, Pages, VecParts};
+pub use buffer::{BoxParts, External, MrBuffer, MrMemory, Pages, Released, VecParts};
+pub use cells::{ByteCell, CellIter, Cells};
 
 bitflags! {
     /// MR access rights (`enum ib_uverbs_access_flags`).
@@ -113,11 +114,11 @@ bitflags! {
 /// mapped ([`Pages`], the default), or a buffer the program handed over
 /// ([`Pd::register`]). Clones share the registration; the last one to go
 /// deregisters it.
-pub struct Mr<B: MrBuffer = Pages> {
+pub struct Mr<B: MrMemory = Pages> {
     pub(crate) inner: Arc<MrInner<B>>,
 }
 
-impl<B: MrBuffer> Clone for Mr<B> {
+impl<B: MrMemory> Clone for Mr<B> {
     fn clone(&self) -> Self {
         Mr {
             inner: self.inner.clone(),
@@ -125,18 +126,24 @@ impl<B: MrBuffer> Clone for Mr<B> {
     }
 }
 
-pub(crate) struct MrInner<B: MrBuffer> {
+pub(crate) struct MrInner<B: MrMemory> {
     /// DEREG_MR, in Drop or in deregister(); then the buffer is put back
     /// together (see the module docs).
     handle: Option<MrHandle>,
     /// The buffer, taken apart while registered.
-    raw: Option<B::Raw>,
+    raw: Option<B::Held>,
     /// Dropped after the MR (field order): DEREG_MR before DEALLOC_PD.
     _pd: Arc<PdInner>,
     lkey: u32,
     rkey: u32,
     /// Where the bytes are in this process (valid while `raw` is held).
     ptr: NonNull<u8>,
+    /// The same bytes as the safe API reaches them: one access size per
+    /// byte (see `shared`).
+    region: shared::Region,
+    /// The indices (rkey >> 8) of the memory windows that keep this MR
+    /// ([`crate::Mw`]), so that a refused deregistration can name them.
+    windows: std::sync::Mutex<Vec<u32>>,
     /// Where work requests and peers say they are.
     iova: u64,
     len: usize,
@@ -144,13 +151,13 @@ pub(crate) struct MrInner<B: MrBuffer> {
 }
 
 // SAFETY: the pointer is to memory the MR owns through `raw` (Send + Sync
-// by MrBuffer's bound) and reaches only by atomic accesses; the rest is
-// plain data and Arcs.
-unsafe impl<B: MrBuffer> Send for MrInner<B> {}
+// by MrMemory's bound) or that register_raw's caller vouched for, reached
+// only by atomic accesses; the rest is plain data and Arcs.
+unsafe impl<B: MrMemory> Send for MrInner<B> {}
 // SAFETY: as for Send: &MrInner gives out only atomic access to the bytes.
-unsafe impl<B: MrBuffer> Sync for MrInner<B> {}
+unsafe impl<B: MrMemory> Sync for MrInner<B> {}
 
-impl<B: MrBuffer> MrInner<B> {
+impl<B: MrMemory> MrInner<B> {
     /// The PD the MR was registered in.
     pub(crate) fn pd(&self) -> &Arc<PdInner> {
         &self._pd
@@ -158,15 +165,16 @@ impl<B: MrBuffer> MrInner<B> {
 
     /// Deregisters now; the buffer back if the kernel agreed, or None
     /// (leaked: the device may still reach it).
-    fn deregister(&mut self) -> Result<Option<B>> {
+    fn deregister(&mut self) -> Result<Option<B::Back>> {
         let Some(handle) = self.handle.take() else {
             return Ok(None);
         };
         match handle.close() {
             Ok(()) => Ok(self.raw.take().map(|raw| {
-                // SAFETY: `raw` came from B::into_raw in register(), and
-                // DEREG_MR has just succeeded: the device cannot reach it.
-                unsafe { B::from_raw(raw) }
+                // SAFETY: `raw` was taken from B for ptr..ptr + len in
+                // register_at(), and DEREG_MR has just succeeded: the
+                // device cannot reach it.
+                unsafe { B::give_back(raw, self.ptr, self.len) }
             })),
             Err(e) => {
                 std::mem::forget(self.raw.take());
@@ -176,14 +184,14 @@ impl<B: MrBuffer> MrInner<B> {
     }
 }
 
-impl<B: MrBuffer> Drop for MrInner<B> {
+impl<B: MrMemory> Drop for MrInner<B> {
     fn drop(&mut self) {
         // Dropping the buffer frees it; a failed DEREG_MR leaks it.
         let _ = self.deregister();
     }
 }
 
-impl<B: MrBuffer> std::fmt::Debug for Mr<B> {
+impl<B: MrMemory> std::fmt::Debug for Mr<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Mr")
             .field("iova", &format_args!("{:#x}", self.iova()))
@@ -197,36 +205,51 @@ impl<B: MrBuffer> std::fmt::Debug for Mr<B> {
 
 /// Why [`Mr::deregister`] gave no buffer back.
 #[derive(Debug)]
-pub enum DeregisterError<B: MrBuffer> {
+pub enum DeregisterError<B: MrMemory> {
     /// Other clones of the MR still exist: nothing was done; here it is.
     Shared(Mr<B>),
+    /// Memory windows bound to the MR keep it ([`crate::Mw`] keeps every
+    /// MR it was bound to until `DEALLOC_MW`): nothing was done; here it
+    /// is, with the windows' indices (their rkeys shifted right by 8).
+    Windows(Mr<B>, Vec<u32>),
     /// The kernel refused `DEREG_MR`: the buffer is leaked, since the
     /// device may still reach it.
     Kernel(Error),
 }
 
-impl<B: MrBuffer> std::fmt::Display for DeregisterError<B> {
+impl<B: MrMemory> std::fmt::Display for DeregisterError<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DeregisterError::Shared(_) => {
                 write!(f, "DEREG_MR not attempted: other clones of the MR exist")
             }
+            DeregisterError::Windows(_, w) => write!(f, "{}", windows_text(w)),
             DeregisterError::Kernel(e) => write!(f, "{e} (the buffer is leaked)"),
         }
     }
 }
 
-impl<B: MrBuffer + std::fmt::Debug> std::error::Error for DeregisterError<B> {}
+fn windows_text(w: &[u32]) -> String {
+    let list: Vec<String> = w.iter().map(|i| format!("{i:#x}")).collect();
+    format!(
+        "DEREG_MR not attempted: memory window(s) with index {} keep the MR until they \
+         are deallocated (drop the Mw first)",
+        list.join(", ")
+    )
+}
+
+impl<B: MrMemory + std::fmt::Debug> std::error::Error for DeregisterError<B> {}
 
 /// For `?` in functions returning [`Error`]: the kernel's error, or an
-/// invalid argument naming the clones (the MR itself is then dropped,
-/// which deregisters it once the last clone goes).
-impl<B: MrBuffer> From<DeregisterError<B>> for Error {
+/// invalid argument naming the clones or windows (the MR itself is then
+/// dropped, which deregisters it once the last reference goes).
+impl<B: MrMemory> From<DeregisterError<B>> for Error {
     fn from(e: DeregisterError<B>) -> Error {
         match e {
             DeregisterError::Shared(_) => {
                 Error::invalid("deregister: other clones of the MR still exist")
             }
+            DeregisterError::Windows(_, w) => Error::invalid(windows_text(&w)),
             DeregisterError::Kernel(e) => e,
         }
     }
@@ -252,23 +275,26 @@ impl Pd {
             .ok_or_else(|| Error::invalid(format!("huge-page MR of {len} bytes")))?;
         let dont_fork = !crate::netlink::kernel_copies_on_fork();
         let op = "mmap(MAP_HUGETLB) of MR memory";
-        let map = crate::sys::Mapping::huge_for_device(op, rounded, dont_fork).map_err(|e| {
-            match e.errno() {
-                Some(errno) if errno.0 == libc::ENOMEM => Error::ResourceLimit {
-                    op,
-                    errno,
-                    what: format!(
-                        "{rounded} bytes need {} free 2 MiB huge pages and {}; reserve                          them with `sysctl vm.nr_hugepages=N` (or hugepages=N on the                          kernel command line)",
+        let map =
+            crate::sys::Mapping::huge_for_device(op, rounded, dont_fork).map_err(|e| {
+                match e.errno() {
+                    Some(errno) if errno.0 == libc::ENOMEM => Error::ResourceLimit {
+                        op,
+                        errno,
+                        what: format!(
+                        "{rounded} bytes need {} free 2 MiB huge pages and {}; reserve them with \
+                         `sysctl vm.nr_hugepages=N` (or hugepages=N on the kernel command \
+                         line)",
                         rounded / HUGE,
                         crate::sys::free_huge_pages()
                             .map_or("the number free is unknown".into(), |n| format!(
                                 "{n} are free"
                             ))
                     ),
-                },
-                _ => e,
-            }
-        })?;
+                    },
+                    _ => e,
+                }
+            })?;
         self.register(Pages { map }, access)
     }
 
@@ -277,7 +303,7 @@ impl Pd {
     /// the last clone is dropped. Work requests and peers address it by its
     /// own address ([`Mr::iova`]). On failure the buffer is dropped.
     pub fn register<B: MrBuffer>(&self, buf: B, access: Access) -> Result<Mr<B>> {
-        self.register_at(buf, access, None)
+        self.register_buffer(buf, access, None)
     }
 
     /// Like [`Pd::register`], but work requests and peers address the
@@ -285,9 +311,10 @@ impl Pd {
     /// `iova` must have the buffer's offset within its page, since devices
     /// translate the IOVA page by page and keep the low bits (rxe does so,
     /// and so do mlx5's page tables): a page-aligned buffer can take any
-    /// page-aligned IOVA.
+    /// page-aligned IOVA. The MR's last byte must have an IOVA too
+    /// (`iova + len - 1 <= u64::MAX`).
     pub fn register_iova<B: MrBuffer>(&self, buf: B, access: Access, iova: u64) -> Result<Mr<B>> {
-        self.register_at(buf, access, Some(iova))
+        self.register_buffer(buf, access, Some(iova))
     }
 
     /// Registers `len` bytes at `ptr`, memory rverbs does not own.
@@ -301,15 +328,20 @@ impl Pd {
     ///   moved (no reallocation, no `munmap`, no `mremap`);
     /// - no Rust reference (`&[u8]`, `&mut [u8]`, `&T` over it) is used to
     ///   reach any of it, since the device and peers may write it at any
-    ///   time; only raw pointers, volatile or atomic accesses, or this
-    ///   `Mr`'s own methods;
+    ///   time; only this `Mr`'s own methods, or raw-pointer, volatile or
+    ///   atomic accesses that never race with them (the `Mr`'s copies
+    ///   access each byte with a size of their own choosing, and Rust
+    ///   leaves racing accesses of different sizes undefined);
+    /// - no other `Mr` over any of these bytes is in use meanwhile;
     /// - if the process forks on a kernel older than 5.13, the memory is
     ///   not written by the parent while the child lives (see the module
     ///   docs).
     ///
     /// The promise ends at deregistration, not at the end of a borrow, which
     /// is why no lifetime ties the `Mr` to the memory: a borrow would end
-    /// whether or not the `Mr` was dropped.
+    /// whether or not the `Mr` was dropped. What deregistration gives back
+    /// is a [`Released`] receipt, not a buffer: registering the memory
+    /// again needs this function, and a new promise, again.
     pub unsafe fn register_raw(
         &self,
         ptr: *mut u8,
@@ -318,37 +350,50 @@ impl Pd {
     ) -> Result<Mr<External>> {
         let ptr =
             NonNull::new(ptr).ok_or_else(|| Error::invalid("register_raw of a null pointer"))?;
-        self.register_at(External { ptr, len }, access, None)
+        // Nothing to give back on failure: the memory is the caller's.
+        // SAFETY: the caller's contract above is register_at's.
+        unsafe { self.register_at::<External>((), ptr, len, access, None, drop) }
     }
 
-    fn register_at<B: MrBuffer>(&self, buf: B, access: Access, iova: Option<u64>) -> Result<Mr<B>> {
-        check_access(self, access)?;
+    /// Takes an owned buffer apart and registers it; on failure the
+    /// buffer is put back together and dropped.
+    fn register_buffer<B: MrBuffer>(
+        &self,
+        buf: B,
+        access: Access,
+        iova: Option<u64>,
+    ) -> Result<Mr<B>> {
         let (raw, ptr, len) = buf.into_raw();
-        // From here on a failure must put the buffer back together (it was
-        // never registered, so that is sound) for it to be freed.
-        let give_back = |e: Error, raw: B::Raw| {
+        let give_back = |raw: B::Raw| {
             // SAFETY: raw came from into_raw just now and REG_MR did not
             // succeed: the device never had it.
             drop(unsafe { B::from_raw(raw) });
-            e
         };
-        if len == 0 {
-            return Err(give_back(
-                Error::invalid("registering an empty buffer"),
-                raw,
-            ));
-        }
+        // SAFETY: into_raw's contract (MrBuffer) is the memory promise
+        // register_at needs, and the buffer gave up every other way in.
+        unsafe { self.register_at::<B>(raw, ptr, len, access, iova, give_back) }
+    }
+
+    /// `REG_MR` of `len` bytes at `ptr`, held as `held`; `fail` gets
+    /// `held` back if registration fails.
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` keeps [`Pd::register_raw`]'s promise for as long
+    /// as `held` is held.
+    unsafe fn register_at<B: MrMemory>(
+        &self,
+        held: B::Held,
+        ptr: NonNull<u8>,
+        len: usize,
+        access: Access,
+        iova: Option<u64>,
+        fail: impl FnOnce(B::Held),
+    ) -> Result<Mr<B>> {
         let start = ptr.as_ptr() as u64;
         let iova = iova.unwrap_or(start);
-        let page = crate::sys::page_size() as u64;
-        if iova % page != start % page {
-            return Err(give_back(
-                Error::invalid(format!(
-                    "IOVA {iova:#x} for a buffer at {start:#x}: the IOVA must have the                      buffer's offset in its page ({:#x})",
-                    start % page
-                )),
-                raw,
-            ));
+        if let Err(e) = check_access(self, access).and_then(|()| check_span(start, len, iova)) {
+            fail(held);
+            return Err(e);
         }
         let pd = &self.inner;
         let r = match cmd::mr::reg(
@@ -360,22 +405,54 @@ impl Pd {
             access.bits(),
         ) {
             Ok(r) => r,
-            Err(e) => return Err(give_back(reg_hint(e, self, access, len), raw)),
+            Err(e) => {
+                fail(held);
+                return Err(reg_hint(e, self, access, len));
+            }
         };
         Ok(Mr {
             inner: Arc::new(MrInner {
                 handle: Some(r.handle),
-                raw: Some(raw),
+                raw: Some(held),
                 _pd: pd.clone(),
                 lkey: r.lkey,
                 rkey: r.rkey,
                 ptr,
+                // SAFETY: the memory promise (this function's contract)
+                // holds while `raw` is held, which outlives every use of
+                // the region (MrInner owns both); each Mr is its only way in.
+                region: unsafe { shared::Region::new(ptr.as_ptr(), len) },
+                windows: std::sync::Mutex::new(Vec::new()),
                 iova,
                 len,
                 access,
             }),
         })
     }
+}
+
+/// Checks an MR's length and IOVA before `REG_MR`: not empty, the IOVA
+/// with the buffer's offset in its page, and every byte's IOVA (and the
+/// end of the buffer) representable, so that slicing never overflows.
+fn check_span(start: u64, len: usize, iova: u64) -> Result<()> {
+    if len == 0 {
+        return Err(Error::invalid("registering an empty buffer"));
+    }
+    let page = crate::sys::page_size() as u64;
+    if iova % page != start % page {
+        return Err(Error::invalid(format!(
+            "IOVA {iova:#x} for a buffer at {start:#x}: the IOVA must have the buffer's \
+             offset in its page ({:#x})",
+            start % page
+        )));
+    }
+    if iova.checked_add(len as u64 - 1).is_none() {
+        return Err(Error::invalid(format!(
+            "IOVA {iova:#x} for {len} bytes: the MR's last byte would lie beyond the 64-bit \
+             address space"
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses, by name, an access flag the device lacks, before the kernel
@@ -489,7 +566,7 @@ fn memlock_hint(e: Error, len: usize) -> Error {
     }
 }
 
-impl<B: MrBuffer> Mr<B> {
+impl<B: MrMemory> Mr<B> {
     fn base(&self) -> *mut u8 {
         // The buffer's bytes, held by `raw` for as long as this Mr exists.
         self.inner.ptr.as_ptr()
@@ -537,11 +614,24 @@ impl<B: MrBuffer> Mr<B> {
     /// Deregisters the MR now (`DEREG_MR`) and gives the buffer back, once
     /// the kernel has agreed — so the device can never reach memory the
     /// program can. Refused, with the MR handed back, while other clones
-    /// exist.
-    pub fn deregister(self) -> std::result::Result<B, DeregisterError<B>> {
+    /// exist or a memory window keeps it. An `Mr<External>` gives back a
+    /// [`Released`] receipt rather than a buffer.
+    pub fn deregister(self) -> std::result::Result<B::Back, DeregisterError<B>> {
         let mut inner = match Arc::try_unwrap(self.inner) {
             Ok(inner) => inner,
-            Err(inner) => return Err(DeregisterError::Shared(Mr { inner })),
+            Err(inner) => {
+                let windows = inner
+                    .windows
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                let mr = Mr { inner };
+                return Err(if windows.is_empty() {
+                    DeregisterError::Shared(mr)
+                } else {
+                    DeregisterError::Windows(mr, windows)
+                });
+            }
         };
         match inner.deregister() {
             Ok(Some(buf)) => Ok(buf),
@@ -557,6 +647,7 @@ impl<B: MrBuffer> Mr<B> {
     /// in the MR's IOVA space.
     pub fn slice(&self, offset: usize, len: u32) -> Result<Slice<'_>> {
         self.check(offset, len as usize)?;
+        // No overflow: offset < len, and iova + len - 1 fits (check_span).
         Ok(Slice::checked(
             self.iova() + offset as u64,
             len,
@@ -572,49 +663,37 @@ impl<B: MrBuffer> Mr<B> {
     }
 
     fn check(&self, offset: usize, len: usize) -> Result<()> {
-        match offset.checked_add(len) {
-            Some(end) if end <= self.inner.len => Ok(()),
-            _ => Err(Error::invalid(format!(
-                "range {offset}+{len} is outside the {}-byte MR",
-                self.inner.len
-            ))),
-        }
+        in_bounds(offset, len, self.inner.len)
     }
 
-    /// `len` bytes at `offset` as atomic cells: zero-copy access without
-    /// `unsafe`. An `AtomicU8` may be written by another agent at any time
-    /// (the device, a peer's RDMA WRITE), so a view is sound while the
-    /// device works; build a message in place with `store`s, read a
-    /// received one with `load`s (`Acquire` on a flag byte a peer writes
-    /// last, then `Relaxed` for the rest).
+    /// `len` bytes at `offset` as atomic byte cells: zero-copy access
+    /// without `unsafe`. A cell may be written by another agent at any
+    /// time (the device, a peer's RDMA WRITE, another thread), so a view
+    /// is sound while the device works; build a message in place with
+    /// `store`s, read a received one with `load`s (`Acquire` on a flag
+    /// byte a peer writes last, then `Relaxed` for the rest).
     ///
-    /// The cells are bytes. [`Mr::write`] and [`Mr::read`] move aligned
-    /// runs as 8-byte atomics; racing those with byte accesses to the same
-    /// bytes from another thread mixes access sizes, which Rust's memory
-    /// model leaves undefined — synchronise the threads, as any racing
-    /// writers must be for the data to mean anything.
-    pub fn cells(&self, offset: usize, len: usize) -> Result<&[AtomicU8]> {
+    /// Each cell reaches its byte with the access size the MR fixed for it
+    /// (see [`Cells`]), the same as [`Mr::write`] and [`Mr::read`] use, so
+    /// cells and copies may race from any threads without undefined
+    /// behaviour (racing writers still tear each other's data).
+    pub fn cells(&self, offset: usize, len: usize) -> Result<Cells<'_>> {
         self.check(offset, len)?;
-        // SAFETY: offset..offset+len is inside the buffer (check above),
-        // which stays mapped while &self lives; AtomicU8 has u8's size and
-        // alignment and every bit pattern is valid; no non-atomic Rust
-        // access to these bytes is ever made by the safe API.
-        Ok(unsafe { std::slice::from_raw_parts(self.base().add(offset).cast::<AtomicU8>(), len) })
+        Ok(Cells::new(&self.inner.region, offset, len))
     }
 
     /// Copies `data` into the MR at `offset`.
     ///
-    /// The copy is made of relaxed atomic stores (8 bytes at a time where
-    /// aligned): two threads copying into and out of the same bytes, or
-    /// the device writing them meanwhile (a peer's RDMA WRITE), give torn
-    /// data — `Mr` is `Sync` and no reference to plain bytes of the buffer
-    /// exists. On x86_64 these are plain moves.
+    /// The copy is made of relaxed atomic stores, 8 bytes at a time except
+    /// at the buffer's unaligned ends: two threads copying into and out of
+    /// the same bytes, or the device writing them meanwhile (a peer's RDMA
+    /// WRITE), give torn data, never undefined behaviour — `Mr` is `Sync`
+    /// and no reference to plain bytes of the buffer exists. On x86_64
+    /// these are plain moves (and a `lock cmpxchg` for each 8-byte word
+    /// the range covers only in part).
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
         self.check(offset, data.len())?;
-        // SAFETY: offset + len is inside the buffer (check above), which
-        // lives as long as self and is only ever accessed atomically
-        // through the safe API.
-        unsafe { shared::copy_in(self.base().add(offset), data) };
+        self.inner.region.write(offset, data);
         Ok(())
     }
 
@@ -622,8 +701,7 @@ impl<B: MrBuffer> Mr<B> {
     /// loads; see [`Mr::write`]).
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         self.check(offset, out.len())?;
-        // SAFETY: as in write(): in bounds of the live buffer.
-        unsafe { shared::copy_out(self.base().add(offset), out) };
+        self.inner.region.read(offset, out);
         Ok(())
     }
 
@@ -631,7 +709,11 @@ impl<B: MrBuffer> Mr<B> {
     /// byte a peer's RDMA WRITE will change (a plain copy could be hoisted
     /// out of the loop by the compiler).
     pub fn read_volatile_u8(&self, offset: usize) -> Result<u8> {
-        Ok(self.cells(offset, 1)?[0].load(std::sync::atomic::Ordering::Acquire))
+        self.check(offset, 1)?;
+        Ok(self
+            .inner
+            .region
+            .load_u8(offset, std::sync::atomic::Ordering::Acquire))
     }
 
     /// Reads a native-endian u64 at `offset` (atomics' results).
@@ -644,8 +726,7 @@ impl<B: MrBuffer> Mr<B> {
     /// Fills `len` bytes at `offset` with `byte` (relaxed atomic stores).
     pub fn fill(&self, offset: usize, len: usize, byte: u8) -> Result<()> {
         self.check(offset, len)?;
-        // SAFETY: in bounds of the live buffer (check above).
-        unsafe { shared::fill(self.base().add(offset), len, byte) };
+        self.inner.region.fill(offset, len, byte);
         Ok(())
     }
 
@@ -653,10 +734,49 @@ impl<B: MrBuffer> Mr<B> {
     ///
     /// # Safety
     /// The caller must not create references to the memory while the device
-    /// may access it, and must not use the pointer after the last clone of
+    /// may access it, must not race this `Mr`'s own accesses (its copies
+    /// and cells) with accesses of another size (Rust leaves that
+    /// undefined), and must not use the pointer after the last clone of
     /// this `Mr` is dropped.
     pub unsafe fn as_ptr(&self) -> *mut u8 {
         self.base()
+    }
+
+    /// Notes that the window with index `index` keeps this MR until it is
+    /// deallocated; the guard undoes it.
+    pub(crate) fn held_by_window(&self, index: u32) -> WindowHold<B> {
+        let mut w = self.inner.windows.lock().unwrap_or_else(|p| p.into_inner());
+        w.push(index);
+        WindowHold {
+            mr: self.inner.clone(),
+            index,
+        }
+    }
+}
+
+/// A memory window's reference to an MR (see [`Mr::held_by_window`]).
+pub(crate) struct WindowHold<B: MrMemory> {
+    mr: Arc<MrInner<B>>,
+    index: u32,
+}
+
+impl<B: MrMemory> Drop for WindowHold<B> {
+    fn drop(&mut self) {
+        let mut w = self.mr.windows.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = w.iter().position(|&x| x == self.index) {
+            w.swap_remove(i);
+        }
+    }
+}
+
+/// Whether `offset..offset + len` lies inside `size` bytes (overflow
+/// included), or the error that says where it does not.
+fn in_bounds(offset: usize, len: usize, size: usize) -> Result<()> {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(Error::invalid(format!(
+            "range {offset}+{len} is outside the {size}-byte MR"
+        ))),
     }
 }
 
@@ -668,6 +788,7 @@ mod tests {
     /// An ENOMEM from REG_MR under a finite RLIMIT_MEMLOCK names the limit;
     /// other errors pass through untouched.
     #[test]
+    #[cfg_attr(miri, ignore)] // setrlimit: a system call Miri does not run
     fn reg_mr_enomem_names_the_memlock_limit() {
         let mut r = libc::rlimit {
             rlim_cur: 0,
@@ -700,5 +821,34 @@ mod tests {
         assert!(matches!(memlock_hint(einval, 1), Error::Kernel { .. }));
         // SAFETY: restores the limit read above.
         unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &r) };
+    }
+
+    /// An IOVA whose MR would run past the end of the 64-bit space is
+    /// refused before REG_MR, so that no slice or bind address of the MR
+    /// can overflow (issue 25, item 5: `register_iova` near `u64::MAX`,
+    /// then `slice()`, panicked in debug builds and wrapped in release).
+    #[test]
+    fn an_iova_span_past_u64_max_is_refused() {
+        let page = crate::sys::page_size() as u64;
+        let top = u64::MAX - (page - 1); // the last page
+        assert!(check_span(0x10000, page as usize, top).is_ok());
+        let e = check_span(0x10000, page as usize + 1, top).unwrap_err();
+        assert!(e.to_string().contains("64-bit"), "{e}");
+        assert!(check_span(0x10000, 2 * page as usize, top).is_err());
+        assert!(check_span(0x10000, 0, 0).is_err());
+        assert!(check_span(0x10001, 1, 0x2000).is_err());
+        // The largest offset a slice of an accepted span can take is
+        // len - 1 from the IOVA: it fits.
+        assert_eq!(top.checked_add(page - 1), Some(u64::MAX));
+    }
+
+    /// Bounds checks do not overflow on huge offsets or lengths.
+    #[test]
+    fn ranges_outside_the_mr_are_refused_without_overflow() {
+        assert!(in_bounds(0, 64, 64).is_ok());
+        assert!(in_bounds(64, 0, 64).is_ok());
+        assert!(in_bounds(63, 2, 64).is_err());
+        assert!(in_bounds(usize::MAX, 2, 64).is_err());
+        assert!(in_bounds(1, usize::MAX, 64).is_err());
     }
 }

@@ -262,6 +262,18 @@ pub(crate) fn post_list<W>(
 }
 
 impl SendRing {
+    /// Where the next send goes, as (slot, number of slots), for a ring
+    /// whose requests name objects the kernel looks up only when it runs
+    /// them: rxe's UD sends name their AH by number. `None` where nothing
+    /// posted needs keeping (mlx5 copies the address vector into the WQE).
+    #[inline(always)]
+    pub(crate) fn slot_cursor(&self) -> Option<(u32, u32)> {
+        match self {
+            SendRing::Rxe(q) => Some((q.sq.producer(), q.sq.capacity() + 1)),
+            SendRing::Mlx5(_) => None,
+        }
+    }
+
     /// Posts `wrs` in order, then rings the doorbell once for those
     /// accepted (rxe: the `POST_SEND` command; mlx5: doorbell record and
     /// UAR, no system call). A refused request ends the list, named by its

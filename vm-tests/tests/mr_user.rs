@@ -9,10 +9,10 @@ mod common;
 use common::rc::{ok, pair, pattern, wait, Pair, RW};
 
 use memmap2::{MmapMut, MmapOptions};
-use rverbs::{Access, Error, Mr, MrBuffer, RecvWr, Remote, SendOp, SendWr, WcOpcode, WcStatus};
+use rverbs::{Access, Error, Mr, MrMemory, RecvWr, Remote, SendOp, SendWr, WcOpcode, WcStatus};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
-fn contents<B: MrBuffer>(mr: &Mr<B>) -> Vec<u8> {
+fn contents<B: MrMemory>(mr: &Mr<B>) -> Vec<u8> {
     let mut v = vec![0u8; mr.len()];
     mr.read(0, &mut v).unwrap();
     v
@@ -21,7 +21,7 @@ fn contents<B: MrBuffer>(mr: &Mr<B>) -> Vec<u8> {
 /// `mr` (of any kind, `len` bytes) receives a SEND, is the target of an
 /// RDMA WRITE and the source of an RDMA READ, and is itself the source of a
 /// SEND; every byte is checked each time. Returns the bytes it ends with.
-fn exercise<B: MrBuffer>(p: &mut Pair, mr: &Mr<B>, what: &str) -> Vec<u8> {
+fn exercise<B: MrMemory>(p: &mut Pair, mr: &Mr<B>, what: &str) -> Vec<u8> {
     let len = mr.len();
     let helper = p.pd.alloc_mr(len, RW).unwrap();
 
@@ -170,7 +170,8 @@ fn every_buffer_kind_moves_data_and_comes_back_with_it() {
     // a reference, until deregister() below has returned.
     let mr = unsafe { p.pd.register_raw(ptr, len, RW) }.expect("register_raw");
     let last = exercise(&mut p, &mr, "register_raw");
-    let _gone: rverbs::External = mr.deregister().expect("deregistered");
+    let gone: rverbs::Released = mr.deregister().expect("deregistered");
+    assert_eq!((gone.ptr.as_ptr(), gone.len), (ptr, len));
     assert_eq!(&raw[..], &last[..]);
 }
 

@@ -456,8 +456,21 @@ fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
             ("empty poll", "bench_poll_empty"),
         ],
     )?;
+    let (mr_rows, mr) = host_bench(
+        out_dir,
+        "rverbs",
+        "bench_mr_copy",
+        &[
+            ("`Mr::write` 4 KiB", "bench_write_4k"),
+            ("`Mr::read` 4 KiB", "bench_read_4k"),
+            ("`Mr::write` 4 KiB at offset 3", "bench_write_4k_at_3"),
+            ("`Mr::write` 1 MiB", "bench_write_1m"),
+            ("`Mr::read` 1 MiB", "bench_read_1m"),
+        ],
+    )?;
     let reference = mlx5_ref::measure(out_dir)?;
     record_host_figures(out_dir, &m, &mp, &r)?;
+    record_mr_figures(out_dir, &mr)?;
     let mut md = format!("\n{MLX5_MARK} (callgrind, host, {MLX5_ITERS} iterations) | calls | inclusive Ir | per call |\n| --- | --- | --- | --- |\n");
     md.push_str(&mlx5);
     md.push_str(&mlx5_polls);
@@ -479,8 +492,28 @@ fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
         "\nrxe provider alone: WRITE {:.0}, inline SEND {:.0}, receive {:.0}, poll returning one completion {:.0}, empty poll {:.0} instr/call (the safe API adds its dispatch; the VM figures above include it and the doorbell).",
         r[0], r[1], r[2], r[3], r[4]
     );
+    let _ = write!(md, "\n| MR copies: the engine of `Mr::write`/`Mr::read` over heap memory (callgrind, host, {MLX5_ITERS} iterations) | calls | inclusive Ir | per call |\n| --- | --- | --- | --- |\n");
+    md.push_str(&mr_rows);
     std::fs::write(out_dir.join("mlx5.md"), &md).map_err(|e| e.to_string())?;
     Ok(md)
+}
+
+/// The MR copy rows' figures, for the regression guard.
+fn record_mr_figures(out_dir: &std::path::Path, mr: &[f64]) -> Result<()> {
+    use guard::Figure;
+    let rows = [
+        ("mr.write_4k", "Mr::write 4 KiB"),
+        ("mr.read_4k", "Mr::read 4 KiB"),
+        ("mr.write_4k_at_3", "Mr::write 4 KiB at offset 3"),
+        ("mr.write_1m", "Mr::write 1 MiB"),
+        ("mr.read_1m", "Mr::read 1 MiB"),
+    ];
+    let figures: Vec<Figure> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (k, l))| Figure::new(k, l, mr.get(i).copied().unwrap_or(f64::NAN)))
+        .collect();
+    guard::record(out_dir, "mr", &figures)
 }
 
 /// The host rows' figures, for the regression guard.

@@ -160,6 +160,29 @@ pub fn parse_version(msg: &[u8]) -> Result<f64, BadMessage> {
     Ok(v)
 }
 
+/// The largest cycle buffer a peer may announce. perftest sends its page
+/// size, at most 64 KiB on the machines RDMA runs on (arm64, ppc64); the
+/// cap leaves room above that while bounding what one message makes us
+/// allocate and pin: a peer's cycle buffer sizes our MR (twice, per QP).
+pub const MAX_CYCLE_BUFFER: u32 = 1 << 20;
+
+/// The peer's cycle buffer (4 bytes, big-endian): a page size, refused
+/// above [`MAX_CYCLE_BUFFER`] or when 0.
+pub fn parse_cycle_buffer(msg: [u8; 4]) -> Result<u32, BadMessage> {
+    let v = u32::from_be_bytes(msg);
+    if v == 0 || v > MAX_CYCLE_BUFFER {
+        return Err(BadMessage::new(
+            "perftest cycle buffer size",
+            format!(
+                "{v} bytes: not a page size (at most {MAX_CYCLE_BUFFER} taken, since it sizes \
+                 the memory this side registers)"
+            ),
+            &msg,
+        ));
+    }
+    Ok(v)
+}
+
 /// The MTU message: the `ibv_mtu` value (1..=5) as one decimal digit.
 pub fn mtu_msg(mtu: u8) -> [u8; MTU_LEN] {
     [b'0' + mtu.min(9), 0]
@@ -230,6 +253,20 @@ impl BwReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A peer's page size is taken; a cycle buffer that would make this
+    /// side allocate and pin gigabytes (issue 25, item 12: 2^30 was taken
+    /// and made each QP's MR at least 2 GiB) or nothing is refused.
+    #[test]
+    fn cycle_buffers_are_page_sizes() {
+        for page in [4096u32, 16384, 65536] {
+            assert_eq!(parse_cycle_buffer(page.to_be_bytes()).unwrap(), page);
+        }
+        for bad in [0u32, MAX_CYCLE_BUFFER + 1, 1 << 30, u32::MAX] {
+            let e = parse_cycle_buffer(bad.to_be_bytes()).unwrap_err();
+            assert!(e.reason.contains(&bad.to_string()), "{e:?}");
+        }
+    }
 
     fn peer(gid: Option<[u8; 16]>) -> Peer {
         Peer {

@@ -8,8 +8,8 @@ use rverbs::{
     QpInit, QpState, QpType, RecvWr, Remote, Result, SendOp, SendWr, Wc,
 };
 use rverbs_tool::wire::perf::{
-    mtu_msg, parse_mtu, parse_version, version_msg, BwReport, Peer, DONE, MSG_LEN, MSG_LEN_GID,
-    MTU_LEN, VERSION_LEN,
+    mtu_msg, parse_cycle_buffer, parse_mtu, parse_version, version_msg, BwReport, Peer, DONE,
+    MSG_LEN, MSG_LEN_GID, MTU_LEN, VERSION_LEN,
 };
 use rverbs_tool::wire::BadMessage;
 use std::io::{Read, Write};
@@ -422,7 +422,9 @@ pub fn run(a: &PerfArgs) -> Result<ExitCode> {
     parse_version(&v).map_err(|e| bad_message("reading the peer's version", e))?;
     let mut cb = [0u8; 4];
     oob.xchg(&CYCLE_BUFFER.to_be_bytes(), &mut cb, "cycle buffer size")?;
-    let cycle = CYCLE_BUFFER.max(u32::from_be_bytes(cb).min(1 << 30));
+    let peer_cycle =
+        parse_cycle_buffer(cb).map_err(|e| bad_message("reading the peer's cycle buffer", e))?;
+    let cycle = CYCLE_BUFFER.max(peer_cycle);
     oob.xchg(&CACHE_LINE.to_be_bytes(), &mut cb, "cache line size")?;
     // -m lowers the MTU below the port's active one (perftest's set_mtu).
     let ours = match a.mtu {
