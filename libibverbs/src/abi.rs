@@ -899,6 +899,8 @@ mod layout_test {
     }
 
     #[test]
+    // Miri cannot run the C compiler.
+    #[cfg_attr(miri, ignore)]
     fn structs_match_verbs_h() {
         let ls = layouts();
         let text = crate::ctest::run_c("libibverbs-layout", &c_program(&ls), false);

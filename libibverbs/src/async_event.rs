@@ -194,7 +194,9 @@ unsafe extern "C" fn ack_async_event(ev: *mut IbvAsyncEvent) {
     };
     o.acked = o.acked.wrapping_add(1);
     // The object is alive: retire() (which precedes its free) cannot
-    // finish while acked != reported, and we hold the map's lock.
+    // finish while acked != reported, and we hold the map's lock. Each C
+    // struct is its box's UnsafeCell, so its counter may be written while
+    // other threads hold shared references to the box.
     match kind {
         // SAFETY: a live QP of ours (above); the counter is written only
         // under the map's lock.

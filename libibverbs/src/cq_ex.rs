@@ -9,11 +9,16 @@
 //! it. Polling reads one completion at a time through rverbs' `Cq::poll`;
 //! `status` and `wr_id` are written into the C struct as libibverbs
 //! does, the rest is read through the `read_*` slots.
+//!
+//! The tail is in an `UnsafeCell`: C reads it through its own pointer
+//! while other threads may hold a `&CqBox` (any verb on the same CQ), and
+//! this module writes `status` and `wr_id` with such a reference in hand.
 
 use crate::abi::{IbvCompChannel, IbvContext, IbvCq, IbvPd};
 use crate::null_errno;
 use crate::verbs::cq_of;
 use rverbs::Wc;
+use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::{Mutex, MutexGuard};
 
@@ -68,7 +73,7 @@ pub struct IbvCqExTail {
 /// What a CQ box carries for the `ibv_cq_ex` view (its second field).
 #[repr(C)]
 pub(crate) struct CqEx {
-    c: IbvCqExTail,
+    c: UnsafeCell<IbvCqExTail>,
     /// The completion the `read_*` slots report.
     cur: Mutex<Wc>,
 }
@@ -76,7 +81,7 @@ pub(crate) struct CqEx {
 impl CqEx {
     pub(crate) fn new() -> CqEx {
         CqEx {
-            c: IbvCqExTail {
+            c: UnsafeCell::new(IbvCqExTail {
                 comp_mask: 0,
                 status: 0,
                 wr_id: 0,
@@ -100,8 +105,23 @@ impl CqEx {
                 read_flow_tag: read_zero as Slot,
                 read_tm_info: read_zero as Slot,
                 read_completion_wallclock_ns: read_zero as Slot,
-            },
+            }),
             cur: Mutex::new(Wc::default()),
+        }
+    }
+
+    /// Makes `w` the current completion: what the `read_*` slots report,
+    /// and the two members C reads directly.
+    fn publish(&self, w: &Wc) {
+        *lock(&self.cur) = *w;
+        let t = self.c.get();
+        // SAFETY: `t` points into this live struct, through its
+        // UnsafeCell, so writing while C or another thread holds a pointer
+        // or a shared reference is allowed; only this CQ's poller writes
+        // these members (the polling API is one thread per CQ, C contract).
+        unsafe {
+            std::ptr::addr_of_mut!((*t).status).write(w.status.0 as c_int);
+            std::ptr::addr_of_mut!((*t).wr_id).write(w.wr_id);
         }
     }
 }
@@ -128,16 +148,7 @@ unsafe fn poll_one(c: *mut IbvCqExC) -> c_int {
     if lock(&b.cq).poll(&mut w) == 0 {
         return libc::ENOENT;
     }
-    let w = w[0];
-    *lock(&b.ex.cur) = w;
-    // The two members C reads directly.
-    // SAFETY: the tail is part of the live box; C reads these only after
-    // this call returns (the API is single-threaded per CQ).
-    unsafe {
-        let t = std::ptr::addr_of!(b.ex.c).cast_mut();
-        std::ptr::addr_of_mut!((*t).status).write_volatile(w.status.0 as c_int);
-        std::ptr::addr_of_mut!((*t).wr_id).write_volatile(w.wr_id);
-    }
+    b.ex.publish(&w[0]);
     0
 }
 
@@ -262,7 +273,44 @@ mod tests {
     use crate::abi::VerbsContext;
     use std::mem::{offset_of, size_of};
 
+    /// Reads member `off` of the tail at `p` as C does: through its own
+    /// pointer, at the member's offset.
+    fn c_reads<T: Copy>(p: *mut CqEx, off: usize) -> T {
+        // SAFETY: p is a live CqEx and `off` the offset of a T in its tail.
+        unsafe {
+            p.cast::<u8>()
+                .add(offset_of!(CqEx, c) + off)
+                .cast::<T>()
+                .read()
+        }
+    }
+
+    /// `status` and `wr_id` are written where C reads them while a verb
+    /// holds a shared reference to the box: C's pointer and that
+    /// reference stay valid together (Miri checks the aliasing).
     #[test]
+    fn a_polled_completion_lands_where_c_reads_it() {
+        let p = Box::into_raw(Box::new(CqEx::new()));
+        // SAFETY: live until it is freed at the end.
+        let ex = unsafe { &*p };
+        for (wr_id, status) in [(1u64, 0u32), (2, 5)] {
+            ex.publish(&Wc {
+                wr_id,
+                status: rverbs::WcStatus(status),
+                ..Wc::default()
+            });
+            let st: c_int = c_reads(p, offset_of!(IbvCqExTail, status));
+            let id: u64 = c_reads(p, offset_of!(IbvCqExTail, wr_id));
+            assert_eq!((st, id), (status as c_int, wr_id));
+        }
+        assert_eq!(lock(&ex.cur).wr_id, 2, "what the read_* slots report");
+        // SAFETY: made by Box::into_raw above; `ex` is not used after.
+        drop(unsafe { Box::from_raw(p) });
+    }
+
+    #[test]
+    // Miri cannot run the C compiler.
+    #[cfg_attr(miri, ignore)]
     fn structs_match_verbs_h() {
         let base = offset_of!(crate::verbs::CqBox, ex);
         let mut checks: Vec<(String, usize)> = vec![

@@ -54,8 +54,9 @@ unsafe extern "C" fn resize_cq(c: *mut IbvCq, cqe: c_int) -> c_int {
     match cq.resize(n) {
         Ok(()) => {
             let granted = cq.cqe().min(c_int::MAX as u32) as c_int;
-            // SAFETY: the C-visible size, written under the CQ's lock.
-            unsafe { (*c).cqe = granted };
+            // SAFETY: the C-visible size, in the box's UnsafeCell, written
+            // under the CQ's lock.
+            unsafe { (*b.c.get()).cqe = granted };
             0
         }
         Err(e) => ret_errno(errno_of(&e)),

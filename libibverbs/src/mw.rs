@@ -14,12 +14,15 @@ use crate::abi::*;
 use crate::verbs::{pd_of, PdBox};
 use crate::{errno_of, null_errno, set_errno};
 use rverbs::{Mw, MwType};
+use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering;
 
 #[repr(C)]
 struct MwBox {
-    c: IbvMw,
+    /// In an UnsafeCell: `ibv_bind_mw` moves `rkey` while C holds the
+    /// pointer.
+    c: UnsafeCell<IbvMw>,
     _mw: Mw,
     pd: *const PdBox,
 }
@@ -45,13 +48,13 @@ unsafe extern "C" fn alloc_mw(p: *mut IbvPd, mw_type: c_int) -> *mut IbvMw {
     };
     pd.users.fetch_add(1, Ordering::AcqRel);
     Box::into_raw(Box::new(MwBox {
-        c: IbvMw {
+        c: UnsafeCell::new(IbvMw {
             context: pd.c.context,
             pd: p,
             rkey: mw.rkey(),
             handle: 0,
             mw_type,
-        },
+        }),
         _mw: mw,
         pd,
     }))
@@ -82,16 +85,23 @@ fn inc_rkey(rkey: u32) -> u32 {
 /// posts a signaled-as-asked `IBV_WR_BIND_MW` send to the next rkey, then
 /// moves the window's C rkey to it. 0 or an errno (also in errno).
 unsafe extern "C" fn bind_mw(q: *mut IbvQp, m: *mut IbvMw, bind: *mut IbvMwBind) -> c_int {
-    // SAFETY: a window of ours and a readable bind request (C contract).
-    let (Some(mw), Some(b)) = (unsafe { m.as_mut() }, unsafe { bind.as_ref() }) else {
+    // SAFETY: a readable bind request (C contract).
+    let Some(b) = (unsafe { bind.as_ref() }) else {
         set_errno(libc::EINVAL);
         return libc::EINVAL;
     };
-    if b.bind_info.mw_access_flags & ACCESS_ZERO_BASED != 0 {
+    if m.is_null() || b.bind_info.mw_access_flags & ACCESS_ZERO_BASED != 0 {
         set_errno(libc::EINVAL);
         return libc::EINVAL;
     }
-    let new_rkey = inc_rkey(mw.rkey);
+    // SAFETY: a window of ours (C contract, non-NULL): its C struct is the
+    // box's UnsafeCell, so the member may be read and written through C's
+    // pointer; binds of one window are not concurrent (C contract).
+    let (rkey, old) = unsafe {
+        let r = std::ptr::addr_of_mut!((*m).rkey);
+        (r, r.read())
+    };
+    let new_rkey = inc_rkey(old);
     let mut wr = IbvSendWr {
         wr_id: b.wr_id,
         next: std::ptr::null_mut(),
@@ -123,7 +133,8 @@ unsafe extern "C" fn bind_mw(q: *mut IbvQp, m: *mut IbvMw, bind: *mut IbvMwBind)
         set_errno(r);
         return r;
     }
-    mw.rkey = new_rkey;
+    // SAFETY: as for the read above.
+    unsafe { rkey.write(new_rkey) };
     0
 }
 

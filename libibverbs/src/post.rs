@@ -256,18 +256,27 @@ fn bind_of(w: &IbvSendWr) -> Result<MwBind, c_int> {
     // data.
     let b = unsafe { w.bind_mw_or_tso.bind_mw };
     // SAFETY: NULL or a live window of ours (C contract).
-    let mw = unsafe { b.mw.as_ref() }.ok_or(libc::EINVAL)?;
-    mw_bind(mw, b.rkey, &b.bind_info)
+    unsafe { mw_bind(b.mw, b.rkey, &b.bind_info) }
 }
 
 /// A bind of `mw` to `new_rkey` over `info` (shared by `IBV_WR_BIND_MW`
-/// and `ibv_wr_bind_mw`): `EINVAL` for an MR missing from a bind of a
-/// non-zero length.
-pub(crate) fn mw_bind(
-    mw: &crate::abi::IbvMw,
+/// and `ibv_wr_bind_mw`): `EINVAL` for no window, or for an MR missing
+/// from a bind of a non-zero length.
+///
+/// # Safety
+/// `mw` is NULL or a live window of ours; `info.mr` NULL or a live MR.
+pub(crate) unsafe fn mw_bind(
+    mw: *mut crate::abi::IbvMw,
     new_rkey: u32,
     info: &crate::abi::IbvMwBindInfo,
 ) -> Result<MwBind, c_int> {
+    if mw.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: a live window of ours (the caller's contract); its C struct
+    // is the box's UnsafeCell (ibv_bind_mw writes the rkey), so it is read
+    // through the pointer, not a reference.
+    let mw_rkey = unsafe { std::ptr::addr_of!((*mw).rkey).read() };
     // SAFETY: NULL (unbind) or a live MR (C contract).
     let mr_lkey = match unsafe { info.mr.as_ref() } {
         Some(mr) => mr.lkey,
@@ -275,7 +284,7 @@ pub(crate) fn mw_bind(
         None => return Err(libc::EINVAL),
     };
     Ok(MwBind {
-        mw_rkey: mw.rkey,
+        mw_rkey,
         new_rkey,
         mr_lkey,
         addr: info.addr,
@@ -396,7 +405,7 @@ pub(crate) unsafe extern "C" fn post_send(
     let Some(b) = (unsafe { qp_of(q) }) else {
         return libc::EINVAL;
     };
-    let ud = b.c.qp_type == 4;
+    let ud = b.ud;
     let mut qp = lock(&b.qp);
     if matches!(
         qp.last_state(),
@@ -589,27 +598,41 @@ pub(crate) mod tests {
         fail_all: Option<c_int>,
     }
 
-    /// A C list of receive requests with ids `0..n` (linked in place).
+    /// A C list of receive requests with ids `0..n` ([`run`] links it).
     fn list(n: u64) -> Vec<IbvRecvWr> {
-        let mut v: Vec<IbvRecvWr> = (0..n)
+        (0..n)
             .map(|i| IbvRecvWr {
                 wr_id: i,
                 next: std::ptr::null_mut(),
                 sg_list: std::ptr::null_mut(),
                 num_sge: 0,
             })
-            .collect();
+            .collect()
+    }
+
+    /// Links `v` in place as C does: each element's `next` is the one
+    /// after it. Every address comes from one pointer, so that none is
+    /// invalidated by a later reference to another element.
+    fn link<W>(v: &mut [W], set: impl Fn(&mut W, *mut W)) {
+        let base = v.as_mut_ptr();
         for i in 1..v.len() {
-            let next: *mut IbvRecvWr = &mut v[i];
-            v[i - 1].next = next;
+            // SAFETY: i - 1 and i are in bounds of v, reached through base.
+            unsafe { set(&mut *base.add(i - 1), base.add(i)) };
         }
-        v
     }
 
     /// Walks `v` through the model: ids >= 1000 fail translation, a
     /// negative num_sge asks to be posted alone.
-    fn run(m: &mut Model, v: &mut [IbvRecvWr], bad: *mut *mut IbvRecvWr) -> c_int {
-        let head = v.first_mut().map_or(std::ptr::null_mut(), |w| w as *mut _);
+    fn run(m: &mut Model, v: &mut Vec<IbvRecvWr>, bad: *mut *mut IbvRecvWr) -> c_int {
+        // Linked here, last, and walked as C holds it: any `&mut v[..]`
+        // after linking would reborrow the elements and invalidate links
+        // made from the Vec's pointer.
+        link(v, |w, next| w.next = next);
+        let head = if v.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            v.as_mut_ptr()
+        };
         // SAFETY: v is a linked, live list; bad is NULL or a live slot.
         unsafe {
             walk(
@@ -660,7 +683,7 @@ pub(crate) mod tests {
         let (mut m, mut v) = (Model::default(), list(3));
         assert_eq!(run(&mut m, &mut v, std::ptr::null_mut()), libc::EINVAL);
         let mut bad = 1 as *mut IbvRecvWr;
-        assert_eq!(run(&mut m, &mut [], &mut bad), libc::EINVAL);
+        assert_eq!(run(&mut m, &mut Vec::new(), &mut bad), libc::EINVAL);
         assert!(bad.is_null());
         assert!(m.calls.is_empty());
     }
@@ -745,11 +768,12 @@ pub(crate) mod tests {
                 lkey: 1,
             })
             .collect();
+        let sge0 = sges.as_mut_ptr();
         let mut wrs: Vec<IbvSendWr> = (0..40)
             .map(|i| IbvSendWr {
                 wr_id: i as u64,
                 next: std::ptr::null_mut(),
-                sg_list: &mut sges[i],
+                sg_list: sge0.wrapping_add(i),
                 num_sge: 1,
                 opcode: if i % 2 == 0 {
                     wr_opcode::SEND
@@ -769,10 +793,7 @@ pub(crate) mod tests {
                 bind_mw_or_tso: IbvSendWrBindMwOrTso { raw: [0; 6] },
             })
             .collect();
-        for i in 1..wrs.len() {
-            let next: *mut IbvSendWr = &mut wrs[i];
-            wrs[i - 1].next = next;
-        }
+        link(&mut wrs, |w, next| w.next = next);
         let mut posted = (0usize, 0usize); // requests, inline ones
         let mut bad = std::ptr::null_mut();
         let before = ALLOCS.with(|n| n.get());
@@ -780,7 +801,7 @@ pub(crate) mod tests {
         let rc = unsafe {
             walk(
                 &mut posted,
-                &mut wrs[0],
+                wrs.as_mut_ptr(),
                 &mut bad,
                 SendWr::new(0, SendOp::Send, &[]),
                 |w| send_wr(w, false, 4),

@@ -26,9 +26,10 @@
 //! overfills rxe's send queue does in rdma-core.
 
 use crate::abi::{IbvContext, IbvQp, IbvQpCap, IbvQpInitAttr, IbvSge};
-use crate::verbs::{create_qp as create_qp_raw, qp_of};
+use crate::verbs::{new_qp, qp_of};
 use crate::{errno_of, export, null_errno};
 use rverbs::{QpState, Remote, SendOp, SendWr, Slice};
+use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
 use std::sync::{Mutex, MutexGuard};
 
@@ -306,8 +307,11 @@ impl Batch {
 /// field, right after its `struct ibv_qp`).
 #[repr(C)]
 pub(crate) struct QpEx {
-    c: IbvQpExTail,
-    /// Set once by create_qp_ex, before the pointer is handed out.
+    /// In an UnsafeCell: the program writes `wr_id` and `wr_flags` through
+    /// its pointer while other threads may hold shared references to the
+    /// box (any verb on the same QP).
+    c: UnsafeCell<IbvQpExTail>,
+    /// Set at creation, before the pointer is handed out.
     enabled: bool,
     send_ops: u64,
     batch: Mutex<Batch>,
@@ -318,7 +322,7 @@ impl QpEx {
     /// call through one fails the batch instead of jumping to NULL.
     pub(crate) fn new() -> QpEx {
         QpEx {
-            c: IbvQpExTail {
+            c: UnsafeCell::new(IbvQpExTail {
                 comp_mask: 0,
                 wr_id: 0,
                 wr_flags: 0,
@@ -343,11 +347,55 @@ impl QpEx {
                 wr_complete: wr_complete as Slot,
                 wr_abort: wr_abort as Slot,
                 wr_atomic_write: wr_atomic_write as Slot,
-            },
+            }),
             enabled: false,
             send_ops: 0,
             batch: Mutex::new(Batch::default()),
         }
+    }
+
+    /// The tail of a QP created for `send_ops` (`ibv_create_qp_ex` with
+    /// `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`): its batch storage, once, from
+    /// the caps granted.
+    pub(crate) fn extended(send_ops: u64, cap: &IbvQpCap) -> QpEx {
+        QpEx {
+            enabled: true,
+            send_ops,
+            batch: Mutex::new(Batch::sized(
+                cap.max_send_wr as usize,
+                cap.max_send_sge as usize,
+                cap.max_inline_data as usize,
+            )),
+            ..QpEx::new()
+        }
+    }
+
+    /// Adds a request of `op` (if the QP was created for it) with the
+    /// program's current `wr_id` and `wr_flags`.
+    fn add(&self, needs: u64, op: SendOp) {
+        let t = self.c.get();
+        // SAFETY: `t` is this live struct's tail, in its UnsafeCell: the
+        // program writes these plain integers through its own pointer
+        // between calls, so they are read through the cell, never a
+        // reference.
+        let (wr_id, flags) = unsafe {
+            (
+                std::ptr::addr_of!((*t).wr_id).read(),
+                std::ptr::addr_of!((*t).wr_flags).read(),
+            )
+        };
+        let mut b = lock(&self.batch);
+        if self.send_ops & needs == 0 {
+            return b.fail(libc::EINVAL);
+        }
+        b.push(Req {
+            wr_id,
+            flags,
+            op,
+            sges: (0, 0),
+            inline: None,
+            ud: None,
+        });
     }
 }
 
@@ -369,35 +417,12 @@ unsafe fn ex_of<'a>(q: *mut IbvQpExC) -> Option<&'a QpEx> {
     unsafe { qp_of(q.cast::<IbvQp>()) }.map(|b| &b.ex)
 }
 
-/// Adds a request of `op` (if the QP was created for it) with the
-/// program's current `wr_id` and `wr_flags`.
+/// Adds a request of `op` to the batch of the QP `q` ([`QpEx::add`]).
 unsafe fn push(q: *mut IbvQpExC, needs: u64, op: SendOp) {
     // SAFETY: forwarded C contract.
-    let Some(x) = (unsafe { ex_of(q) }) else {
-        return;
-    };
-    // The program writes wr_id/wr_flags through its own pointer between
-    // calls; read them as it left them.
-    // SAFETY: the tail is part of the live box; plain integer fields.
-    let (wr_id, flags) = unsafe {
-        let t = std::ptr::addr_of!(x.c);
-        (
-            std::ptr::addr_of!((*t).wr_id).read_volatile(),
-            std::ptr::addr_of!((*t).wr_flags).read_volatile(),
-        )
-    };
-    let mut b = lock(&x.batch);
-    if x.send_ops & needs == 0 {
-        return b.fail(libc::EINVAL);
+    if let Some(x) = unsafe { ex_of(q) } {
+        x.add(needs, op);
     }
-    b.push(Req {
-        wr_id,
-        flags,
-        op,
-        sges: (0, 0),
-        inline: None,
-        ud: None,
-    });
 }
 
 fn remote(rkey: u32, addr: u64) -> Remote {
@@ -524,9 +549,10 @@ unsafe extern "C" fn wr_bind_mw(
     info: *const crate::abi::IbvMwBindInfo,
 ) {
     // SAFETY: NULL or a live window and bind info (C contract).
-    let bind = match unsafe { (mw.as_ref(), info.as_ref()) } {
-        (Some(mw), Some(info)) => crate::post::mw_bind(mw, rkey, info),
-        _ => Err(libc::EINVAL),
+    let bind = match unsafe { info.as_ref() } {
+        // SAFETY: NULL or a live window (C contract).
+        Some(info) => unsafe { crate::post::mw_bind(mw, rkey, info) },
+        None => Err(libc::EINVAL),
     };
     match bind {
         // SAFETY: forwarded C contract.
@@ -711,24 +737,14 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
         qp_type: a.qp_type,
         sq_sig_all: a.sq_sig_all,
     };
+    let ex = |cap: &IbvQpCap| match send_ops {
+        Some(flags) => QpEx::extended(flags, cap),
+        None => QpEx::new(),
+    };
     // SAFETY: forwarded C contract (a PD and CQs of ours).
-    let q = unsafe { create_qp_raw(a.pd, &mut init) };
-    if q.is_null() {
-        return q;
-    }
-    a.cap = init.cap;
-    if let Some(flags) = send_ops {
-        // SAFETY: q was just made by create_qp_raw and not yet handed out:
-        // nothing else references its box.
-        let x = unsafe { &mut (*q.cast::<crate::verbs::QpBox>()).ex };
-        x.send_ops = flags;
-        x.enabled = true;
-        // The batch storage, once, from the caps granted.
-        x.batch = Mutex::new(Batch::sized(
-            a.cap.max_send_wr as usize,
-            a.cap.max_send_sge as usize,
-            a.cap.max_inline_data as usize,
-        ));
+    let q = unsafe { new_qp(a.pd, &mut init, ex) };
+    if !q.is_null() {
+        a.cap = init.cap;
     }
     q
 }
@@ -843,10 +859,49 @@ mod tests {
         assert_eq!((b.error, b.reqs.len(), b.reqs.capacity()), (None, 0, 2));
     }
 
+    /// The program sets `wr_id` and `wr_flags` through its own pointer
+    /// while a verb holds a shared reference to the box; the next request
+    /// takes them, and neither the pointer nor the reference is
+    /// invalidated (Miri checks the aliasing).
+    #[test]
+    fn the_program_sets_wr_id_through_its_pointer() {
+        let cap = IbvQpCap {
+            max_send_wr: 4,
+            max_send_sge: 1,
+            ..IbvQpCap::default()
+        };
+        let p = Box::into_raw(Box::new(QpEx::extended(ops::SEND, &cap)));
+        // SAFETY: live until it is freed at the end.
+        let x = unsafe { &*p };
+        for id in [9u64, 10] {
+            let tail = p.cast::<u8>().wrapping_add(offset_of!(QpEx, c));
+            // SAFETY: the program's stores, through its pointer, to the
+            // members at their offsets in the live tail.
+            unsafe {
+                tail.add(offset_of!(IbvQpExTail, wr_id))
+                    .cast::<u64>()
+                    .write(id);
+                tail.add(offset_of!(IbvQpExTail, wr_flags))
+                    .cast::<u32>()
+                    .write(crate::abi::send_flags::SIGNALED);
+            }
+            x.add(ops::SEND, SendOp::Send);
+        }
+        let b = lock(&x.batch);
+        let got: Vec<(u64, u32)> = b.reqs.iter().map(|r| (r.wr_id, r.flags)).collect();
+        assert_eq!(got, [(9, 2), (10, 2)]);
+        assert_eq!(b.error, None);
+        drop(b);
+        // SAFETY: made by Box::into_raw above; `x` is not used after.
+        drop(unsafe { Box::from_raw(p) });
+    }
+
     /// `struct ibv_qp_ex`'s tail right after `struct ibv_qp` in a QP box,
     /// `struct ibv_qp_init_attr_ex`, and the two `verbs_context` slots this
     /// module fills, against `verbs.h` (a C program compiled now).
     #[test]
+    // Miri cannot run the C compiler.
+    #[cfg_attr(miri, ignore)]
     fn structs_match_verbs_h() {
         let base = offset_of!(crate::verbs::QpBox, ex);
         let mut checks: Vec<(String, usize)> = vec![

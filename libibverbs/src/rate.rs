@@ -72,6 +72,8 @@ mod tests {
     /// functions (the installed libibverbs, called by a C program compiled
     /// now: test-time C only, as the layout tests).
     #[test]
+    // Miri cannot run the C compiler.
+    #[cfg_attr(miri, ignore)]
     fn the_same_as_rdma_core() {
         let inputs: Vec<c_int> = (-2..30)
             .chain(RATES.iter().flat_map(|r| [r.1, r.2, r.2 + 1]))

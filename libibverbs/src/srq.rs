@@ -10,13 +10,16 @@ use crate::abi::*;
 use crate::verbs::{pd_of, PdBox};
 use crate::{errno_of, export, null_errno, ret_errno};
 use rverbs::Srq;
+use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 #[repr(C)]
 pub(crate) struct SrqBox {
-    pub(crate) c: IbvSrq,
+    /// In an UnsafeCell: `events_completed` changes while C holds the
+    /// pointer and other threads hold shared references to the box.
+    pub(crate) c: UnsafeCell<IbvSrq>,
     /// Posting takes `&mut Srq`; the C API lets threads post to one SRQ
     /// concurrently, so a lock per SRQ (rdma-core's rxe takes a spinlock
     /// per queue for the same reason).
@@ -81,7 +84,7 @@ unsafe extern "C" fn create_srq(p: *mut IbvPd, init: *mut IbvSrqInitAttr) -> *mu
     };
     let handle = srq.user_handle();
     let b = Box::into_raw(Box::new(SrqBox {
-        c,
+        c: UnsafeCell::new(c),
         srq: Mutex::new(srq),
         pd,
         max_sge: a.attr.max_sge,

@@ -5,12 +5,17 @@
 //! with MRs or QPs, a CQ with QPs, a channel with CQs (`EBUSY`); rverbs'
 //! objects instead keep their parents alive, so the boxes count their
 //! C-side users and refuse the same way.
+//!
+//! The C structs of CQs and QPs are in `UnsafeCell`s: members of them
+//! change (a QP's `state`, a CQ's event counters and `cqe`) while C holds
+//! their pointers and other threads hold shared references to the boxes.
 
 use crate::abi::*;
 use crate::device::ctx_of;
 use crate::{errno_of, export, null_errno, ret_errno, set_errno};
 use rverbs::{Access, AhAttr, CompChannel, Cq, External, Grh, Mr, Mtu, Pd, Qp};
 use rverbs::{QpAttr, QpCaps, QpInit, QpState, QpType};
+use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_uint, c_void};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -219,7 +224,7 @@ export!("ibv_destroy_comp_channel" = destroy_comp_channel);
 
 #[repr(C)]
 pub(crate) struct CqBox {
-    pub(crate) c: IbvCq,
+    pub(crate) c: UnsafeCell<IbvCq>,
     /// The rest of `struct ibv_cq_ex`, right after the `ibv_cq` as C
     /// expects of a CQ it got from `ibv_create_cq_ex`.
     pub(crate) ex: crate::cq_ex::CqEx,
@@ -260,7 +265,7 @@ pub(crate) unsafe extern "C" fn create_cq(
     let handle = cq.user_handle();
     let granted = cq.cqe().min(c_int::MAX as u32) as c_int;
     let p = Box::into_raw(Box::new(CqBox {
-        c: IbvCq {
+        c: UnsafeCell::new(IbvCq {
             context: c,
             channel,
             cq_context,
@@ -270,7 +275,7 @@ pub(crate) unsafe extern "C" fn create_cq(
             cond: libc::PTHREAD_COND_INITIALIZER,
             comp_events_completed: 0,
             async_events_completed: 0,
-        },
+        }),
         ex: crate::cq_ex::CqEx::new(),
         cq: Mutex::new(cq),
         chan: chan.map_or(std::ptr::null(), std::ptr::from_ref),
@@ -359,7 +364,9 @@ unsafe extern "C" fn ack_cq_events(c: *mut IbvCq, n: c_uint) {
     if let Some(b) = unsafe { cq_of(c) } {
         let g = lock(&b.cq);
         crate::async_event::comp_events_acked(g.user_handle(), n);
-        // SAFETY: the counter is written only here, under the CQ's lock.
+        let c = b.c.get();
+        // SAFETY: the counter is in the box's UnsafeCell, written only
+        // here, under the CQ's lock.
         unsafe { (*c).comp_events_completed = (*c).comp_events_completed.wrapping_add(n) };
     }
 }
@@ -367,11 +374,13 @@ export!("ibv_ack_cq_events" = ack_cq_events);
 
 #[repr(C)]
 pub(crate) struct QpBox {
-    pub(crate) c: IbvQp,
+    pub(crate) c: UnsafeCell<IbvQp>,
     /// The rest of `struct ibv_qp_ex`, right after the `ibv_qp` as C
     /// expects of a QP it got from `ibv_create_qp_ex`.
     pub(crate) ex: crate::qp_ex::QpEx,
     pub(crate) qp: Mutex<Qp>,
+    /// A UD QP (its sends name an AH).
+    pub(crate) ud: bool,
     /// What ibv_query_qp reports beyond the state and caps: the attributes
     /// last set by ibv_modify_qp.
     attr: Mutex<IbvQpAttr>,
@@ -389,6 +398,22 @@ pub(crate) unsafe fn qp_of<'a>(q: *mut IbvQp) -> Option<&'a QpBox> {
 }
 
 pub(crate) unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut IbvQp {
+    // SAFETY: forwarded C contract.
+    unsafe { new_qp(p, init, |_| crate::qp_ex::QpEx::new()) }
+}
+export!("ibv_create_qp" = create_qp);
+
+/// `ibv_create_qp`, with the `ibv_qp_ex` tail `ex` makes from the caps
+/// granted (complete before the QP can be named by anything else).
+///
+/// # Safety
+/// `p` is a PD of ours and `init` a readable, writable init attr naming
+/// CQs (and an SRQ) of ours (C contract).
+pub(crate) unsafe fn new_qp(
+    p: *mut IbvPd,
+    init: *mut IbvQpInitAttr,
+    ex: impl FnOnce(&IbvQpCap) -> crate::qp_ex::QpEx,
+) -> *mut IbvQp {
     // SAFETY: a PD of ours and a readable init attr (C contract).
     let (Some(pd), Some(a)) = (unsafe { pd_of(p) }, unsafe { init.as_mut() }) else {
         return null_errno(libc::EINVAL);
@@ -463,9 +488,10 @@ pub(crate) unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAtt
     };
     let handle = qp.user_handle();
     let q = Box::into_raw(Box::new(QpBox {
-        c,
-        ex: crate::qp_ex::QpEx::new(),
+        c: UnsafeCell::new(c),
+        ex: ex(&a.cap),
         qp: Mutex::new(qp),
+        ud: qp_type == QpType::Ud,
         attr: Mutex::new(IbvQpAttr::default()),
         init: *a,
         pd,
@@ -476,7 +502,6 @@ pub(crate) unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAtt
     crate::async_event::register(crate::async_event::Kind::Qp, handle, q.cast());
     q.cast()
 }
-export!("ibv_create_qp" = create_qp);
 
 fn make_qp(
     pd: &PdBox,
@@ -639,8 +664,9 @@ unsafe extern "C" fn modify_qp(q: *mut IbvQp, a: *mut IbvQpAttr, mask: c_int) ->
         MAX_DEST_RD_ATOMIC => max_dest_rd_atomic; DEST_QPN => dest_qp_num;
     );
     if mask & STATE != 0 {
-        // SAFETY: the C-visible state field, written under the attr lock.
-        unsafe { (*q).state = a.qp_state };
+        // SAFETY: the C-visible state member, in the box's UnsafeCell,
+        // written under the attr lock.
+        unsafe { (*b.c.get()).state = a.qp_state };
     }
     0
 }
@@ -680,11 +706,12 @@ unsafe extern "C" fn query_qp(
     a.cap = cap;
     let mut i = b.init;
     i.cap = cap;
-    // SAFETY: out and init are writable (C contract, non-NULL).
+    // SAFETY: out and init are writable (C contract, non-NULL); the state
+    // member is in the box's UnsafeCell, written under the QP's lock.
     unsafe {
         out.write(a);
         init.write(i);
-        (*q).state = a.qp_state;
+        (*b.c.get()).state = a.qp_state;
     }
     0
 }
