@@ -1,8 +1,10 @@
 //! The two checkers `cargo xtask test` runs beside the host tests, one
 //! counted line per run:
 //!
-//! - **Miri** (nightly) over the providers' host tests, which drive their
-//!   `unsafe` ring code over heap memory: provider-rxe's tests against its
+//! - **Miri** (nightly) over the host tests of `src/mr/` (MR memory: the
+//!   copy engine, racing copies of different alignment) and the
+//!   providers' host tests, which drive their `unsafe` ring code over heap
+//!   memory: provider-rxe's tests against its
 //!   fake kernel side, provider-mlx5's unit tests and its integration tests
 //!   over the device model, except `model_loopback` (its random sequences of
 //!   hundreds of operations take minutes per case under Miri: one 2-case run
@@ -15,6 +17,9 @@
 //! - **loom** over provider-mlx5's shared records (`tests/loom_records.rs`,
 //!   built with `--cfg loom` in its own target directory so that the normal
 //!   build is not invalidated).
+//! - **rust-version**: the crates a program depends on or installs, built
+//!   with the toolchain the workspace's `rust-version` names (rustup
+//!   installs it if missing), so that the claim stays true.
 //!
 //! Miri needs the nightly toolchain with the `miri` and `rust-src`
 //! components: when `miri` is missing it is added with rustup, and if that
@@ -29,8 +34,14 @@ use std::time::Instant;
 const MIRI_PROPTEST_CASES: &str = "4";
 
 /// The Miri runs: what each is called, and `cargo miri test`'s arguments.
-const MIRI_RUNS: [(&str, &[&str]); 2] = [
+const MIRI_RUNS: [(&str, &[&str]); 3] = [
     ("miri: provider-rxe tests", &["-p", "provider-rxe"]),
+    // The MR copy engine and its racing copies, the buffers' raw parts,
+    // the IOVA and bounds checks: every host test of src/mr/.
+    (
+        "miri: rverbs src/mr tests",
+        &["-p", "rverbs", "--lib", "--", "mr::"],
+    ),
     (
         "miri: provider-mlx5 unit tests, model_directed, model_errors, model_registry",
         &[
@@ -65,6 +76,94 @@ pub fn run(mut report: impl FnMut(&str, Result<()>)) {
     }
     let what = "loom: provider-mlx5 records (tests/loom_records.rs)";
     report(what, timed(what, loom_test));
+    let what =
+        "rust-version: the library crates and the tool build with the oldest Rust they claim";
+    report(what, timed(what, msrv_build));
+}
+
+/// The crates a program depends on or installs (the tool, the C ABI), by
+/// directory: what `rust-version` promises. The test-only crates (xtask,
+/// vm-tests, the device model) and dev-dependencies need newer Rust and
+/// claim none.
+const MSRV_PACKAGES: [(&str, &str); 8] = [
+    ("uverbs-abi", "uverbs-abi"),
+    ("types", "rverbs-types"),
+    ("provider-rxe", "provider-rxe"),
+    ("provider-mlx5", "provider-mlx5"),
+    ("cm", "rverbs-cm"),
+    (".", "rverbs"),
+    ("libibverbs", "rverbs-libibverbs"),
+    ("tool", "rverbs-tool"),
+];
+
+/// The `rust-version = "…"` line of a manifest, if it has one.
+fn rust_version_in(dir: &str) -> Result<Option<String>> {
+    let path = workspace_root().join(dir).join("Cargo.toml");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(text.lines().find_map(|l| {
+        let v = l
+            .trim()
+            .strip_prefix("rust-version")?
+            .trim()
+            .strip_prefix('=')?;
+        Some(v.trim().trim_matches('"').to_string())
+    }))
+}
+
+/// Builds each of [`MSRV_PACKAGES`] (libraries and binaries, every feature
+/// of the root crate) with the toolchain its `rust-version` names (its own
+/// or the workspace's), installing it with rustup if it is missing, in a
+/// target directory of its own.
+fn msrv_build() -> Result<()> {
+    let workspace = rust_version_in(".")?.ok_or("Cargo.toml: no rust-version")?;
+    let mut by_version: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
+    for (dir, package) in MSRV_PACKAGES {
+        let v = rust_version_in(dir)?.unwrap_or_else(|| workspace.clone());
+        by_version.entry(v).or_default().push(package);
+    }
+    for (v, packages) in by_version {
+        build_with(&v, &packages)?;
+    }
+    Ok(())
+}
+
+fn build_with(claimed: &str, packages: &[&str]) -> Result<()> {
+    // `rust-version = "1.85"` claims 1.85.0, the oldest 1.85 (rustup's
+    // `1.85` would be the newest).
+    let mut v = claimed.to_string();
+    if v.matches('.').count() == 1 {
+        v.push_str(".0");
+    }
+    let toolchain = |args: &[&str]| {
+        let mut c = Command::new("rustup");
+        c.args(args).current_dir(workspace_root());
+        c.env_remove("RUSTUP_TOOLCHAIN").env_remove("CARGO");
+        c
+    };
+    let have = toolchain(&["run", &v, "rustc", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have {
+        println!("xtask: installing Rust {v} (rust-version) with rustup");
+        crate::host::run(&mut toolchain(&[
+            "toolchain",
+            "install",
+            &v,
+            "--profile",
+            "minimal",
+        ]))?;
+    }
+    let mut c = toolchain(&["run", &v, "cargo", "build", "--quiet", "--lib", "--bins"]);
+    for p in packages {
+        c.args(["-p", p]);
+    }
+    if packages.contains(&"rverbs") {
+        c.args(["--features", "rverbs/tokio,rverbs/memmap2"]);
+    }
+    c.arg("--target-dir").arg(target_dir().join("msrv"));
+    crate::host::run(&mut c).map_err(|e| format!("Rust {v} ({}): {e}", packages.join(", ")))
 }
 
 fn timed(what: &str, f: impl FnOnce() -> Result<()>) -> Result<()> {
