@@ -263,7 +263,7 @@ fn run_libtest(mut c: Command) -> Result<()> {
     for line in BufReader::new(child.stdout.take().expect("piped")).lines() {
         let line = line.map_err(|e| e.to_string())?;
         println!("{line}");
-        if let Some((p, f)) = crate::test::parse_test_result(&line) {
+        if let Some((p, f)) = crate::libtest::parse_test_result(&line) {
             passed += p;
             failed += f;
         }

@@ -14,6 +14,7 @@ mod checkers;
 mod dist;
 mod fuzz;
 mod host;
+mod libtest;
 mod test;
 mod vm;
 

@@ -14,6 +14,7 @@
 //! cannot boot counts as a failure naming its kernel, never as a skip.
 
 use crate::host::{workspace_root, Result, TOOL_PACKAGE, VM_TESTS_PACKAGE};
+use crate::libtest::parse_test_result;
 use crate::vm;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -52,25 +53,6 @@ impl Tally {
         }
         seen
     }
-}
-
-/// `test result: ok. 3 passed; 0 failed; 0 ignored; ...` → (3, 0).
-pub(crate) fn parse_test_result(line: &str) -> Option<(u64, u64)> {
-    let rest = line.trim().strip_prefix("test result: ")?;
-    let mut passed = None;
-    let mut failed = None;
-    for part in rest.split(';') {
-        let words: Vec<&str> = part.split_whitespace().collect();
-        let n = words.len();
-        if n >= 2 {
-            match words[n - 1] {
-                "passed" => passed = words[n - 2].parse().ok(),
-                "failed" => failed = words[n - 2].parse().ok(),
-                _ => {}
-            }
-        }
-    }
-    Some((passed?, failed?))
 }
 
 fn cargo() -> Command {
@@ -804,24 +786,4 @@ echo "== rverbs selftest -d $RVERBS_TEST_DEV"
     } else {
         ExitCode::FAILURE
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_test_result;
-
-    #[test]
-    fn libtest_summary_is_parsed() {
-        assert_eq!(
-            parse_test_result("test result: ok. 12 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s"),
-            Some((12, 0))
-        );
-        assert_eq!(
-            parse_test_result(
-                "test result: FAILED. 3 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out"
-            ),
-            Some((3, 2))
-        );
-        assert_eq!(parse_test_result("running 3 tests"), None);
-    }
 }
