@@ -6,7 +6,7 @@
 use crate::abi::*;
 use crate::device::ctx_of;
 use crate::verbs::{pd_of, PdBox};
-use crate::{errno_of, export, null_errno, ret_errno, set_errno};
+use crate::{errno_of, export, member, null_errno, ret_errno, set_errno};
 use rverbs::ah::NetworkHeader;
 use rverbs::{Ah, AhAttr, Grh, Wc, WcFlags};
 use std::ffi::c_int;
@@ -24,6 +24,33 @@ pub(crate) unsafe fn ah_of<'a>(a: *mut IbvAh) -> Option<&'a AhBox> {
     // SAFETY: AHs come only from create_ah (C contract: not destroyed
     // while a send names them); `c` is the first field.
     unsafe { a.cast::<AhBox>().as_ref() }
+}
+
+/// A caller's `struct ibv_ah_attr`, member by member: `grh` only when
+/// `is_global` says it is there (a caller need not initialise it
+/// otherwise); zero if not.
+///
+/// # Safety
+/// `p` points to a readable `ibv_ah_attr` whose members but `grh` are
+/// initialised, and `grh` too when `is_global` is set (C contract).
+pub(crate) unsafe fn read_ah_attr(p: *const IbvAhAttr) -> IbvAhAttr {
+    // SAFETY: the caller's contract: these are always initialised.
+    let mut a = unsafe {
+        IbvAhAttr {
+            grh: IbvGlobalRoute::default(),
+            dlid: member!(p, dlid),
+            sl: member!(p, sl),
+            src_path_bits: member!(p, src_path_bits),
+            static_rate: member!(p, static_rate),
+            is_global: member!(p, is_global),
+            port_num: member!(p, port_num),
+        }
+    };
+    if a.is_global != 0 {
+        // SAFETY: is_global says the caller set grh.
+        a.grh = unsafe { member!(p, grh) };
+    }
+    a
 }
 
 /// `struct ibv_ah_attr` as rverbs' [`AhAttr`].
@@ -87,12 +114,17 @@ unsafe fn make_ah(p: *mut IbvPd, pd: &PdBox, attr: &AhAttr) -> *mut IbvAh {
 
 /// `ibv_create_ah`: NULL + errno on failure.
 unsafe extern "C" fn create_ah(p: *mut IbvPd, attr: *mut IbvAhAttr) -> *mut IbvAh {
-    // SAFETY: a PD of ours and a readable attr (C contract).
-    let (Some(pd), Some(a)) = (unsafe { pd_of(p) }, unsafe { attr.as_ref() }) else {
+    // SAFETY: a PD of ours (C contract).
+    let Some(pd) = (unsafe { pd_of(p) }) else {
         return null_errno(libc::EINVAL);
     };
+    if attr.is_null() {
+        return null_errno(libc::EINVAL);
+    }
+    // SAFETY: a readable attr (C contract, non-NULL).
+    let a = unsafe { read_ah_attr(attr) };
     // SAFETY: p is pd's C struct (forwarded).
-    unsafe { make_ah(p, pd, &ah_attr(a)) }
+    unsafe { make_ah(p, pd, &ah_attr(&a)) }
 }
 export!("ibv_create_ah" = create_ah);
 
@@ -213,3 +245,43 @@ unsafe extern "C" fn create_ah_from_wc(
     }
 }
 export!("ibv_create_ah_from_wc" = create_ah_from_wc);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An AH attribute without a GRH: the caller need not set `grh`, and
+    /// it is not read (Miri reports a read of an unset member); with
+    /// `is_global`, it is.
+    #[test]
+    fn grh_is_read_only_when_is_global_says_so() {
+        for global in [0u8, 1] {
+            let a = crate::Partial::<IbvAhAttr>::new(std::mem::size_of::<IbvAhAttr>());
+            let p = a.ptr();
+            let grh = IbvGlobalRoute {
+                dgid: IbvGid { raw: [7; 16] },
+                sgid_index: 1,
+                ..IbvGlobalRoute::default()
+            };
+            // SAFETY: members of the live allocation.
+            unsafe {
+                crate::put!(
+                    p,
+                    dlid = 3,
+                    sl = 0,
+                    src_path_bits = 0,
+                    static_rate = 0,
+                    is_global = global,
+                    port_num = 1
+                );
+                if global != 0 {
+                    crate::put!(p, grh = grh);
+                }
+            }
+            // SAFETY: the members but grh are set, and grh when global.
+            let got = ah_attr(&unsafe { read_ah_attr(p) });
+            assert_eq!((got.dlid, got.port_num), (3, 1));
+            assert_eq!(got.grh.map(|g| g.dgid), (global != 0).then_some([7; 16]));
+        }
+    }
+}

@@ -15,8 +15,8 @@
 //! this module writes `status` and `wr_id` with such a reference in hand.
 
 use crate::abi::{IbvCompChannel, IbvContext, IbvCq, IbvPd};
-use crate::null_errno;
 use crate::verbs::cq_of;
+use crate::{member, null_errno};
 use rverbs::Wc;
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_uint, c_void};
@@ -235,29 +235,60 @@ extern "C" fn read_zero(_c: *mut IbvCqExC) -> u64 {
     0
 }
 
-/// `verbs_context.create_cq_ex`: a CQ of `cqe` entries on `channel`,
-/// reporting the standard completion fields. Timestamps, CVLAN, flow tags,
-/// TM info, creation flags and parent domains are refused with
+/// `enum ibv_cq_init_attr_mask`: `IBV_CQ_INIT_ATTR_MASK_FLAGS`.
+const INIT_ATTR_FLAGS: u32 = 1;
+
+/// What `ibv_create_cq_ex` asks for: (cqe, cq_context, channel,
+/// comp_vector).
+type CqInit = (c_int, *mut c_void, *mut IbvCompChannel, c_int);
+
+/// Reads the caller's `ibv_cq_init_attr_ex` member by member: those every
+/// version has, and `flags` only if `comp_mask` names it (a program built
+/// against older headers passes a shorter struct). Timestamps, CVLAN, flow
+/// tags, TM info, creation flags and parent domains are refused with
 /// `EOPNOTSUPP`.
-unsafe extern "C" fn create_cq_ex(c: *mut IbvContext, a: *mut IbvCqInitAttrEx) -> *mut IbvCq {
-    // SAFETY: NULL or a readable init attr (C contract).
-    let Some(a) = (unsafe { a.as_ref() }) else {
-        return null_errno(libc::EINVAL);
+///
+/// # Safety
+/// `a` points to a readable struct holding the members up to `comp_mask`
+/// and each one `comp_mask` names (C contract).
+unsafe fn read_cq_init_ex(a: *const IbvCqInitAttrEx) -> Result<CqInit, c_int> {
+    // SAFETY: members every version has (the caller's contract).
+    let (cqe, context, channel, vector, wc_flags, mask) = unsafe {
+        (
+            member!(a, cqe),
+            member!(a, cq_context),
+            member!(a, channel),
+            member!(a, comp_vector),
+            member!(a, wc_flags),
+            member!(a, comp_mask),
+        )
     };
-    if a.wc_flags & !WC_STANDARD_FLAGS != 0
-        || a.comp_mask & !1 != 0
-        || (a.comp_mask & 1 != 0 && a.flags != 0)
-    {
-        return null_errno(libc::EOPNOTSUPP);
+    if wc_flags & !WC_STANDARD_FLAGS != 0 || mask & !INIT_ATTR_FLAGS != 0 {
+        return Err(libc::EOPNOTSUPP);
     }
-    let Ok(cqe) = c_int::try_from(a.cqe) else {
+    // SAFETY: read only when comp_mask names it (short-circuit).
+    if mask & INIT_ATTR_FLAGS != 0 && unsafe { member!(a, flags) } != 0 {
+        return Err(libc::EOPNOTSUPP);
+    }
+    let cqe = c_int::try_from(cqe).map_err(|_| libc::EINVAL)?;
+    let vector = c_int::try_from(vector).map_err(|_| libc::EINVAL)?;
+    Ok((cqe, context, channel, vector))
+}
+
+/// `verbs_context.create_cq_ex`: a CQ of `cqe` entries on `channel`,
+/// reporting the standard completion fields ([`read_cq_init_ex`]).
+unsafe extern "C" fn create_cq_ex(c: *mut IbvContext, a: *mut IbvCqInitAttrEx) -> *mut IbvCq {
+    if a.is_null() {
         return null_errno(libc::EINVAL);
-    };
-    let Ok(vector) = c_int::try_from(a.comp_vector) else {
-        return null_errno(libc::EINVAL);
-    };
-    // SAFETY: forwarded C contract (a context and channel of ours).
-    unsafe { crate::verbs::create_cq(c, cqe, a.cq_context, a.channel, vector) }
+    }
+    // SAFETY: a readable init attr (C contract, non-NULL).
+    match unsafe { read_cq_init_ex(a) } {
+        // SAFETY: forwarded C contract (a context and channel of ours).
+        Ok((cqe, context, channel, vector)) => unsafe {
+            crate::verbs::create_cq(c, cqe, context, channel, vector)
+        },
+        Err(e) => null_errno(e),
+    }
 }
 
 /// Fills the `verbs_context` slot this module implements.
@@ -306,6 +337,37 @@ mod tests {
         assert_eq!(lock(&ex.cur).wr_id, 2, "what the read_* slots report");
         // SAFETY: made by Box::into_raw above; `ex` is not used after.
         drop(unsafe { Box::from_raw(p) });
+    }
+
+    /// A program built against older headers passes an
+    /// `ibv_cq_init_attr_ex` that ends before `parent_domain`, and sets
+    /// `flags` only when `comp_mask` names it: nothing else is read (Miri
+    /// reports a read past the caller's bytes or of an unset member).
+    #[test]
+    fn create_cq_ex_reads_only_the_members_comp_mask_names() {
+        let a = crate::Partial::<IbvCqInitAttrEx>::new(offset_of!(IbvCqInitAttrEx, parent_domain));
+        let p = a.ptr();
+        let null = std::ptr::null_mut();
+        // SAFETY: every member written lies before parent_domain.
+        unsafe {
+            crate::put!(
+                p,
+                cqe = 16,
+                cq_context = null,
+                channel = null.cast(),
+                comp_vector = 0,
+                wc_flags = WC_STANDARD_FLAGS,
+                comp_mask = 0
+            );
+        }
+        // SAFETY: comp_mask names no optional member.
+        let got = unsafe { read_cq_init_ex(p) };
+        assert_eq!(got, Ok((16, null, null.cast(), 0)));
+        // SAFETY: flags lies before parent_domain.
+        unsafe { crate::put!(p, comp_mask = INIT_ATTR_FLAGS, flags = 1) };
+        // SAFETY: comp_mask names flags, which is set.
+        let got = unsafe { read_cq_init_ex(p) };
+        assert_eq!(got, Err(libc::EOPNOTSUPP), "creation flags are refused");
     }
 
     #[test]

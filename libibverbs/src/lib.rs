@@ -81,6 +81,63 @@ macro_rules! export {
 }
 pub(crate) use export;
 
+/// Reads member `$f` of the C struct at `$p` (a raw pointer) on its own:
+/// never a reference to, or a copy of, the whole struct, whose other
+/// members the caller may have left uninitialised or, in an older (shorter)
+/// version of the struct, not have at all. Used inside an `unsafe` block
+/// whose comment says why that member is there and initialised.
+macro_rules! member {
+    ($p:expr, $($f:tt)+) => {
+        ::std::ptr::addr_of!((*$p).$($f)+).read()
+    };
+}
+pub(crate) use member;
+
+/// Writes each `member = value` into the C struct at `$p`, one member at a
+/// time: the struct's other members (and padding) are left as the caller
+/// had them, and it is never read. Inside an `unsafe` block whose comment
+/// says why `$p` is writable.
+macro_rules! put {
+    ($p:expr, $($f:ident = $v:expr),* $(,)?) => {{
+        $(::std::ptr::addr_of_mut!((*$p).$f).write_unaligned($v);)*
+    }};
+}
+pub(crate) use put;
+
+/// Heap memory for a C struct `T` as a caller may hand it over: only the
+/// first `len` bytes (an older, shorter version of the struct), none of
+/// them initialised. Miri reports any read past them or of a member the
+/// test did not set.
+#[cfg(test)]
+pub(crate) struct Partial<T> {
+    p: *mut T,
+    layout: std::alloc::Layout,
+}
+
+#[cfg(test)]
+impl<T> Partial<T> {
+    pub(crate) fn new(len: usize) -> Partial<T> {
+        let layout =
+            std::alloc::Layout::from_size_align(len, std::mem::align_of::<T>()).expect("a layout");
+        // SAFETY: the tests ask for a non-zero size.
+        let p = unsafe { std::alloc::alloc(layout) }.cast::<T>();
+        assert!(!p.is_null(), "out of memory");
+        Partial { p, layout }
+    }
+
+    pub(crate) fn ptr(&self) -> *mut T {
+        self.p
+    }
+}
+
+#[cfg(test)]
+impl<T> Drop for Partial<T> {
+    fn drop(&mut self) {
+        // SAFETY: allocated in new with this layout, freed once.
+        unsafe { std::alloc::dealloc(self.p.cast(), self.layout) }
+    }
+}
+
 /// Sets the calling thread's `errno` (libibverbs reports most failures
 /// there as well as, or instead of, in the return value).
 pub(crate) fn set_errno(e: c_int) {

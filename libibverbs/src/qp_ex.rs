@@ -27,7 +27,7 @@
 
 use crate::abi::{IbvContext, IbvQp, IbvQpCap, IbvQpInitAttr, IbvSge};
 use crate::verbs::{new_qp, qp_of};
-use crate::{errno_of, export, null_errno};
+use crate::{errno_of, export, member, null_errno};
 use rverbs::{QpState, Remote, SendOp, SendWr, Slice};
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
@@ -695,56 +695,97 @@ fn post_batch(batch: &mut Batch, qp: &Mutex<rverbs::Qp>) -> c_int {
     rc
 }
 
+/// What `ibv_create_qp_ex` asks for, read from the caller's struct.
+struct InitEx {
+    pd: *mut crate::abi::IbvPd,
+    init: IbvQpInitAttr,
+    send_ops: Option<u64>,
+}
+
+/// Reads the caller's `ibv_qp_init_attr_ex` member by member, as rdma-core
+/// does: the members every version of the struct has, and each optional
+/// one only if `comp_mask` names it. A program built against older headers
+/// passes a shorter struct, and need not set members it does not name.
+/// `EINVAL` without a PD; `EOPNOTSUPP` for what this library lacks (XRC,
+/// RSS, TSO, create flags, source QPNs).
+///
+/// # Safety
+/// `a` points to a readable struct holding the members before `comp_mask`,
+/// `comp_mask` itself, and every member `comp_mask` names (C contract).
+unsafe fn read_init_ex(a: *const IbvQpInitAttrEx) -> Result<InitEx, c_int> {
+    use init_mask::*;
+    // SAFETY: comp_mask is in every version (the caller's contract).
+    let mask = unsafe { member!(a, comp_mask) };
+    if mask & PD == 0 {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: comp_mask names pd, so the caller's struct holds it.
+    let pd = unsafe { member!(a, pd) };
+    if pd.is_null() {
+        return Err(libc::EINVAL);
+    }
+    if mask & !(PD | CREATE_FLAGS | SEND_OPS_FLAGS) != 0 {
+        return Err(libc::EOPNOTSUPP);
+    }
+    // SAFETY: read only when comp_mask names it (short-circuit).
+    if mask & CREATE_FLAGS != 0 && unsafe { member!(a, create_flags) } != 0 {
+        return Err(libc::EOPNOTSUPP);
+    }
+    let send_ops = if mask & SEND_OPS_FLAGS != 0 {
+        // SAFETY: comp_mask names send_ops_flags.
+        let f = unsafe { member!(a, send_ops_flags) };
+        if f & !ops::SUPPORTED != 0 {
+            return Err(libc::EOPNOTSUPP);
+        }
+        Some(f)
+    } else {
+        None
+    };
+    // SAFETY: the members before comp_mask, in every version.
+    let init = unsafe {
+        IbvQpInitAttr {
+            qp_context: member!(a, qp_context),
+            send_cq: member!(a, send_cq),
+            recv_cq: member!(a, recv_cq),
+            srq: member!(a, srq),
+            cap: member!(a, cap),
+            qp_type: member!(a, qp_type),
+            sq_sig_all: member!(a, sq_sig_all),
+        }
+    };
+    Ok(InitEx { pd, init, send_ops })
+}
+
 /// `verbs_context.create_qp_ex`: what `verbs.h`'s `ibv_create_qp_ex`
 /// calls when `comp_mask` is more than `IBV_QP_INIT_ATTR_PD`. RC and UC
-/// QPs over a PD, with `send_ops_flags` for the `ibv_wr_*` API; XRC, RSS,
-/// TSO, create flags and source QPNs are refused with `EOPNOTSUPP`.
+/// QPs over a PD, with `send_ops_flags` for the `ibv_wr_*` API (see
+/// [`read_init_ex`] for what is refused). On success the granted caps are
+/// written back into `cap`, the only member written.
 pub(crate) unsafe extern "C" fn create_qp_ex(
     c: *mut IbvContext,
     a: *mut IbvQpInitAttrEx,
 ) -> *mut IbvQp {
-    // SAFETY: NULL or a readable, writable init attr (C contract).
-    let Some(a) = (unsafe { a.as_mut() }) else {
+    if a.is_null() {
         return null_errno(libc::EINVAL);
+    }
+    // SAFETY: a readable init attr (C contract, non-NULL).
+    let mut x = match unsafe { read_init_ex(a) } {
+        Ok(x) => x,
+        Err(e) => return null_errno(e),
     };
-    use init_mask::*;
-    if a.comp_mask & PD == 0 || a.pd.is_null() {
-        return null_errno(libc::EINVAL);
-    }
-    if a.comp_mask & !(PD | CREATE_FLAGS | SEND_OPS_FLAGS) != 0
-        || (a.comp_mask & CREATE_FLAGS != 0 && a.create_flags != 0)
-    {
-        return null_errno(libc::EOPNOTSUPP);
-    }
     // SAFETY: a PD of ours (C contract); its first field is the ibv_pd.
-    if unsafe { (*a.pd).context } != c {
+    if unsafe { (*x.pd).context } != c {
         return null_errno(libc::EINVAL);
     }
-    let send_ops = if a.comp_mask & SEND_OPS_FLAGS != 0 {
-        if a.send_ops_flags & !ops::SUPPORTED != 0 {
-            return null_errno(libc::EOPNOTSUPP);
-        }
-        Some(a.send_ops_flags)
-    } else {
-        None
-    };
-    let mut init = IbvQpInitAttr {
-        qp_context: a.qp_context,
-        send_cq: a.send_cq,
-        recv_cq: a.recv_cq,
-        srq: a.srq,
-        cap: a.cap,
-        qp_type: a.qp_type,
-        sq_sig_all: a.sq_sig_all,
-    };
-    let ex = |cap: &IbvQpCap| match send_ops {
+    let ex = |cap: &IbvQpCap| match x.send_ops {
         Some(flags) => QpEx::extended(flags, cap),
         None => QpEx::new(),
     };
     // SAFETY: forwarded C contract (a PD and CQs of ours).
-    let q = unsafe { new_qp(a.pd, &mut init, ex) };
+    let q = unsafe { new_qp(x.pd, &mut x.init, ex) };
     if !q.is_null() {
-        a.cap = init.cap;
+        // SAFETY: cap is in every version of the caller's writable struct.
+        unsafe { std::ptr::addr_of_mut!((*a).cap).write(x.init.cap) };
     }
     q
 }
@@ -894,6 +935,67 @@ mod tests {
         drop(b);
         // SAFETY: made by Box::into_raw above; `x` is not used after.
         drop(unsafe { Box::from_raw(p) });
+    }
+
+    /// A program built against older headers passes a shorter
+    /// `ibv_qp_init_attr_ex`, and sets only the members its `comp_mask`
+    /// names: nothing else is read (Miri reports a read past the caller's
+    /// bytes or of a member left unset).
+    #[test]
+    fn create_qp_ex_reads_only_the_members_comp_mask_names() {
+        use init_mask::*;
+        let pd = std::ptr::NonNull::<crate::abi::IbvPd>::dangling().as_ptr();
+        let cap = IbvQpCap {
+            max_send_wr: 8,
+            ..IbvQpCap::default()
+        };
+        let cases = [
+            // A struct that ends after pd.
+            (offset_of!(IbvQpInitAttrEx, xrcd), PD, None),
+            // One that ends after create_flags, which it names.
+            (
+                offset_of!(IbvQpInitAttrEx, max_tso_header),
+                PD | CREATE_FLAGS,
+                None,
+            ),
+            // The whole struct: only send_ops_flags named, the members
+            // between pd and it left unset.
+            (
+                std::mem::size_of::<IbvQpInitAttrEx>(),
+                PD | SEND_OPS_FLAGS,
+                Some(ops::SEND),
+            ),
+        ];
+        for (len, mask, send_ops) in cases {
+            let a = crate::Partial::<IbvQpInitAttrEx>::new(len);
+            let p = a.ptr();
+            let null = std::ptr::null_mut();
+            // SAFETY: every member written lies within the len bytes.
+            unsafe {
+                crate::put!(
+                    p,
+                    qp_context = null,
+                    send_cq = null.cast(),
+                    recv_cq = null.cast(),
+                    srq = null,
+                    cap = cap,
+                    qp_type = 2,
+                    sq_sig_all = 0,
+                    comp_mask = mask,
+                    pd = pd
+                );
+                if mask & CREATE_FLAGS != 0 {
+                    crate::put!(p, create_flags = 0);
+                }
+                if let Some(f) = send_ops {
+                    crate::put!(p, send_ops_flags = f);
+                }
+            }
+            // SAFETY: the members comp_mask names are set.
+            let x = unsafe { read_init_ex(p) }.expect("accepted");
+            assert_eq!((x.pd, x.send_ops), (pd, send_ops), "{mask:#x}");
+            assert_eq!((x.init.cap.max_send_wr, x.init.qp_type), (8, 2));
+        }
     }
 
     /// `struct ibv_qp_ex`'s tail right after `struct ibv_qp` in a QP box,

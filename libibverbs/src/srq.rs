@@ -8,7 +8,7 @@
 
 use crate::abi::*;
 use crate::verbs::{pd_of, PdBox};
-use crate::{errno_of, export, null_errno, ret_errno};
+use crate::{errno_of, export, member, null_errno, ret_errno};
 use rverbs::Srq;
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
@@ -100,18 +100,21 @@ export!("ibv_create_srq" = create_srq);
 /// resizing (`IBV_SRQ_MAX_WR`) is refused with `EOPNOTSUPP`, as the Rust
 /// API does not offer it (see `Srq::query`).
 unsafe extern "C" fn modify_srq(s: *mut IbvSrq, attr: *mut IbvSrqAttr, mask: c_int) -> c_int {
-    // SAFETY: an SRQ of ours and a readable attr (C contract).
-    let (Some(b), Some(a)) = (unsafe { srq_of(s) }, unsafe { attr.as_ref() }) else {
+    // SAFETY: an SRQ of ours (C contract).
+    let Some(b) = (unsafe { srq_of(s) }) else {
         return ret_errno(libc::EINVAL);
     };
-    if mask & !(srq_mask::MAX_WR | srq_mask::LIMIT) != 0 {
+    if attr.is_null() || mask & !(srq_mask::MAX_WR | srq_mask::LIMIT) != 0 {
         return ret_errno(libc::EINVAL);
     }
     if mask & srq_mask::MAX_WR != 0 {
         return ret_errno(libc::EOPNOTSUPP);
     }
     if mask & srq_mask::LIMIT != 0 {
-        if let Err(e) = lock_srq(b).set_limit(a.srq_limit) {
+        // SAFETY: a readable attr (C contract, non-NULL) whose srq_limit
+        // the mask names; its other members may be unset, so not read.
+        let limit = unsafe { member!(attr, srq_limit) };
+        if let Err(e) = lock_srq(b).set_limit(limit) {
             return ret_errno(errno_of(&e));
         }
     }

@@ -12,8 +12,8 @@
 
 use crate::abi::*;
 use crate::device::ctx_of;
-use crate::{errno_of, export, null_errno, ret_errno, set_errno};
-use rverbs::{Access, AhAttr, CompChannel, Cq, External, Grh, Mr, Mtu, Pd, Qp};
+use crate::{errno_of, export, member, null_errno, ret_errno, set_errno};
+use rverbs::{Access, CompChannel, Cq, External, Mr, Mtu, Pd, Qp};
 use rverbs::{QpAttr, QpCaps, QpInit, QpState, QpType};
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_uint, c_void};
@@ -598,21 +598,7 @@ fn qp_attr(a: &IbvQpAttr, mask: c_int) -> Result<QpAttr, c_int> {
     r.port = has(PORT).then_some(a.port_num);
     r.qkey = has(QKEY).then_some(a.qkey);
     if has(AV) {
-        let h = &a.ah_attr;
-        r.av = Some(AhAttr {
-            dlid: h.dlid,
-            sl: h.sl,
-            src_path_bits: h.src_path_bits,
-            static_rate: h.static_rate,
-            port_num: h.port_num,
-            grh: (h.is_global != 0).then_some(Grh {
-                dgid: h.grh.dgid.raw,
-                flow_label: h.grh.flow_label,
-                sgid_index: h.grh.sgid_index,
-                hop_limit: h.grh.hop_limit,
-                traffic_class: h.grh.traffic_class,
-            }),
-        });
+        r.av = Some(crate::ah::ah_attr(&a.ah_attr));
     }
     if has(PATH_MTU) {
         let m = u8::try_from(a.path_mtu).map_err(|_| libc::EINVAL)?;
@@ -630,13 +616,53 @@ fn qp_attr(a: &IbvQpAttr, mask: c_int) -> Result<QpAttr, c_int> {
     Ok(r)
 }
 
+/// Copies into `dst` the members of the `ibv_qp_attr` at `src` that `mask`
+/// names, and only those: a caller need not initialise the others (nor
+/// the address vector's `grh` unless its `is_global` is set), so they are
+/// never read.
+///
+/// # Safety
+/// `src` points to a readable `ibv_qp_attr` whose members `mask` names are
+/// initialised (C contract).
+unsafe fn copy_masked(src: *const IbvQpAttr, mask: c_int, dst: &mut IbvQpAttr) {
+    use qp_mask::*;
+    macro_rules! take {
+        ($($bit:ident => $f:ident),* $(,)?) => {
+            $(if mask & $bit != 0 {
+                dst.$f = member!(src, $f);
+            })*
+        };
+    }
+    // SAFETY: the caller's contract: mask names every member read.
+    unsafe {
+        take!(
+            STATE => qp_state, CUR_STATE => cur_qp_state,
+            EN_SQD_ASYNC_NOTIFY => en_sqd_async_notify, ACCESS_FLAGS => qp_access_flags,
+            PKEY_INDEX => pkey_index, PORT => port_num, QKEY => qkey, PATH_MTU => path_mtu,
+            TIMEOUT => timeout, RETRY_CNT => retry_cnt, RNR_RETRY => rnr_retry,
+            RQ_PSN => rq_psn, MAX_QP_RD_ATOMIC => max_rd_atomic,
+            MIN_RNR_TIMER => min_rnr_timer, SQ_PSN => sq_psn,
+            MAX_DEST_RD_ATOMIC => max_dest_rd_atomic, DEST_QPN => dest_qp_num,
+        );
+        if mask & AV != 0 {
+            dst.ah_attr = crate::ah::read_ah_attr(std::ptr::addr_of!((*src).ah_attr));
+        }
+    }
+}
+
 /// `ibv_modify_qp`: 0 or an errno (positive), as libibverbs returns.
 unsafe extern "C" fn modify_qp(q: *mut IbvQp, a: *mut IbvQpAttr, mask: c_int) -> c_int {
-    // SAFETY: a QP of ours and a readable attr (C contract).
-    let (Some(b), Some(a)) = (unsafe { qp_of(q) }, unsafe { a.as_ref() }) else {
+    // SAFETY: a QP of ours (C contract).
+    let Some(b) = (unsafe { qp_of(q) }) else {
         return ret_errno(libc::EINVAL);
     };
-    let r = match qp_attr(a, mask) {
+    if a.is_null() {
+        return ret_errno(libc::EINVAL);
+    }
+    let mut attr = IbvQpAttr::default();
+    // SAFETY: a readable attr, set where mask says (C contract, non-NULL).
+    unsafe { copy_masked(a, mask, &mut attr) };
+    let r = match qp_attr(&attr, mask) {
         Ok(r) => r,
         Err(e) => return ret_errno(e),
     };
@@ -645,28 +671,12 @@ unsafe extern "C" fn modify_qp(q: *mut IbvQp, a: *mut IbvQpAttr, mask: c_int) ->
     }
     // Remember what was set, for ibv_query_qp.
     let mut keep = lock(&b.attr);
-    let old = *keep;
-    *keep = *a;
-    use qp_mask::*;
-    let pick = |bit: c_int| mask & bit == 0;
-    macro_rules! restore {
-        ($($bit:ident => $($f:ident),+);* $(;)?) => {
-            $(if pick($bit) { $(keep.$f = old.$f;)+ })*
-        };
-    }
-    restore!(
-        STATE => qp_state; CUR_STATE => cur_qp_state;
-        EN_SQD_ASYNC_NOTIFY => en_sqd_async_notify; ACCESS_FLAGS => qp_access_flags;
-        PKEY_INDEX => pkey_index; PORT => port_num; QKEY => qkey; AV => ah_attr;
-        PATH_MTU => path_mtu; TIMEOUT => timeout; RETRY_CNT => retry_cnt;
-        RNR_RETRY => rnr_retry; RQ_PSN => rq_psn; MAX_QP_RD_ATOMIC => max_rd_atomic;
-        MIN_RNR_TIMER => min_rnr_timer; SQ_PSN => sq_psn;
-        MAX_DEST_RD_ATOMIC => max_dest_rd_atomic; DEST_QPN => dest_qp_num;
-    );
-    if mask & STATE != 0 {
+    // SAFETY: attr is a local, wholly initialised struct.
+    unsafe { copy_masked(&attr, mask, &mut keep) };
+    if mask & qp_mask::STATE != 0 {
         // SAFETY: the C-visible state member, in the box's UnsafeCell,
         // written under the attr lock.
-        unsafe { (*b.c.get()).state = a.qp_state };
+        unsafe { (*b.c.get()).state = attr.qp_state };
     }
     0
 }
@@ -743,3 +753,42 @@ unsafe extern "C" fn destroy_qp(q: *mut IbvQp) -> c_int {
     0
 }
 export!("ibv_destroy_qp" = destroy_qp);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `ibv_modify_qp` reads only the members its mask names (and the
+    /// address vector's `grh` only with `is_global`): the caller's others
+    /// are left unset here, and Miri reports a read of any of them.
+    #[test]
+    fn modify_qp_reads_only_the_members_the_mask_names() {
+        use qp_mask::*;
+        let a = crate::Partial::<IbvQpAttr>::new(std::mem::size_of::<IbvQpAttr>());
+        let p = a.ptr();
+        // SAFETY: members of the live allocation.
+        unsafe {
+            crate::put!(p, qp_state = 2, path_mtu = 3, dest_qp_num = 0x11);
+            let av = std::ptr::addr_of_mut!((*p).ah_attr);
+            crate::put!(
+                av,
+                dlid = 7,
+                sl = 0,
+                src_path_bits = 0,
+                static_rate = 0,
+                is_global = 0,
+                port_num = 1
+            );
+        }
+        let mask = STATE | PATH_MTU | DEST_QPN | AV;
+        let mut got = IbvQpAttr::default();
+        // SAFETY: the members mask names are set.
+        unsafe { copy_masked(p, mask, &mut got) };
+        assert_eq!((got.qp_state, got.path_mtu, got.dest_qp_num), (2, 3, 0x11));
+        assert_eq!((got.ah_attr.dlid, got.ah_attr.port_num), (7, 1));
+        let r = qp_attr(&got, mask).expect("translated");
+        assert_eq!(r.dest_qpn, Some(0x11));
+        assert!(r.av.is_some_and(|av| av.grh.is_none()));
+        assert_eq!(r.qkey, None, "not named, not read");
+    }
+}
