@@ -2,68 +2,7 @@
 
 use std::fmt;
 
-/// An `errno` value from the kernel, printable by name.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Errno(pub i32);
-
-impl Errno {
-    /// The calling thread's current `errno`.
-    pub fn last() -> Errno {
-        Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
-    }
-
-    /// The symbolic name (`"EINVAL"`), where known.
-    pub fn name(self) -> Option<&'static str> {
-        Some(match self.0 {
-            libc::EPERM => "EPERM",
-            libc::ENOENT => "ENOENT",
-            libc::EINTR => "EINTR",
-            libc::EIO => "EIO",
-            libc::EBADF => "EBADF",
-            libc::EAGAIN => "EAGAIN",
-            libc::ENOMEM => "ENOMEM",
-            libc::EACCES => "EACCES",
-            libc::EFAULT => "EFAULT",
-            libc::EBUSY => "EBUSY",
-            libc::EEXIST => "EEXIST",
-            libc::ENODEV => "ENODEV",
-            libc::EINVAL => "EINVAL",
-            libc::ENOSPC => "ENOSPC",
-            libc::ENFILE => "ENFILE",
-            libc::ERANGE => "ERANGE",
-            libc::ENOSYS => "ENOSYS",
-            libc::ENOTTY => "ENOTTY",
-            libc::EPROTONOSUPPORT => "EPROTONOSUPPORT",
-            libc::EOPNOTSUPP => "EOPNOTSUPP",
-            libc::EADDRINUSE => "EADDRINUSE",
-            libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
-            libc::ENETUNREACH => "ENETUNREACH",
-            libc::ECONNREFUSED => "ECONNREFUSED",
-            libc::ETIMEDOUT => "ETIMEDOUT",
-            libc::EHOSTUNREACH => "EHOSTUNREACH",
-            _ => return None,
-        })
-    }
-}
-
-impl fmt::Debug for Errno {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.name() {
-            Some(n) => write!(f, "{n}"),
-            None => write!(f, "errno {}", self.0),
-        }
-    }
-}
-
-impl fmt::Display for Errno {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let msg = std::io::Error::from_raw_os_error(self.0);
-        match self.name() {
-            Some(n) => write!(f, "{n} ({msg})"),
-            None => write!(f, "errno {} ({msg})", self.0),
-        }
-    }
-}
+pub use uverbs_abi::Errno;
 
 /// Everything that can go wrong in rverbs.
 #[derive(Debug)]
@@ -183,7 +122,7 @@ impl Error {
         match self {
             Error::Kernel { errno, .. } | Error::ResourceLimit { errno, .. } => Some(*errno),
             Error::Io { source, .. } => source.raw_os_error().map(Errno),
-            Error::Cm(e) => e.errno().map(Errno),
+            Error::Cm(e) => e.errno(),
             _ => None,
         }
     }

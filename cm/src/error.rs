@@ -1,6 +1,7 @@
 //! Errors: which rdma_cm command failed, on which id, with which errno.
 
 use std::fmt;
+pub use uverbs_abi::Errno;
 
 /// What went wrong in an rdma_cm call.
 #[derive(Debug)]
@@ -13,7 +14,7 @@ pub enum Error {
         /// The id's kernel handle, if the command names one.
         id: Option<u32>,
         /// The errno.
-        errno: i32,
+        errno: Errno,
     },
     /// An argument was rejected before reaching the kernel.
     InvalidArgument(String),
@@ -23,14 +24,14 @@ pub enum Error {
 
 impl Error {
     /// The errno of a kernel error.
-    pub fn errno(&self) -> Option<i32> {
+    pub fn errno(&self) -> Option<Errno> {
         match self {
             Error::Kernel { errno, .. } => Some(*errno),
             _ => None,
         }
     }
 
-    pub(crate) fn kernel(op: &'static str, id: Option<u32>, errno: i32) -> Error {
+    pub(crate) fn kernel(op: &'static str, id: Option<u32>, errno: Errno) -> Error {
         Error::Kernel { op, id, errno }
     }
 }
@@ -38,13 +39,10 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Kernel { op, id, errno } => {
-                let msg = std::io::Error::from_raw_os_error(*errno);
-                match id {
-                    Some(id) => write!(f, "rdma_cm {op} on id {id}: {msg}"),
-                    None => write!(f, "rdma_cm {op}: {msg}"),
-                }
-            }
+            Error::Kernel { op, id, errno } => match id {
+                Some(id) => write!(f, "rdma_cm {op} on id {id}: {errno}"),
+                None => write!(f, "rdma_cm {op}: {errno}"),
+            },
             Error::InvalidArgument(w) => write!(f, "invalid argument: {w}"),
             Error::BadKernelAnswer(w) => write!(f, "unexpected answer from the kernel: {w}"),
         }

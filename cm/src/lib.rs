@@ -30,7 +30,7 @@ mod option;
 mod sys;
 
 pub use channel::EventChannel;
-pub use error::{Error, Result};
+pub use error::{Errno, Error, Result};
 pub use event::{ConnParam, Event, UdParam};
 pub use id::{AddrInfo, Id};
 pub use mcast::JoinFlags;

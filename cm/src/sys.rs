@@ -1,31 +1,27 @@
 //! Every system call of this crate, and its one `EINTR` retry: open, fcntl,
-//! poll and write of the rdma_cm device. Errors are raw errnos; callers
+//! poll and write of the rdma_cm device. Errors are bare errnos; callers
 //! name the command.
 
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-
-/// The errno of the last failed call.
-fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
+use uverbs_abi::Errno;
 
 /// Runs `call` until it does not fail with `EINTR`.
-fn retry(mut call: impl FnMut() -> isize) -> Result<usize, i32> {
+fn retry(mut call: impl FnMut() -> isize) -> Result<usize, Errno> {
     loop {
         let r = call();
         if r >= 0 {
             return Ok(r as usize);
         }
-        let e = errno();
-        if e != libc::EINTR {
+        let e = Errno::last();
+        if e != Errno::EINTR {
             return Err(e);
         }
     }
 }
 
 /// Opens `path` read-write, close-on-exec.
-pub(crate) fn open_rw(path: &CStr) -> Result<OwnedFd, i32> {
+pub(crate) fn open_rw(path: &CStr) -> Result<OwnedFd, Errno> {
     // SAFETY: path is a NUL-terminated string; open has no other memory
     // effects.
     let fd =
@@ -35,7 +31,7 @@ pub(crate) fn open_rw(path: &CStr) -> Result<OwnedFd, i32> {
 }
 
 /// Sets or clears `O_NONBLOCK` on `fd`.
-pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), i32> {
+pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno> {
     let fd = fd.as_raw_fd();
     // SAFETY: F_GETFL on a live fd; no memory is passed.
     let flags = retry(|| unsafe { libc::fcntl(fd, libc::F_GETFL) as isize })? as i32;
@@ -49,7 +45,7 @@ pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(
 }
 
 /// Waits up to `timeout_ms` (-1: forever) for `fd` to be readable.
-pub(crate) fn poll_readable(fd: BorrowedFd<'_>, timeout_ms: i32) -> Result<bool, i32> {
+pub(crate) fn poll_readable(fd: BorrowedFd<'_>, timeout_ms: i32) -> Result<bool, Errno> {
     let mut p = libc::pollfd {
         fd: fd.as_raw_fd(),
         events: libc::POLLIN,
@@ -64,7 +60,7 @@ pub(crate) fn poll_readable(fd: BorrowedFd<'_>, timeout_ms: i32) -> Result<bool,
 /// # Safety
 /// The response address inside `cmd` (if any) must point to a live buffer
 /// of the length the command declares, which outlives the call.
-pub(crate) unsafe fn write_cmd(fd: BorrowedFd<'_>, cmd: &[u8]) -> Result<usize, i32> {
+pub(crate) unsafe fn write_cmd(fd: BorrowedFd<'_>, cmd: &[u8]) -> Result<usize, Errno> {
     // SAFETY: cmd is valid for cmd.len() bytes; the pointers it carries
     // are valid by this function's contract.
     retry(|| unsafe { libc::write(fd.as_raw_fd(), cmd.as_ptr().cast(), cmd.len()) })

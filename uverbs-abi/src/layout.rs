@@ -104,13 +104,13 @@ mod tests {
                 }),*]
             };
         }
-        m!(verbs, ioctl, rxe, mlx5, cm, netlink)
+        m!(verbs, ioctl, rxe, mlx5, cm, netlink, errno)
     }
 
     /// System headers the modules also mirror (netlink framing), included
     /// first. No `<netinet/in.h>`: it clashes with the `<linux/in6.h>` the
     /// RDMA headers include.
-    const SYS_HEADERS: &[&str] = &["linux/netlink.h"];
+    const SYS_HEADERS: &[&str] = &["linux/netlink.h", "linux/errno.h"];
 
     /// The UAPI headers the modules mirror, under `/usr/include/rdma/`.
     const HEADERS: &[&str] = &[

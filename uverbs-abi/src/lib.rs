@@ -13,6 +13,7 @@
 //! | [`mlx5`] | `mlx5-abi.h`, `mlx5_user_ioctl_cmds.h`, `mlx5_user_ioctl_verbs.h` |
 //! | [`cm`] | `rdma_user_cm.h` |
 //! | [`netlink`] | `rdma_netlink.h` (the NLDEV part) |
+//! | [`errno`] | `asm-generic/errno-base.h`, `asm-generic/errno.h` ([`Errno`]) |
 //!
 //! Structs are `#[repr(C)]` with zerocopy derives, so reading a kernel
 //! response is a checked copy, never a transmute. Values the kernel may extend
@@ -26,8 +27,11 @@
 pub mod layout;
 
 pub mod cm;
+pub mod errno;
 pub mod ioctl;
 pub mod mlx5;
 pub mod netlink;
 pub mod rxe;
 pub mod verbs;
+
+pub use errno::Errno;
