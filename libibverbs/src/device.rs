@@ -190,6 +190,9 @@ pub(crate) struct CtxBox {
     pub(crate) v: VerbsContext,
     pub(crate) ctx: Context,
     pub(crate) dev: &'static DevBox,
+    /// Held while an async event is read and counted, and while a destroy
+    /// decides and destroys (`async_event::read_counted`).
+    pub(crate) async_reading: Mutex<()>,
 }
 
 /// Offset of the `ibv_context` inside a [`CtxBox`].
@@ -256,6 +259,7 @@ unsafe extern "C" fn open_device(d: *mut IbvDevice) -> *mut IbvContext {
         },
         ctx,
         dev,
+        async_reading: Mutex::new(()),
     });
     let mut b = b;
     crate::qp_ex::fill_verbs_ops(&mut b.v);

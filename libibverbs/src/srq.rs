@@ -157,15 +157,22 @@ unsafe extern "C" fn destroy_srq(s: *mut IbvSrq) -> c_int {
     if b.users.load(Ordering::Acquire) != 0 {
         return ret_errno(libc::EBUSY);
     }
+    // SAFETY: the PD, and the context, outlive their SRQs (dealloc_pd
+    // refuses while users > 0; C contract: the context is closed last).
+    let ctx = unsafe { crate::device::ctx_of((*b.pd).c.context) };
     // Waits for async events handed out for it to be acknowledged, as
-    // libibverbs does.
+    // libibverbs does; no reader of the async fd is between reading an
+    // event and counting it until DESTROY_SRQ has dropped those queued.
     let handle = lock_srq(b).user_handle();
-    crate::async_event::retire(crate::async_event::Kind::Srq, handle);
+    let held = crate::async_event::retire_holding(crate::async_event::Kind::Srq, handle, || {
+        ctx.map(|x| x.async_reading.lock().unwrap_or_else(|p| p.into_inner()))
+    });
     // SAFETY: the PD outlives its SRQs (dealloc_pd refuses while users > 0).
     unsafe { (*b.pd).users.fetch_sub(1, Ordering::AcqRel) };
     // SAFETY: made by Box::into_raw in create_srq; no QP uses it (checked
     // above); the C caller destroys it once.
     drop(unsafe { Box::from_raw(s.cast::<SrqBox>()) });
+    drop(held);
     0
 }
 export!("ibv_destroy_srq" = destroy_srq);

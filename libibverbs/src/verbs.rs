@@ -181,9 +181,10 @@ export!("ibv_dereg_mr" = dereg_mr);
 pub(crate) struct ChanBox {
     c: IbvCompChannel,
     ch: CompChannel,
-    /// The CQs on this channel by rverbs user handle (what an event names).
-    cqs: Mutex<Vec<(u64, usize)>>,
     users: AtomicUsize,
+    /// Held while an event is read and counted, and while a CQ's destroy
+    /// decides and destroys (`async_event::read_counted`).
+    reading: Mutex<()>,
 }
 
 unsafe extern "C" fn create_comp_channel(c: *mut IbvContext) -> *mut IbvCompChannel {
@@ -199,8 +200,8 @@ unsafe extern "C" fn create_comp_channel(c: *mut IbvContext) -> *mut IbvCompChan
                 refcnt: 0,
             },
             ch,
-            cqs: Mutex::new(Vec::new()),
             users: AtomicUsize::new(0),
+            reading: Mutex::new(()),
         }))
         .cast(),
         Err(e) => null_errno(errno_of(&e)),
@@ -229,6 +230,8 @@ pub(crate) struct CqBox {
     /// expects of a CQ it got from `ibv_create_cq_ex`.
     pub(crate) ex: crate::cq_ex::CqEx,
     pub(crate) cq: Mutex<Cq>,
+    /// rverbs' user handle: what completion and async events name.
+    handle: u64,
     chan: *const ChanBox,
     users: AtomicUsize,
 }
@@ -278,12 +281,12 @@ pub(crate) unsafe extern "C" fn create_cq(
         }),
         ex: crate::cq_ex::CqEx::new(),
         cq: Mutex::new(cq),
+        handle,
         chan: chan.map_or(std::ptr::null(), std::ptr::from_ref),
         users: AtomicUsize::new(0),
     }));
     if let Some(ch) = chan {
         ch.users.fetch_add(1, Ordering::AcqRel);
-        lock(&ch.cqs).push((handle, p as usize));
     }
     crate::async_event::register(crate::async_event::Kind::Cq, handle, p.cast());
     p.cast()
@@ -298,18 +301,28 @@ unsafe extern "C" fn destroy_cq(c: *mut IbvCq) -> c_int {
     if busy(&b.users) {
         return ret_errno(libc::EBUSY);
     }
-    // Waits for the async and completion events handed out for it to be
-    // acknowledged.
-    let handle = lock(&b.cq).user_handle();
-    crate::async_event::retire(crate::async_event::Kind::Cq, handle);
     // SAFETY: the channel outlives its CQs (destroy_comp_channel refuses
     // while users > 0).
-    if let Some(ch) = unsafe { b.chan.as_ref() } {
-        lock(&ch.cqs).retain(|&(_, p)| p != c as usize);
+    let chan = unsafe { b.chan.as_ref() };
+    // SAFETY: the context outlives its CQs (C contract: closed last); its
+    // pointer is written once, at creation.
+    let ctx = unsafe { ctx_of((*b.c.get()).context) };
+    // Waits for the completion and async events handed out for it to be
+    // acknowledged; no reader of its channel or of the async fd is between
+    // reading an event and counting it until DESTROY_CQ has dropped those
+    // still queued.
+    let held = crate::async_event::retire_holding(crate::async_event::Kind::Cq, b.handle, || {
+        (
+            chan.map(|ch| lock(&ch.reading)),
+            ctx.map(|x| lock(&x.async_reading)),
+        )
+    });
+    if let Some(ch) = chan {
         ch.users.fetch_sub(1, Ordering::AcqRel);
     }
     // SAFETY: made by Box::into_raw in create_cq; no QP uses it.
     drop(unsafe { Box::from_raw(c.cast::<CqBox>()) });
+    drop(held);
     0
 }
 export!("ibv_destroy_cq" = destroy_cq);
@@ -326,48 +339,49 @@ unsafe extern "C" fn get_cq_event(
         set_errno(libc::EINVAL);
         return -1;
     };
-    let handle = match b.ch.get_event() {
-        Ok(h) => h,
+    // The lookup counts the event in the same critical section, so the CQ
+    // stays until the program acknowledges it, and it is read under the
+    // channel's reading lock, so a destroy sees it counted or not read.
+    let read_now = || loop {
+        let Some(h) = b.ch.get_event_timeout(0).map_err(|e| errno_of(&e))? else {
+            return Ok(None);
+        };
+        // None: a CQ not registered, which a destroy under this lock leaves
+        // no event of; dropped, never handed out.
+        if let Some(cq) = crate::async_event::take_comp_event(h) {
+            return Ok(Some(cq));
+        }
+    };
+    let cq = match crate::async_event::read_counted(b.ch.fd().as_raw_fd(), &b.reading, read_now) {
+        Ok(cq) => cq,
         Err(e) => {
-            set_errno(errno_of(&e));
+            set_errno(e);
             return -1;
         }
     };
-    let Some(p) = lock(&b.cqs)
-        .iter()
-        .find(|(h, _)| *h == handle)
-        .map(|&(_, p)| p)
-    else {
-        // An event for a CQ destroyed since: the kernel dropped those, so
-        // this is a stale or foreign handle.
-        set_errno(libc::EIO);
-        return -1;
-    };
-    crate::async_event::comp_event_reported(handle);
-    let cq = p as *mut IbvCq;
     if !cq_out.is_null() {
         // SAFETY: a writable pointer slot (C contract).
         unsafe { *cq_out = cq };
     }
     if !ctx_out.is_null() {
-        // SAFETY: cq is live (listed on its channel); ctx_out writable.
-        unsafe { *ctx_out = (*cq).cq_context };
+        // SAFETY: cq is live until its event is acknowledged (counted
+        // above); its C struct is the box's UnsafeCell, read through the
+        // pointer; ctx_out is writable (C contract).
+        unsafe { *ctx_out = std::ptr::addr_of!((*cq).cq_context).read() };
     }
     0
 }
 export!("ibv_get_cq_event" = get_cq_event);
 
 /// `ibv_ack_cq_events`: rverbs counts events as it reads them; this keeps
-/// the C-visible counter, and the count `ibv_destroy_cq` waits for.
+/// the C-visible counter, and the count `ibv_destroy_cq` waits for. Both in
+/// one critical section, after which the CQ is not touched: a destroy
+/// waiting for this acknowledgement may free it at once.
 unsafe extern "C" fn ack_cq_events(c: *mut IbvCq, n: c_uint) {
-    // SAFETY: a CQ of ours (C contract).
+    // SAFETY: a CQ of ours (C contract), live until its events are
+    // acknowledged.
     if let Some(b) = unsafe { cq_of(c) } {
-        let g = lock(&b.cq);
-        crate::async_event::comp_events_acked(g.user_handle(), n);
-        let c = b.c.get();
-        // SAFETY: the counter is in the box's UnsafeCell, written only
-        // here, under the CQ's lock.
-        unsafe { (*c).comp_events_completed = (*c).comp_events_completed.wrapping_add(n) };
+        crate::async_event::ack_comp_events(b.handle, n);
     }
 }
 export!("ibv_ack_cq_events" = ack_cq_events);
@@ -728,15 +742,20 @@ unsafe extern "C" fn query_qp(
 export!("ibv_query_qp" = query_qp);
 
 unsafe extern "C" fn destroy_qp(q: *mut IbvQp) -> c_int {
-    if q.is_null() {
-        return ret_errno(libc::EINVAL);
-    }
-    // Waits for async events handed out for it to be acknowledged.
     // SAFETY: a QP of ours, not yet freed (C contract).
-    if let Some(b) = unsafe { qp_of(q) } {
-        let handle = lock(&b.qp).user_handle();
-        crate::async_event::retire(crate::async_event::Kind::Qp, handle);
-    }
+    let Some(b) = (unsafe { qp_of(q) }) else {
+        return ret_errno(libc::EINVAL);
+    };
+    // SAFETY: the PD, and the context, outlive their QPs (dealloc_pd
+    // refuses while users > 0; C contract: the context is closed last).
+    let ctx = unsafe { ctx_of((*b.pd).c.context) };
+    // Waits for async events handed out for it to be acknowledged; no
+    // reader of the async fd is between reading an event and counting it
+    // until DESTROY_QP has dropped those still queued.
+    let handle = lock(&b.qp).user_handle();
+    let held = crate::async_event::retire_holding(crate::async_event::Kind::Qp, handle, || {
+        ctx.map(|x| lock(&x.async_reading))
+    });
     // SAFETY: made by Box::into_raw in create_qp (C contract: once).
     let b = unsafe { Box::from_raw(q.cast::<QpBox>()) };
     // SAFETY: the PD and CQs outlive their QPs (their destroy refuses
@@ -750,6 +769,7 @@ unsafe extern "C" fn destroy_qp(q: *mut IbvQp) -> c_int {
         }
     }
     drop(b);
+    drop(held);
     0
 }
 export!("ibv_destroy_qp" = destroy_qp);
