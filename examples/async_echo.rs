@@ -168,7 +168,7 @@ async fn server_async(addr: SocketAddr, connections: Option<u64>, size: usize) -
     println!("listening on {}", listener.local_addr()?);
     let mut tasks = Vec::new();
     let mut accepted = 0;
-    while connections.map_or(true, |n| accepted < n) {
+    while connections.is_none_or(|n| accepted < n) {
         let req = listener.get_request().await?;
         let ctx = req.id.id().context()?;
         let cq = AsyncCq::new(&ctx, 2 * DEPTH, 0)?;
@@ -271,7 +271,7 @@ fn server_sync(addr: SocketAddr, connections: Option<u64>, size: usize) -> Resul
     let mut threads = Vec::new();
     let mut ids = Vec::new();
     let (mut accepted, mut gone) = (0, 0);
-    while connections.map_or(true, |n| gone < n) {
+    while connections.is_none_or(|n| gone < n) {
         let ev = chan.get_event()?;
         match ev.kind {
             EventType::CONNECT_REQUEST => {

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+pub use rverbs_types::PostError;
 pub use uverbs_abi::Errno;
 
 /// Everything that can go wrong in rverbs.
@@ -64,13 +65,15 @@ pub enum Error {
         /// The index in the list of the first work request not posted.
         index: usize,
     },
-    /// A work request was rejected before posting.
+    /// A work request was refused before posting: invalid for its queue,
+    /// or an operation the provider or kernel does not offer
+    /// ([`PostError::is_unsupported`]).
     InvalidWorkRequest {
-        /// The index in the list of the rejected work request (none of it
-        /// and after it was posted).
+        /// The index in the list of the refused work request (none of it
+        /// and after it was posted; those before it were).
         index: usize,
         /// Why.
-        what: String,
+        reason: PostError,
     },
     /// A device cannot be deleted without waiting: these processes hold it
     /// open (`(pid, command name)`), and the kernel would block the delete
@@ -155,8 +158,8 @@ impl fmt::Display for Error {
                     "{queue} is full: work request {index} and later were not posted"
                 )
             }
-            Error::InvalidWorkRequest { index, what } => {
-                write!(f, "work request {index} rejected: {what}")
+            Error::InvalidWorkRequest { index, reason } => {
+                write!(f, "work request {index} rejected: {reason}")
             }
             Error::DeviceInUse { device, holders } => {
                 write!(f, "device {device} is in use by")?;

@@ -200,7 +200,7 @@ pub use ah::Ah;
 pub use context::{CommandPath, Context};
 pub use cq::{CompChannel, Cq, CqEntry};
 pub use device::{format_guid, Device, Driver, NodeType};
-pub use error::{Errno, Error, Result};
+pub use error::{Errno, Error, PostError, Result};
 pub use event::{AsyncEvent, EventType};
 pub use features::Features;
 pub use mr::{Access, DeregisterError, External, Mr, MrBuffer, MrMemory, Pages, Released};

@@ -362,13 +362,11 @@ impl Qp {
 
     #[cold]
     fn not_ready(&self) -> Error {
-        let state = QpState::from_raw(self.inner.state.load(Ordering::Relaxed));
         Error::InvalidWorkRequest {
             index: 0,
-            what: format!(
-                "QP {:#x} is in {state:?}: sends are posted from RTS on (nothing was posted)",
-                self.inner.qpn
-            ),
+            reason: rverbs_types::PostError::NotReady {
+                state: self.inner.state.load(Ordering::Relaxed),
+            },
         }
     }
 

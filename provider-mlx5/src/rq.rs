@@ -176,8 +176,11 @@ pub(crate) fn check_sges(sges: &[Sge], max_sge: u32) -> Result<(), PostError> {
         });
     }
     let length: u64 = sges.iter().map(|s| s.length as u64).sum();
-    if length > 1 << 31 {
-        return Err(PostError::TooLong { length });
+    if length > crate::wqe::MAX_LENGTH {
+        return Err(PostError::TooLong {
+            length,
+            max: crate::wqe::MAX_LENGTH,
+        });
     }
     Ok(())
 }

@@ -96,11 +96,7 @@ impl SendQueue {
         bf_reg: NonNull<u8>,
         cfg: SqConfig,
     ) -> Result<SendQueue, LayoutError> {
-        let limits = Limits {
-            qp_type: cfg.qp_type,
-            max_sge: cfg.max_sge,
-            max_inline: cfg.max_inline,
-        };
+        let limits = Limits::new(cfg.qp_type, cfg.max_sge, cfg.max_inline);
         check_layout(buf, len, dbrec, bf_reg, &cfg)?;
         let max_ds = wqe::max_ds(&limits);
         let max_bbs = (max_ds as u64 * OCTOWORD as u64).div_ceil(WQEBB as u64);

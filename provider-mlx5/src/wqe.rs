@@ -10,8 +10,9 @@
 use crate::seg::{
     AtomicSeg, CtrlSeg, DataSeg, DatagramSeg, InlineSeg, RaddrSeg, MAX_DS, OCTOWORD, WQEBB,
 };
-use crate::wr::{as_sges, mlx5_opcode, AsSge, SendOp, SendWr, Sge, AV_LEN};
+use crate::wr::{as_sges, AsSge, SendOp, SendWr, Sge, AV_LEN};
 use crate::{PostError, QpType};
+use rverbs_types::{check_send, SendLimits};
 use zerocopy::{Immutable, IntoBytes};
 
 /// The validated shape of one send WQE.
@@ -35,12 +36,7 @@ impl Plan {
 }
 
 /// The QP limits a request is checked against.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    pub qp_type: QpType,
-    pub max_sge: u32,
-    pub max_inline: u32,
-}
+pub(crate) type Limits = SendLimits;
 
 /// Octowords of the transport segment(s) after the control segment.
 fn transport_ds(qp_type: QpType, op: &SendOp) -> u32 {
@@ -52,50 +48,32 @@ fn transport_ds(qp_type: QpType, op: &SendOp) -> u32 {
     }
 }
 
-/// Checks that the QP type takes this operation, and a UD destination iff
-/// it is UD.
-fn check_op(l: &Limits, op: &SendOp, has_ud: bool) -> Result<(), PostError> {
-    if op.is_extended() {
+/// The shared checks (transport, destination, SGE count, inline size),
+/// after refusing what this provider does not build.
+#[inline(always)]
+fn check_op<S, A>(l: &Limits, wr: &SendWr<'_, S, A>) -> Result<(), PostError> {
+    if wr.op.is_extended() {
         // SEND with invalidate, local invalidate, ATOMIC WRITE, FLUSH and
         // window binds need segments (UMR, the invalidate key) this
         // provider does not build: refused by name, never half-built.
         return Err(PostError::NotImplemented {
-            opcode: op.opcode(),
+            opcode: wr.op.opcode(),
         });
     }
-    let ok = match l.qp_type {
-        QpType::Ud => matches!(op, SendOp::Send | SendOp::SendWithImm(_)),
-        QpType::Uc => !op.reads_remote(),
-        QpType::Rc => true,
-    };
-    if !ok {
-        return Err(PostError::UnsupportedOp {
-            opcode: mlx5_opcode(op),
-        });
-    }
-    let is_ud = l.qp_type == QpType::Ud;
-    if is_ud != has_ud {
-        return Err(PostError::UdMismatch { qp_is_ud: is_ud });
-    }
-    Ok(())
+    check_send(l, wr)
 }
 
-/// Octowords of the payload, after checking it against the limits.
+/// The most bytes one request moves (`2^31`, the data segment's byte
+/// count).
+pub(crate) const MAX_LENGTH: u64 = 1 << 31;
+
+/// Octowords of the payload, after checking what the shared checks leave:
+/// the total length, atomics' shape, and which operations take inline
+/// data.
 #[inline(always)]
-fn payload_ds(
-    l: &Limits,
-    op: &SendOp,
-    sges: &[Sge],
-    inline: Option<&[u8]>,
-) -> Result<u32, PostError> {
+fn payload_ds(op: &SendOp, sges: &[Sge], inline: Option<&[u8]>) -> Result<u32, PostError> {
     match inline {
         None => {
-            if sges.len() > l.max_sge as usize {
-                return Err(PostError::TooManySges {
-                    given: sges.len(),
-                    max: l.max_sge,
-                });
-            }
             // One pass for the total and the non-empty count: the usual
             // list holds one or two SGEs, where iterator adaptors (and the
             // vector loops they become) cost more than the work.
@@ -105,8 +83,11 @@ fn payload_ds(
                 length += s.length as u64;
                 nonempty += (s.length != 0) as u32;
             }
-            if length > 1 << 31 {
-                return Err(PostError::TooLong { length });
+            if length > MAX_LENGTH {
+                return Err(PostError::TooLong {
+                    length,
+                    max: MAX_LENGTH,
+                });
             }
             if op.is_atomic() {
                 let aligned = op.remote().is_some_and(|r| r.addr % 8 == 0);
@@ -117,26 +98,17 @@ fn payload_ds(
             Ok(nonempty)
         }
         Some(data) => {
-            if !sges.is_empty() {
-                return Err(PostError::InlineAndSges);
-            }
             let allowed = matches!(
                 op,
                 SendOp::Send | SendOp::SendWithImm(_) | SendOp::Write(_) | SendOp::WriteWithImm(..)
             );
             if !allowed && !data.is_empty() {
                 return Err(PostError::InlineNotAllowed {
-                    opcode: mlx5_opcode(op),
+                    opcode: op.opcode(),
                 });
             }
             if op.is_atomic() {
                 return Err(PostError::BadAtomic);
-            }
-            if data.len() > l.max_inline as usize {
-                return Err(PostError::InlineTooLong {
-                    given: data.len(),
-                    max: l.max_inline,
-                });
             }
             Ok(InlineSeg::octowords(data.len()) as u32)
         }
@@ -146,11 +118,14 @@ fn payload_ds(
 /// Validates `wr` and sizes its WQE. Touches no memory.
 #[inline]
 pub(crate) fn plan<S: AsSge, A>(l: &Limits, wr: &SendWr<'_, S, A>) -> Result<Plan, PostError> {
-    check_op(l, &wr.op, wr.ud.is_some())?;
-    let payload = payload_ds(l, &wr.op, as_sges(wr.sges), wr.inline)?;
+    check_op(l, wr)?;
+    let payload = payload_ds(&wr.op, as_sges(wr.sges), wr.inline)?;
     let ds = 1 + transport_ds(l.qp_type, &wr.op) + payload;
     if ds > MAX_DS {
-        return Err(PostError::WqeTooLarge { ds });
+        return Err(PostError::WqeTooLarge {
+            bytes: ds as usize * OCTOWORD,
+            max: MAX_DS as usize * OCTOWORD,
+        });
     }
     Ok(Plan {
         ds,
@@ -318,11 +293,7 @@ mod tests {
     #[test]
     fn operations_this_provider_does_not_build_are_refused_by_name() {
         use crate::wr::{AhAddr, FlushLevel, FlushType, MwBind, Remote};
-        let l = Limits {
-            qp_type: QpType::Rc,
-            max_sge: 4,
-            max_inline: 64,
-        };
+        let l = Limits::new(QpType::Rc, 4, 64);
         let remote = Remote {
             addr: 0x1000,
             rkey: 1,

@@ -211,7 +211,9 @@ fn refused_posts_write_nothing() {
         ),
         (
             SendWr::inline(1, SendOp::Read(remote), &[1]),
-            PostError::InlineNotAllowed { opcode: 0x10 },
+            PostError::InlineNotAllowed {
+                opcode: SendOp::Read(remote).opcode(),
+            },
         ),
         (
             SendWr::new(1, SendOp::FetchAdd { remote, add: 1 }, &one),

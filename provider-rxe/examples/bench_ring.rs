@@ -161,8 +161,13 @@ fn main() {
 
     let sq_need = send::PAYLOAD + (MAX_SGE as usize * SGE_SIZE).max(INLINE);
     let mut sq_ring = Ring::new(sq_need);
-    let mut sq = SendQueue::new(sq_ring.queue(sq_need), MAX_SGE, INLINE as u32, false)
-        .expect("SQ capabilities");
+    let mut sq = SendQueue::new(
+        sq_ring.queue(sq_need),
+        MAX_SGE,
+        INLINE as u32,
+        rverbs_types::QpType::Rc,
+    )
+    .expect("SQ capabilities");
     let sq_kernel = sq_ring.queue(sq_need);
     let rq_need = recv::SGES + MAX_SGE as usize * SGE_SIZE;
     let mut rq_ring = Ring::new(rq_need);

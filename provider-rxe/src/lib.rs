@@ -34,123 +34,28 @@ pub use wr::{
     Sge, Ud,
 };
 
-/// Why a work request was not posted. Nothing was written to the ring.
+/// A ring the kernel sized too small for the queue's capabilities: its
+/// slots cannot hold a WQE with every SGE (or inline byte) the QP was
+/// granted (a corrupted header, since the kernel sizes them to fit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PostError {
-    /// The ring has no free slot.
-    QueueFull,
-    /// More SGEs than the queue was created for.
-    TooManySges {
-        /// SGEs in the request.
-        given: usize,
-        /// The queue's limit.
-        max: u32,
-    },
-    /// More inline bytes than the QP's `max_inline_data`.
-    InlineTooLong {
-        /// Bytes in the request.
-        given: usize,
-        /// The QP's limit.
-        max: u32,
-    },
-    /// Inline payloads are for sends and writes only.
-    InlineNotAllowed {
-        /// The opcode.
-        opcode: u32,
-    },
-    /// Both inline data and SGEs were given.
-    InlineAndSges,
-    /// A UD QP sends datagrams (SEND, SEND with immediate) only.
-    NotOnUd {
-        /// The opcode.
-        opcode: u32,
-    },
-    /// The UD destination's address handle was not made by rxe (it
-    /// carries no AH number).
-    ForeignAddressHandle,
-    /// The total length does not fit 32 bits.
-    TooLong {
-        /// The total.
-        length: u64,
-    },
-    /// Atomics need an 8-byte local buffer and an 8-aligned remote address.
-    BadAtomic,
-    /// A UD destination on a connected QP, or none on a UD QP.
-    UdMismatch {
-        /// Whether the QP is UD.
-        qp_is_ud: bool,
-    },
-    /// The operation takes no SGEs or inline data (local invalidate,
-    /// window bind, FLUSH, and ATOMIC WRITE, whose bytes are in the
-    /// operation).
-    NoPayload {
-        /// The opcode.
-        opcode: u32,
-    },
-    /// The kernel does not offer the operation (ATOMIC WRITE and FLUSH
-    /// came to rxe in Linux 6.2; see [`SendQueue::set_offered`]).
-    NotOffered {
-        /// The opcode.
-        opcode: u32,
-    },
-    /// The kernel's slots are too small for the QP's capabilities.
-    RingTooSmall {
-        /// The slot size.
-        elem_size: usize,
-        /// What the capabilities need.
-        need: usize,
-    },
+pub struct RingError {
+    /// The slot size.
+    pub elem_size: usize,
+    /// What the capabilities need.
+    pub need: usize,
 }
 
-impl core::fmt::Display for PostError {
+impl core::fmt::Display for RingError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            PostError::QueueFull => write!(f, "queue full"),
-            PostError::TooManySges { given, max } => {
-                write!(f, "{given} SGEs, the queue takes at most {max}")
-            }
-            PostError::InlineTooLong { given, max } => {
-                write!(f, "{given} inline bytes, the QP takes at most {max}")
-            }
-            PostError::InlineNotAllowed { opcode } => {
-                write!(f, "opcode {opcode} cannot carry inline data")
-            }
-            PostError::InlineAndSges => write!(f, "both inline data and SGEs given"),
-            PostError::NotOnUd { opcode } => {
-                write!(
-                    f,
-                    "opcode {opcode} is not available on a UD QP (sends only)"
-                )
-            }
-            PostError::ForeignAddressHandle => {
-                write!(f, "the address handle was not made on an rxe device")
-            }
-            PostError::TooLong { length } => write!(f, "total length {length} exceeds 2^32 - 1"),
-            PostError::BadAtomic => write!(
-                f,
-                "atomics need an 8-byte local buffer and an 8-byte aligned remote address"
-            ),
-            PostError::UdMismatch { qp_is_ud: true } => {
-                write!(f, "a UD QP needs a destination (address handle)")
-            }
-            PostError::UdMismatch { qp_is_ud: false } => {
-                write!(f, "a connected QP takes no UD destination")
-            }
-            PostError::NoPayload { opcode } => {
-                write!(f, "opcode {opcode} takes no SGEs or inline data")
-            }
-            PostError::NotOffered { opcode } => write!(
-                f,
-                "opcode {opcode} is not offered by this kernel's rxe (ATOMIC WRITE and FLUSH need Linux 6.2)"
-            ),
-            PostError::RingTooSmall { elem_size, need } => {
-                write!(f, "ring slots of {elem_size} bytes cannot hold the {need} bytes the capabilities need")
-            }
-        }
+        write!(
+            f,
+            "ring slots of {} bytes cannot hold the {} bytes the capabilities need",
+            self.elem_size, self.need
+        )
     }
 }
 
-impl std::error::Error for PostError {}
+impl std::error::Error for RingError {}
 
 #[cfg(test)]
 #[allow(unsafe_code)] // the tests call the unsafe posts

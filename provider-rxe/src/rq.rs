@@ -6,7 +6,8 @@ use crate::queue::{Queue, SlotRing};
 use crate::slot::Refused;
 use crate::wqe::{recv, SGE_SIZE};
 use crate::wr::Sge;
-use crate::PostError;
+use crate::RingError;
+use rverbs_types::PostError;
 use uverbs_abi::rxe::{RxeDmaInfo, RxeRecvWqe};
 
 /// Bytes of a receive WQE before its SGEs.
@@ -24,10 +25,10 @@ pub struct RecvQueue {
 impl RecvQueue {
     /// Wraps a validated RQ/SRQ ring; fails if a slot cannot hold `max_sge`
     /// SGEs.
-    pub fn new(q: Queue, max_sge: u32) -> Result<RecvQueue, PostError> {
+    pub fn new(q: Queue, max_sge: u32) -> Result<RecvQueue, RingError> {
         let need = HEADER + max_sge as usize * SGE_SIZE;
         let elem_size = q.elem_size();
-        let too_small = PostError::RingTooSmall { elem_size, need };
+        let too_small = RingError { elem_size, need };
         if elem_size < need {
             return Err(too_small);
         }
@@ -56,7 +57,10 @@ impl RecvQueue {
             });
         }
         let length: u64 = sges.iter().map(|s| s.length as u64).sum();
-        u32::try_from(length).map_err(|_| PostError::TooLong { length })
+        u32::try_from(length).map_err(|_| PostError::TooLong {
+            length,
+            max: u32::MAX.into(),
+        })
     }
 
     /// Posts one receive.
@@ -81,9 +85,9 @@ impl RecvQueue {
         }
         let mut w = self.q.slot_mut(self.prod);
         let elem_size = w.len();
-        let refused = |r: Refused| PostError::RingTooSmall {
-            elem_size,
-            need: r.end(),
+        let refused = |r: Refused| PostError::WqeTooLarge {
+            bytes: r.end(),
+            max: elem_size,
         };
         // The whole header, reserved fields included, then the SGEs (new()
         // checked that max_sge of them fit, validate() bounds the count).

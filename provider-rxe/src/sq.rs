@@ -10,7 +10,8 @@ use crate::queue::{Queue, SlotRing};
 use crate::slot::{Refused, SlotMut};
 use crate::wqe::{send, SGE_SIZE};
 use crate::wr::{as_sges, AddressHandle, AhAddr, AsSge, SendOp, SendWr};
-use crate::PostError;
+use crate::RingError;
+use rverbs_types::{check_send, PostError, QpType, SendLimits};
 
 /// `IB_SEND_INLINE`: the payload is in the WQE.
 const INLINE: u32 = uverbs_abi::verbs::IbSendFlags::INLINE.bits();
@@ -24,9 +25,7 @@ pub struct SendQueue {
     q: SlotRing<HEADER>,
     prod: u32,
     ssn: u32,
-    max_sge: u32,
-    max_inline: u32,
-    ud: bool,
+    limits: SendLimits,
     /// Whether the kernel takes ATOMIC WRITE, and FLUSH (Linux 6.2).
     atomic_write: bool,
     flush: bool,
@@ -38,10 +37,15 @@ impl SendQueue {
     /// Fails if the ring's slots cannot hold a WQE with `max_sge` SGEs or
     /// `max_inline` bytes (the kernel sized them; a smaller slot would mean
     /// a corrupted header).
-    pub fn new(q: Queue, max_sge: u32, max_inline: u32, ud: bool) -> Result<SendQueue, PostError> {
+    pub fn new(
+        q: Queue,
+        max_sge: u32,
+        max_inline: u32,
+        qp_type: QpType,
+    ) -> Result<SendQueue, RingError> {
         let need = HEADER + (max_sge as usize * SGE_SIZE).max(max_inline as usize);
         let elem_size = q.elem_size();
-        let too_small = PostError::RingTooSmall { elem_size, need };
+        let too_small = RingError { elem_size, need };
         if elem_size < need {
             return Err(too_small);
         }
@@ -53,9 +57,7 @@ impl SendQueue {
             q,
             prod,
             ssn: 0,
-            max_sge,
-            max_inline,
-            ud,
+            limits: SendLimits::new(qp_type, max_sge, max_inline),
             atomic_write: true,
             flush: true,
         })
@@ -105,43 +107,14 @@ impl SendQueue {
         check_length(wr, length)
     }
 
-    /// Every check that does not need the total length: SGE count, inline
-    /// size and opcode, UD-ness.
+    /// Every check that does not need the total length: the shared ones
+    /// (transport, destination, SGE count, inline size), then rxe's: no
+    /// inline data for an operation that reads the peer.
     #[inline(always)]
     fn check<S: AsSge, A: AddressHandle>(&self, wr: &SendWr<'_, S, A>) -> Result<(), PostError> {
-        match wr.inline {
-            None => {
-                if wr.sges.len() > self.max_sge as usize {
-                    return Err(PostError::TooManySges {
-                        given: wr.sges.len(),
-                        max: self.max_sge,
-                    });
-                }
-            }
-            Some(data) => {
-                if !wr.sges.is_empty() {
-                    return Err(PostError::InlineAndSges);
-                }
-                if data.len() > self.max_inline as usize {
-                    return Err(PostError::InlineTooLong {
-                        given: data.len(),
-                        max: self.max_inline,
-                    });
-                }
-                if wr.op.reads_remote() {
-                    return Err(PostError::InlineNotAllowed {
-                        opcode: wr.op.opcode(),
-                    });
-                }
-            }
-        }
-        if self.ud != wr.ud.is_some() {
-            return Err(PostError::UdMismatch { qp_is_ud: self.ud });
-        }
-        // A UD QP sends datagrams: rxe would accept anything else into the
-        // ring and then move the QP to the error state.
-        if self.ud && !matches!(wr.op, SendOp::Send | SendOp::SendWithImm(_)) {
-            return Err(PostError::NotOnUd {
+        check_send(&self.limits, wr)?;
+        if wr.inline.is_some() && wr.op.reads_remote() {
+            return Err(PostError::InlineNotAllowed {
                 opcode: wr.op.opcode(),
             });
         }
@@ -191,9 +164,9 @@ impl SendQueue {
         // SendQueue::new checked that every valid request fits a slot, so
         // no store is refused; if one were, the WQE stays unpublished.
         let elem_size = w.len();
-        let refused = |r: Refused| PostError::RingTooSmall {
-            elem_size,
-            need: r.end(),
+        let refused = |r: Refused| PostError::WqeTooLarge {
+            bytes: r.end(),
+            max: elem_size,
         };
         let total = write_wqe(&mut w, wr, ah_num, self.ssn).map_err(refused)?;
         // The length checks come after the copy, and a failure leaves the
@@ -328,7 +301,10 @@ fn write_wqe<S: AsSge, A>(
 /// The checks that need the work request's total length.
 #[inline(always)]
 fn check_length<S, A>(wr: &SendWr<'_, S, A>, length: u64) -> Result<u32, PostError> {
-    let length = u32::try_from(length).map_err(|_| PostError::TooLong { length })?;
+    let length = u32::try_from(length).map_err(|_| PostError::TooLong {
+        length,
+        max: u32::MAX.into(),
+    })?;
     match wr.op {
         SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. }
             if length < 8 || remote.addr & 7 != 0 =>

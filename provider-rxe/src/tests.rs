@@ -6,6 +6,7 @@ use crate::queue::{CONSUMER_OFFSET, DATA_OFFSET, INDEX_MASK_OFFSET, PRODUCER_OFF
 use crate::wqe::{get_u32, get_u64, recv, send, wc, WC_SIZE};
 use crate::*;
 use proptest::prelude::*;
+use rverbs_types::{PostError, QpType};
 
 /// Requests over plain SGEs; these tests have no UD destinations (`AhAddr`
 /// stands in for the address handle type).
@@ -34,7 +35,7 @@ fn kernel_consume(r: &mut FakeRing, elem: usize) -> Vec<u8> {
 fn sq_ring(slots: u32) -> (FakeRing, SendQueue) {
     let mut r = FakeRing::new(slots, 8); // 256-byte slots: header + 3 SGEs
     let q = r.queue(208);
-    let sq = SendQueue::new(q, 3, 48, false).unwrap();
+    let sq = SendQueue::new(q, 3, 48, QpType::Rc).unwrap();
     (r, sq)
 }
 
@@ -136,8 +137,8 @@ fn capabilities_larger_than_the_slots_are_refused() {
     let mut r = FakeRing::new(4, 8);
     let q = r.queue(208);
     assert!(matches!(
-        SendQueue::new(q, 4, 0, false),
-        Err(PostError::RingTooSmall { .. })
+        SendQueue::new(q, 4, 0, QpType::Rc),
+        Err(RingError { .. })
     ));
 }
 
@@ -236,7 +237,7 @@ proptest! {
 fn ud_queues_take_sends_to_rxe_address_handles_only() {
     let mut r = FakeRing::new(4, 8);
     let q = r.queue(208);
-    let mut sq = SendQueue::new(q, 3, 48, true).unwrap();
+    let mut sq = SendQueue::new(q, 3, 48, QpType::Ud).unwrap();
     let sge = [Sge {
         addr: 0x1000,
         length: 8,
@@ -253,7 +254,13 @@ fn ud_queues_take_sends_to_rxe_address_handles_only() {
     let read = Wr::new(2, SendOp::Read(Remote::default()), &sge).to(&ah, 0x22, 1);
     // SAFETY: as above.
     let e = unsafe { sq.post(&read) };
-    assert_eq!(e, Err(PostError::NotOnUd { opcode: 4 }));
+    assert_eq!(
+        e,
+        Err(PostError::NotOnTransport {
+            opcode: 4,
+            qp_type: QpType::Ud
+        })
+    );
     let foreign = AhAddr::Vector([0; rverbs_types::AV_LEN]);
     let wr = Wr::new(3, SendOp::Send, &sge).to(&foreign, 0x22, 1);
     // SAFETY: as above.

@@ -65,7 +65,7 @@ pub fn getaddrinfo(
             ))
         })?,
     };
-    let family_ok = |ip: &IpAddr| hints.ipv6.map_or(true, |v6| ip.is_ipv6() == v6);
+    let family_ok = |ip: &IpAddr| hints.ipv6.is_none_or(|v6| ip.is_ipv6() == v6);
     let addrs: Vec<SocketAddr> = match node {
         None if hints.passive => {
             let any: IpAddr = if hints.ipv6 == Some(true) {

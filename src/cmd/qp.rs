@@ -23,27 +23,7 @@ impl Kind for QpKind {
     }
 }
 
-/// The transport service of a QP.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QpType {
-    /// Reliable connected.
-    Rc,
-    /// Unreliable connected.
-    Uc,
-    /// Unreliable datagram.
-    Ud,
-}
-
-impl QpType {
-    /// `IB_UVERBS_QPT_*`.
-    pub(crate) fn raw(self) -> u8 {
-        match self {
-            QpType::Rc => 2,
-            QpType::Uc => 3,
-            QpType::Ud => 4,
-        }
-    }
-}
+pub use rverbs_types::QpType;
 
 /// Queue sizes asked for at creation, and granted by the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -23,7 +23,7 @@ use crate::device::{Device, Driver};
 use crate::error::{Error, Result};
 use crate::wc::Wc;
 use crate::wr::Slice;
-use rverbs_types::{AddressHandle, AhAddr, RecvWr, SendWr};
+use rverbs_types::{AddressHandle, AhAddr, PostError, RecvWr, SendWr};
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use uverbs_abi::verbs as v;
@@ -222,26 +222,12 @@ impl Ctx {
     }
 }
 
-/// Why one work request was not posted.
-pub(crate) enum Refused {
-    /// The queue has no room.
-    Full,
-    /// The request is invalid, in words.
-    Invalid(String),
-    /// The provider or kernel does not implement the operation, in words.
-    Unsupported(String),
-}
-
-impl Refused {
-    fn at(self, queue: &'static str, index: usize) -> Error {
-        match self {
-            Refused::Full => Error::QueueFull { queue, index },
-            Refused::Invalid(what) => Error::InvalidWorkRequest { index, what },
-            Refused::Unsupported(what) => Error::Unsupported {
-                device: String::new(),
-                what: format!("work request {index}: {what}"),
-            },
-        }
+/// The error for the request at `index` of a list, refused for `reason`.
+#[cold]
+fn refused(reason: PostError, queue: &'static str, index: usize) -> Error {
+    match reason {
+        PostError::QueueFull => Error::QueueFull { queue, index },
+        reason => Error::InvalidWorkRequest { index, reason },
     }
 }
 
@@ -251,11 +237,11 @@ impl Refused {
 pub(crate) fn post_list<W>(
     wrs: &[W],
     queue: &'static str,
-    mut post: impl FnMut(&W) -> std::result::Result<(), Refused>,
+    mut post: impl FnMut(&W) -> std::result::Result<(), PostError>,
 ) -> (usize, Option<Error>) {
     for (index, wr) in wrs.iter().enumerate() {
         if let Err(r) = post(wr) {
-            return (index, Some(r.at(queue, index)));
+            return (index, Some(refused(r, queue, index)));
         }
     }
     (wrs.len(), None)

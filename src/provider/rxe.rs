@@ -4,19 +4,19 @@
 //! command carrying no work requests (the doorbell). The data path itself
 //! is `provider_rxe`'s.
 
-use super::{AhParts, CqParts, CqShared, QpInit, QpParts, Refused};
+use super::{AhParts, CqParts, CqShared, QpInit, QpParts};
 use super::{RecvRing, Registration, SendRing, SrqParts, SrqShared};
 use crate::cmd::context::{self, Opened};
 use crate::cmd::cq::CqRequest;
-use crate::cmd::qp::{Doorbell, QpType};
+use crate::cmd::qp::Doorbell;
 use crate::cmd::srq::SrqRequest;
 use crate::cmd::{self, CommandPath, Dev};
 use crate::error::{Error, Result};
 use crate::sys::Mapping;
 use crate::wc::Wc;
 use crate::wr::Slice;
-use provider_rxe::{CompletionQueue, PostError, Queue, RecvQueue, SendQueue};
-use rverbs_types::{as_sges, AddressHandle, AhAddr, RecvWr, SendWr};
+use provider_rxe::{CompletionQueue, Queue, RecvQueue, SendQueue};
+use rverbs_types::{as_sges, AddressHandle, AhAddr, PostError, RecvWr, SendWr};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use uverbs_abi::ioctl::RdmaDriverId;
@@ -186,8 +186,7 @@ pub(crate) fn create_qp(
         &udata.sq_mi,
         provider_rxe::wqe::send::PAYLOAD,
     )?;
-    let ud = init.qp_type == QpType::Ud;
-    let mut sq = SendQueue::new(sq_q, caps.max_send_sge, caps.max_inline_data, ud)
+    let mut sq = SendQueue::new(sq_q, caps.max_send_sge, caps.max_inline_data, init.qp_type)
         .map_err(|e| bad("SQ ring", &e))?;
     sq.set_offered(atomic_write, flush);
     // With an SRQ, rxe gives the QP no receive ring of its own.
@@ -266,26 +265,18 @@ pub(crate) fn create_ah(dev: &Arc<Dev>, pd: u32, attr: &v::IbUverbsAhAttr) -> Re
     })
 }
 
-fn refused(e: PostError) -> Refused {
-    match e {
-        PostError::QueueFull => Refused::Full,
-        e @ PostError::NotOffered { .. } => Refused::Unsupported(e.to_string()),
-        e => Refused::Invalid(e.to_string()),
-    }
-}
-
 /// Writes one send request into the ring as the caller built it (the
 /// doorbell is rung by the caller, once per list).
 #[inline(always)]
 pub(crate) fn post_send<A: AddressHandle>(
     sq: &mut SendQueue,
     wr: &SendWr<'_, Slice<'_>, A>,
-) -> std::result::Result<(), Refused> {
+) -> std::result::Result<(), PostError> {
     // SAFETY: every SGE is a `Slice`, which the safe API makes only inside
     // an Mr that owns its mapping and unmaps it only after DEREG_MR (see
     // the mr module), so the device never reaches memory this process
     // reuses.
-    unsafe { sq.post(wr) }.map_err(refused)
+    unsafe { sq.post(wr) }
 }
 
 /// Writes one receive request into an RQ or SRQ ring.
@@ -293,7 +284,7 @@ pub(crate) fn post_send<A: AddressHandle>(
 pub(crate) fn post_recv(
     rq: &mut RecvQueue,
     wr: &RecvWr<'_, Slice<'_>>,
-) -> std::result::Result<(), Refused> {
+) -> std::result::Result<(), PostError> {
     // SAFETY: as in post_send: MR slices only.
-    unsafe { rq.post(wr.wr_id, as_sges(wr.sges)) }.map_err(refused)
+    unsafe { rq.post(wr.wr_id, as_sges(wr.sges)) }
 }

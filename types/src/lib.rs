@@ -16,8 +16,13 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+mod post;
+mod qp;
 mod wc;
 mod wr;
+
+pub use post::{check_payload, check_send, PostError, SendLimits};
+pub use qp::QpType;
 
 pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};
 pub use wr::{

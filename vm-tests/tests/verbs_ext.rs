@@ -12,8 +12,8 @@ mod common;
 use common::rc::{ok, pair, pair_with, pattern, wait, Pair, RW};
 use rverbs::query::GidType;
 use rverbs::{
-    Access, CommandPath, Context, Error, Features, FlushLevel, FlushType, Mtu, QpCaps, QpInit,
-    QpState, QpType, Remote, SendOp, SendWr, WcFlags, WcOpcode, WcStatus,
+    Access, CommandPath, Context, Error, Features, FlushLevel, FlushType, Mtu, PostError, QpCaps,
+    QpInit, QpState, QpType, Remote, SendOp, SendWr, WcFlags, WcOpcode, WcStatus,
 };
 
 fn features(p: &Pair) -> Features {
@@ -23,10 +23,14 @@ fn features(p: &Pair) -> Features {
 /// An error that names the kernel's missing operation.
 fn assert_not_offered(r: rverbs::Result<()>) {
     match r {
-        Err(Error::Unsupported { what, .. }) => {
-            assert!(what.contains("need Linux 6.2"), "{what}")
+        Err(Error::InvalidWorkRequest {
+            reason: reason @ PostError::NotOffered { .. },
+            ..
+        }) => {
+            assert!(reason.is_unsupported());
+            assert!(reason.to_string().contains("Linux 6.2"), "{reason}")
         }
-        r => panic!("expected Unsupported, got {r:?}"),
+        r => panic!("expected an operation the kernel does not offer, got {r:?}"),
     }
 }
 

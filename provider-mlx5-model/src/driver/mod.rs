@@ -248,7 +248,7 @@ impl Driver {
                 lkey,
             },
         ];
-        let sges = if idx % 3 == 0 {
+        let sges = if idx.is_multiple_of(3) {
             &two[..]
         } else {
             &[Sge {

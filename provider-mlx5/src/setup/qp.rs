@@ -168,11 +168,7 @@ fn sq_size(req: &QpRequest, dev: &DeviceLimits) -> Result<SqSize, SizeError> {
     }
     // This crate's builder writes at most MAX_DS octowords: the control
     // and transport segments, then the payload.
-    let fixed = u64::from(wqe::max_ds(&Limits {
-        qp_type: req.qp_type,
-        max_sge: 0,
-        max_inline: 0,
-    }));
+    let fixed = u64::from(wqe::max_ds(&Limits::new(req.qp_type, 0, 0)));
     let payload_ds = u64::from(MAX_DS) - fixed;
     if u64::from(req.max_send_sge) > payload_ds {
         return Err(SizeError::CrateLimit {

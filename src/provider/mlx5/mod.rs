@@ -33,7 +33,7 @@ use super::{Registration as AnyRegistration, SendRing, SrqParts, SrqShared};
 use crate::cmd::context::{self, Opened};
 use crate::cmd::cq::CqRequest;
 use crate::cmd::pd::PdHandle;
-use crate::cmd::qp::{QpCaps, QpType};
+use crate::cmd::qp::QpCaps;
 use crate::cmd::srq::SrqRequest;
 use crate::cmd::{self, CommandPath, Dev};
 use crate::error::{Error, Result};
@@ -236,11 +236,7 @@ impl Ctx {
             _ => return Err(Error::invalid("CREATE_QP: an mlx5 QP needs mlx5 CQs")),
         };
         let c = init.cmd.caps;
-        let qp_type = match init.qp_type {
-            QpType::Rc => provider_mlx5::QpType::Rc,
-            QpType::Uc => provider_mlx5::QpType::Uc,
-            QpType::Ud => provider_mlx5::QpType::Ud,
-        };
+        let qp_type = init.qp_type;
         let srq = init.srq.is_some();
         let req = setup::QpRequest {
             qp_type,

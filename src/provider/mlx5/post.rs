@@ -7,47 +7,42 @@
 //! poller (`provider_mlx5::Poller`), with nothing to convert.
 
 use crate::error::Result as VerbsResult;
-use crate::provider::{post_list, Refused};
+use crate::provider::post_list;
 use crate::wr::Slice;
-use provider_mlx5::PostError;
+use rverbs_types::PostError;
 use rverbs_types::{as_sges, AddressHandle};
 
 type SendWr<'a, A> = rverbs_types::SendWr<'a, Slice<'a>, A>;
 type RecvWr<'a> = rverbs_types::RecvWr<'a, Slice<'a>>;
-
-fn refused(e: PostError) -> Refused {
-    match e {
-        PostError::QueueFull => Refused::Full,
-        e @ PostError::NotImplemented { .. } => Refused::Unsupported(e.to_string()),
-        e => Refused::Invalid(e.to_string()),
-    }
-}
 
 /// Writes one send request into the SQ as the caller built it.
 #[inline(always)]
 fn post_send<A: AddressHandle>(
     sq: &mut provider_mlx5::SendQueue,
     wr: &SendWr<'_, A>,
-) -> Result<(), Refused> {
+) -> Result<(), PostError> {
     // SAFETY: every SGE is a `Slice`, which the safe API makes only inside
     // an Mr that owns its mapping and unmaps it only after DEREG_MR (see
     // the mr module), so the device never reaches memory this process
     // reuses or holds a Rust reference to.
-    unsafe { sq.post(wr) }.map_err(refused)
+    unsafe { sq.post(wr) }
 }
 
 /// Writes one receive request into the QP's RQ.
 #[inline(always)]
-fn post_recv(rq: &mut provider_mlx5::RecvQueue, wr: &RecvWr<'_>) -> Result<(), Refused> {
+fn post_recv(rq: &mut provider_mlx5::RecvQueue, wr: &RecvWr<'_>) -> Result<(), PostError> {
     // SAFETY: as in post_send: MR slices only.
-    unsafe { rq.post(wr.wr_id, as_sges(wr.sges)) }.map_err(refused)
+    unsafe { rq.post(wr.wr_id, as_sges(wr.sges)) }
 }
 
 /// Writes one receive request into an SRQ.
 #[inline(always)]
-fn post_srq_recv(srq: &mut provider_mlx5::SharedRecvQueue, wr: &RecvWr<'_>) -> Result<(), Refused> {
+fn post_srq_recv(
+    srq: &mut provider_mlx5::SharedRecvQueue,
+    wr: &RecvWr<'_>,
+) -> Result<(), PostError> {
     // SAFETY: as in post_send: MR slices only.
-    unsafe { srq.post(wr.wr_id, as_sges(wr.sges)) }.map_err(refused)
+    unsafe { srq.post(wr.wr_id, as_sges(wr.sges)) }
 }
 
 /// Posts `wrs` in order and rings the doorbell once for those accepted;
