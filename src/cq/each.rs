@@ -6,21 +6,12 @@
 //! [`Cq::poll`] does (the CQE must be matched to its queue either way).
 
 use super::Cq;
-use crate::provider::CqRing;
+use crate::provider::WcView;
 use crate::wc::{Wc, WcFlags, WcOpcode, WcStatus};
-
-/// How many mlx5 completions are decoded per batch.
-const BATCH: usize = 16;
 
 /// One completion, read member by member ([`Cq::poll_each`]).
 #[derive(Debug)]
-pub struct CqEntry<'a>(Repr<'a>);
-
-#[derive(Debug)]
-enum Repr<'a> {
-    Rxe(&'a provider_rxe::RawWc),
-    Decoded(&'a Wc),
-}
+pub struct CqEntry<'a>(WcView<'a>);
 
 macro_rules! read {
     ($(#[$doc:meta] $name:ident: $t:ty;)*) => {
@@ -29,8 +20,8 @@ macro_rules! read {
             #[inline(always)]
             pub fn $name(&self) -> $t {
                 match self.0 {
-                    Repr::Rxe(r) => r.$name(),
-                    Repr::Decoded(w) => w.$name,
+                    WcView::Slot(r) => r.$name(),
+                    WcView::Decoded(w) => w.$name,
                 }
             }
         )*
@@ -72,8 +63,8 @@ impl CqEntry<'_> {
     /// Every member, as [`Cq::poll`] gives them.
     pub fn wc(&self) -> Wc {
         match self.0 {
-            Repr::Rxe(r) => r.wc(),
-            Repr::Decoded(w) => *w,
+            WcView::Slot(r) => r.wc(),
+            WcView::Decoded(w) => *w,
         }
     }
 }
@@ -84,24 +75,6 @@ impl Cq {
     /// it needs. Never blocks and makes no system call. The completions
     /// are consumed whether or not `f` reads them.
     pub fn poll_each(&mut self, max: usize, mut f: impl FnMut(&CqEntry<'_>)) -> usize {
-        match &mut self.ring {
-            CqRing::Rxe(r) => r.each(max, |raw| f(&CqEntry(Repr::Rxe(raw)))),
-            CqRing::Mlx5(p) => {
-                let mut buf = [Wc::default(); BATCH];
-                let mut total = 0;
-                while total < max {
-                    let chunk = (max - total).min(BATCH);
-                    let n = p.poll(&mut buf[..chunk]);
-                    for w in &buf[..n] {
-                        f(&CqEntry(Repr::Decoded(w)));
-                    }
-                    total += n;
-                    if n < chunk {
-                        break;
-                    }
-                }
-                total
-            }
-        }
+        self.ring.each(max, |v| f(&CqEntry(v)))
     }
 }

@@ -302,7 +302,45 @@ impl RecvRing {
     }
 }
 
+/// One completion as the provider holds it, for a reader that decodes
+/// only the members it reads (`Cq::poll_each`): rxe's kernel-written
+/// `struct ib_uverbs_wc`, copied out of its slot, or a completion the
+/// provider decoded already (mlx5 must decode a CQE to match it to its
+/// queue).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum WcView<'a> {
+    Slot(&'a provider_rxe::RawWc),
+    Decoded(&'a Wc),
+}
+
+/// How many mlx5 completions `CqRing::each` decodes per batch.
+const EACH_BATCH: usize = 16;
+
 impl CqRing {
+    /// Hands up to `max` completions to `f`, oldest first; returns how
+    /// many.
+    pub(crate) fn each(&mut self, max: usize, mut f: impl FnMut(WcView<'_>)) -> usize {
+        match self {
+            CqRing::Rxe(r) => r.each(max, |raw| f(WcView::Slot(raw))),
+            CqRing::Mlx5(p) => {
+                let mut buf = [Wc::default(); EACH_BATCH];
+                let mut total = 0;
+                while total < max {
+                    let chunk = (max - total).min(EACH_BATCH);
+                    let n = p.poll(&mut buf[..chunk]);
+                    for w in &buf[..n] {
+                        f(WcView::Decoded(w));
+                    }
+                    total += n;
+                    if n < chunk {
+                        break;
+                    }
+                }
+                total
+            }
+        }
+    }
+
     /// Moves up to `out.len()` completions into `out`; returns how many.
     #[inline(always)]
     pub(crate) fn poll(&mut self, out: &mut [Wc]) -> usize {
