@@ -2,6 +2,9 @@
 //! lines, and the result tables (the same headers, columns and JSON keys,
 //! so that scripts that parse perftest's output parse ours).
 
+use super::args::{Conn, PerfArgs};
+use super::plan::{Plan, CQ_MOD, RX_DEPTH};
+use super::script::{title, Shape};
 use rverbs_tool::wire::perf::{BwReport, Peer};
 use std::fmt::Write as _;
 
@@ -37,6 +40,53 @@ pub struct Info<'a> {
     /// -R: QPs and exchange over rdma_cm.
     pub rdma_cm: bool,
     pub client: bool,
+}
+
+impl<'a> Info<'a> {
+    /// What the block shows for `a`'s run on `device`: `inline` is the
+    /// inline size the QPs were granted, `out_reads` our `OUT_READS`.
+    pub fn new(
+        a: &PerfArgs,
+        plan: &Plan,
+        device: &'a str,
+        ethernet: bool,
+        gid_index: Option<u32>,
+        inline: u32,
+        out_reads: u16,
+    ) -> Info<'a> {
+        let send = matches!(plan.spec.shape, Shape::SendBw | Shape::SendLat);
+        let client = plan.client;
+        Info {
+            title: title(a),
+            device,
+            qps: a.qps,
+            conn: match a.conn {
+                Conn::Rc => "RC",
+                Conn::Uc => "UC",
+                Conn::Ud => "UD",
+            },
+            tx: client || a.duplex,
+            tx_depth: a.tx_depth(),
+            rx_depth: (send && (!client || a.duplex)).then_some(RX_DEPTH),
+            post_list: a.batch,
+            cq_mod: (!a.test.is_lat()).then_some(if a.timed() {
+                CQ_MOD
+            } else {
+                CQ_MOD.min(a.iters())
+            }),
+            mtu_bytes: plan.mtu_bytes(),
+            ethernet,
+            gid_index,
+            inline_or_reads: if plan.spec.reads {
+                Err(u32::from(out_reads))
+            } else {
+                Ok(inline)
+            },
+            events: a.events,
+            rdma_cm: a.rdma_cm,
+            client,
+        }
+    }
 }
 
 /// perftest's information block, from its first line to the closing one.
@@ -91,6 +141,32 @@ pub fn info(i: &Info<'_>) -> String {
         let _ = writeln!(s, " Data ex. method : Ethernet");
     }
     let _ = write!(s, "{LINE}");
+    s
+}
+
+/// The header of the result table.
+pub fn header(a: &PerfArgs) -> &'static str {
+    if a.test.is_lat() {
+        LAT_HEADER
+    } else if a.report_gbits {
+        BW_HEADER_GB
+    } else {
+        BW_HEADER_MB
+    }
+}
+
+/// Everything before the results: the information block, both sides'
+/// address lines (`addr_fields` as [`address`]'s `rdma`), and the table's
+/// header.
+pub fn head(i: &Info<'_>, mine: &[Peer], peers: &[Peer], addr_fields: u8, header: &str) -> String {
+    let mut s = info(i);
+    for m in mine {
+        let _ = write!(s, "\n{}", address("local", m, addr_fields));
+    }
+    for p in peers {
+        let _ = write!(s, "\n{}", address("remote", p, addr_fields));
+    }
+    let _ = write!(s, "\n{LINE}\n{header}");
     s
 }
 
@@ -169,6 +245,23 @@ pub fn bw_json(r: &BwReport) -> String {
     )
 }
 
+/// A bandwidth run's result line and `--out_json` block.
+pub fn bw_result(r: &BwReport) -> (String, String) {
+    (bw_line(r), bw_json(r))
+}
+
+/// A latency run's result line and `--out_json` block (none without
+/// samples); sorts the samples.
+pub fn lat_result(size: u32, samples: &mut [f64]) -> (String, String) {
+    match latency_stats(samples) {
+        Some(s) => (
+            lat_line(size.into(), samples.len(), &s),
+            lat_json(size.into(), samples.len(), &s),
+        ),
+        None => (format!(" {size:<7} 0          (no samples)"), String::new()),
+    }
+}
+
 /// Latency statistics over per-iteration samples (microseconds).
 #[derive(Debug, PartialEq)]
 pub struct Stats {
@@ -214,6 +307,52 @@ pub fn latency_stats(samples: &mut [f64]) -> Option<Stats> {
         p99: pct(0.99),
         p999: pct(0.999),
     })
+}
+
+/// perftest's `--out_json` file: its test information block, then the
+/// results blocks (`results`).
+pub fn json(i: &Info<'_>, results: &str) -> String {
+    let mut s = String::from("{\ntest_info: {\n");
+    let _ = writeln!(s, "test: {}_Test,", i.title.replace(' ', "_"));
+    let _ = write!(
+        s,
+        "Dual_port: OFF,\nDevice: \"{}\",\nNumber_of_qps: {},\nTransport_type: IB,\nConnection_type: {},\nUsing_SRQ: OFF,\n",
+        i.device, i.qps, i.conn
+    );
+    s.push_str(" PCIe_relax_order: Unsupported,\nibv_wr_API: OFF,\n");
+    if i.tx {
+        let _ = writeln!(s, "TX_depth : {},", i.tx_depth);
+    }
+    if i.post_list > 1 {
+        let _ = writeln!(s, "Post_List: {},", i.post_list);
+    }
+    if let Some(rx) = i.rx_depth {
+        let _ = writeln!(s, "RX_depth: {rx},");
+    }
+    if let Some(m) = i.cq_mod {
+        let _ = writeln!(s, "CQ_Moderation: {m},");
+    }
+    let link = if i.ethernet { "Ethernet" } else { "IB" };
+    let _ = write!(s, "Mtu: {},\nLink_type: {link},\n", i.mtu_bytes);
+    if let Some(g) = i.gid_index {
+        let _ = writeln!(s, "GID_index: {g},");
+    }
+    match i.inline_or_reads {
+        Ok(n) => {
+            let _ = writeln!(s, "Max_inline_data: {n},");
+        }
+        Err(n) => {
+            let _ = writeln!(s, "Outstand_reads: {n},");
+        }
+    }
+    s.push_str(if i.rdma_cm {
+        "rdma_cm_QPs: ON,\nData_ex_method: rdma_cm,\n},\n"
+    } else {
+        "rdma_cm_QPs: OFF,\nData_ex_method: Ethernet,\n},\n"
+    });
+    s.push_str(results);
+    s.push_str("}\n");
+    s
 }
 
 #[cfg(test)]
@@ -262,5 +401,96 @@ mod tests {
             address("local", &p, 1),
             " local address: LID 0000 QPN 0x0012 PSN 0xa5099b RKey 0x0002eb VAddr 0x00556da9bbf000\n GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:77:00:01"
         );
+    }
+
+    fn plan(line: &str, mtu: u8) -> (PerfArgs, Plan) {
+        let a = super::super::plan::tests::args(line);
+        let p = Plan::new(&a, mtu, 4096);
+        (a, p)
+    }
+
+    /// What the information block shows, by test, role and flags.
+    #[test]
+    fn the_information_block_follows_the_test_and_the_role() {
+        let (a, p) = plan("send-bw -b -n 50 -I 64", 3);
+        let i = Info::new(&a, &p, "rxe0", true, Some(1), 60, 16);
+        assert_eq!(i.title, "Send Bidirectional BW");
+        assert_eq!((i.tx, i.rx_depth, i.cq_mod), (true, Some(512), Some(50)));
+        assert_eq!((i.mtu_bytes, i.inline_or_reads), (1024, Ok(60)));
+        // A send-bw client without -b receives nothing.
+        let (a, p) = plan("send-bw -D 4 10.0.0.1", 3);
+        let i = Info::new(&a, &p, "rxe0", true, None, 0, 16);
+        assert_eq!((i.tx, i.rx_depth, i.cq_mod), (true, None, Some(100)));
+        // Reads and atomics show the outstanding reads; latency no CQ
+        // moderation; a server of a one-sided test no TX depth.
+        let (a, p) = plan("read-lat -c RC", 1);
+        let i = Info::new(&a, &p, "mlx5_0", false, None, 0, 16);
+        assert_eq!((i.tx, i.cq_mod, i.inline_or_reads), (false, None, Err(16)));
+        assert_eq!((i.conn, i.mtu_bytes, i.client), ("RC", 256, false));
+        let (a, p) = plan("send-lat -c UD 10.0.0.1", 3);
+        let i = Info::new(&a, &p, "rxe0", true, None, 0, 16);
+        assert_eq!((i.conn, i.rx_depth, i.client), ("UD", None, true));
+    }
+
+    #[test]
+    fn the_json_file_is_laid_out_as_perftests() {
+        let (a, p) = plan("write-bw -q 2 -l 4 -R 10.0.0.1", 3);
+        let i = Info::new(&a, &p, "rxe0", true, Some(1), 0, 16);
+        let r = BwReport {
+            size: 65536,
+            iters: 10000,
+            bw_peak: 1.5,
+            bw_avg: 1.25,
+            msg_rate: 0.00002,
+        };
+        assert_eq!(
+            json(&i, &bw_json(&r)),
+            "{\ntest_info: {\ntest: RDMA_Write_Post_List_BW_Test,\nDual_port: OFF,\n\
+             Device: \"rxe0\",\nNumber_of_qps: 2,\nTransport_type: IB,\nConnection_type: RC,\n\
+             Using_SRQ: OFF,\n PCIe_relax_order: Unsupported,\nibv_wr_API: OFF,\n\
+             TX_depth : 128,\nPost_List: 4,\nCQ_Moderation: 100,\nMtu: 1024,\n\
+             Link_type: Ethernet,\nGID_index: 1,\nMax_inline_data: 0,\nrdma_cm_QPs: ON,\n\
+             Data_ex_method: rdma_cm,\n},\nresults: {\nMsgSize: 65536,\nn_iterations: 10000,\n\
+             BW_peak: 1.50,\nBW_average: 1.25,\nMsgRate: 0.000020,\n},\n}\n"
+        );
+    }
+
+    #[test]
+    fn the_head_is_info_addresses_line_and_header() {
+        let (a, p) = plan("write-bw", 3);
+        let i = Info::new(&a, &p, "rxe0", false, None, 0, 16);
+        let me = Peer {
+            lid: 1,
+            out_reads: 16,
+            qpn: 0x11,
+            psn: 0x22,
+            rkey: 0x33,
+            addr: 0x44,
+            gid: None,
+            srqn: 0,
+        };
+        let h = head(&i, &[me], &[me], 1, header(&a));
+        let lines: Vec<&str> = h.lines().collect();
+        let n = lines.len();
+        assert_eq!(&lines[..n - 4].join("\n"), &info(&i));
+        assert_eq!(lines[n - 4], address("local", &me, 1));
+        assert_eq!(lines[n - 3], address("remote", &me, 1));
+        assert_eq!(lines[n - 2..], [LINE, BW_HEADER_MB]);
+        assert_eq!(header(&plan("write-bw --report_gbits", 3).0), BW_HEADER_GB);
+        assert_eq!(header(&plan("read-lat", 3).0), LAT_HEADER);
+    }
+
+    #[test]
+    fn results_without_samples_say_so() {
+        assert_eq!(
+            lat_result(64, &mut []),
+            (
+                " 64      0          (no samples)".to_string(),
+                String::new()
+            )
+        );
+        let (line, json) = lat_result(2, &mut [1.0, 3.0, 2.0]);
+        assert!(line.starts_with(" 2       3          1.00"), "{line}");
+        assert!(json.starts_with("results: {\nMsgSize: 2,\nn_iterations: 3,\nt_min: 1.00,"));
     }
 }
