@@ -101,7 +101,7 @@ fn main() -> rverbs::Result<()> {
     };
     // One QP connected to itself: rxe answers its own GID.
     let mut qp = pd.create_qp(&init)?;
-    let av = common::own_address(&ctx, port)?;
+    let av = ctx.port_address(port)?;
     let me = qp.qpn();
     qp.modify(&QpAttr::init(
         port,

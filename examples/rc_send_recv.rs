@@ -8,37 +8,22 @@
 
 mod common;
 
-use rverbs::{Access, Mtu, QpAttr, QpCaps, QpInit, QpType, RecvWr, Result, SendOp, SendWr};
+use rverbs::{Access, QpInit, QpType, RecvWr, Result, SendOp, SendWr};
 
 fn main() -> Result<()> {
     let (ctx, port) = common::open_from_args()?;
     let pd = ctx.alloc_pd()?;
-    let mut cq = ctx.create_cq(16, None, 0)?;
-    let init = QpInit {
-        qp_type: QpType::Rc,
-        send_cq: &cq,
-        recv_cq: &cq,
-        caps: QpCaps {
-            max_send_wr: 4,
-            max_recv_wr: 4,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        sq_sig_all: false,
-        srq: None,
-    };
+    let mut cq = ctx.create_cq(64, None, 0)?;
+    let init = QpInit::new(QpType::Rc, &cq);
     let mut sender = pd.create_qp(&init)?;
     let mut receiver = pd.create_qp(&init)?;
 
-    // Connect the two: INIT, then RTR towards the peer's QP number, RTS.
-    let av = common::own_address(&ctx, port)?;
+    // Connect the two (INIT, RTR, RTS), each to the other's QP number at
+    // the port's own address: rxe answers its own GID.
+    let me = ctx.port_address(port)?;
     let (qs, qr) = (sender.qpn(), receiver.qpn());
-    for (qp, peer) in [(&mut sender, qr), (&mut receiver, qs)] {
-        qp.modify(&QpAttr::init(port, Access::LOCAL_WRITE))?;
-        qp.modify(&QpAttr::rtr(av, Mtu::M1024, peer, 0))?;
-        qp.modify(&QpAttr::rts(0))?;
-    }
+    sender.connect(port, Access::LOCAL_WRITE, me, qr)?;
+    receiver.connect(port, Access::LOCAL_WRITE, me, qs)?;
 
     // Registered memory is owned by its Mr and named by checked slices.
     let src = pd.alloc_mr(64, Access::LOCAL_WRITE)?;

@@ -8,39 +8,21 @@
 
 mod common;
 
-use rverbs::{Access, Mtu, QpAttr, QpCaps, QpInit, QpType, Remote, Result, SendOp, SendWr};
+use rverbs::{Access, QpInit, QpType, Remote, Result, SendOp, SendWr};
 
 fn main() -> Result<()> {
     let (ctx, port) = common::open_from_args()?;
     let pd = ctx.alloc_pd()?;
-    let mut cq = ctx.create_cq(16, None, 0)?;
-    let init = QpInit {
-        qp_type: QpType::Rc,
-        send_cq: &cq,
-        recv_cq: &cq,
-        caps: QpCaps {
-            max_send_wr: 4,
-            max_recv_wr: 1,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        sq_sig_all: false,
-        srq: None,
-    };
+    let mut cq = ctx.create_cq(64, None, 0)?;
+    let init = QpInit::new(QpType::Rc, &cq);
     let mut writer = pd.create_qp(&init)?;
     let mut target = pd.create_qp(&init)?;
-    let av = common::own_address(&ctx, port)?;
+    let me = ctx.port_address(port)?;
     let (qw, qt) = (writer.qpn(), target.qpn());
-    for (qp, peer) in [(&mut writer, qt), (&mut target, qw)] {
-        // The target must grant remote write on the QP and on the MR.
-        qp.modify(&QpAttr::init(
-            port,
-            Access::LOCAL_WRITE | Access::REMOTE_WRITE,
-        ))?;
-        qp.modify(&QpAttr::rtr(av, Mtu::M1024, peer, 0))?;
-        qp.modify(&QpAttr::rts(0))?;
-    }
+    // The target must grant remote write on the QP and on the MR.
+    let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
+    writer.connect(port, access, me, qt)?;
+    target.connect(port, access, me, qw)?;
 
     let local = pd.alloc_mr(4096, Access::LOCAL_WRITE)?;
     let remote_mr = pd.alloc_mr(4096, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;

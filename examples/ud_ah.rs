@@ -1,6 +1,6 @@
 //! UD with an address handle: a datagram QP sends to another through an
 //! AH made from the port's own address. A UD receive starts with the
-//! 40-byte GRH slot, then the payload.
+//! 40-byte GRH slot ([`rverbs::GRH_LEN`]), then the payload.
 //!
 //! ```text
 //! cargo run --example ud_ah -- [DEVICE] [PORT]
@@ -8,37 +8,20 @@
 
 mod common;
 
-use rverbs::{QpAttr, QpCaps, QpInit, QpState, QpType, RecvWr, Result, SendOp, SendWr, WcFlags};
+use rverbs::{QpInit, QpType, RecvWr, Result, SendOp, SendWr, WcFlags, GRH_LEN as GRH};
 
 const QKEY: u32 = 0x1111_1111;
-const GRH: usize = 40;
 
 fn main() -> Result<()> {
     let (ctx, port) = common::open_from_args()?;
     let pd = ctx.alloc_pd()?;
-    let mut cq = ctx.create_cq(16, None, 0)?;
-    let init = QpInit {
-        qp_type: QpType::Ud,
-        send_cq: &cq,
-        recv_cq: &cq,
-        caps: QpCaps {
-            max_send_wr: 4,
-            max_recv_wr: 4,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        sq_sig_all: false,
-        srq: None,
-    };
+    let mut cq = ctx.create_cq(64, None, 0)?;
+    let init = QpInit::new(QpType::Ud, &cq);
     let mut a = pd.create_qp(&init)?;
     let mut b = pd.create_qp(&init)?;
-    for qp in [&mut a, &mut b] {
-        qp.modify(&QpAttr::init_ud(port, QKEY))?;
-        qp.modify(&QpAttr::state(QpState::Rtr))?;
-        qp.modify(&QpAttr::rts_ud(0))?;
-    }
-    let ah = pd.create_ah(&common::own_address(&ctx, port)?)?;
+    a.ready_ud(port, QKEY)?;
+    b.ready_ud(port, QKEY)?;
+    let ah = pd.create_ah(&ctx.port_address(port)?)?;
 
     let buf = pd.alloc_mr(4096, rverbs::Access::LOCAL_WRITE)?;
     let msg = b"a datagram";

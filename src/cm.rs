@@ -152,6 +152,14 @@ pub struct CmEvent {
 }
 
 impl CmEvent {
+    /// The address vector of a UD event: the peer a UD `ESTABLISHED`
+    /// resolved, or the group of a `MULTICAST_JOIN` — what
+    /// [`Pd::create_ah`](crate::Pd::create_ah) takes to send there (with
+    /// [`CmEvent::ud`]'s `qp_num` and `qkey`).
+    pub fn ah_attr(&self) -> crate::AhAttr {
+        ud_ah_attr(&self.ud)
+    }
+
     /// `RDMA_CM_EVENT_…`, as librdmacm's `rdma_event_str` names it.
     pub fn name(&self) -> String {
         match self.kind.name() {
@@ -620,9 +628,8 @@ impl CmId {
     }
 }
 
-/// The address vector of a UD event's peer ([`CmEvent::ud`]), for
-/// [`Pd::create_ah`](crate::Pd::create_ah).
-pub fn ud_ah_attr(ud: &UdParam) -> crate::AhAttr {
+/// The address vector a UD event carries (see [`CmEvent::ah_attr`]).
+pub(crate) fn ud_ah_attr(ud: &UdParam) -> crate::AhAttr {
     use zerocopy::FromBytes;
     // 32 bytes of `struct ib_uverbs_ah_attr`, exactly its size.
     let a = uverbs_abi::verbs::IbUverbsAhAttr::read_from_bytes(&ud.ah_attr).unwrap_or_default();

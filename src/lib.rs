@@ -196,13 +196,17 @@ mod sys;
 pub mod wc;
 pub mod wr;
 
-pub use ah::Ah;
+pub use ah::{Ah, GRH_LEN};
 pub use context::{CommandPath, Context};
 pub use cq::{CompChannel, Cq, CqEntry};
 pub use device::{format_guid, Device, Driver, NodeType};
 pub use error::{Errno, Error, PostError, Result};
 pub use event::{AsyncEvent, EventType};
 pub use features::Features;
+#[cfg(feature = "memmap2")]
+/// The `memmap2` crate, whose `MmapMut` [`Pd::register`] takes (feature
+/// `memmap2`): the version rverbs was built with.
+pub use memmap2;
 pub use mr::{Access, DeregisterError, External, Mr, MrBuffer, MrMemory, Pages, Released};
 pub use mw::{Mw, MwType};
 pub use odp::Advice;

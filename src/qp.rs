@@ -3,6 +3,7 @@
 //! WQEs and a doorbell, no system call), post receive (ring write only).
 
 pub(crate) mod attr;
+mod connect;
 mod mcast;
 mod query;
 
@@ -43,6 +44,22 @@ pub struct QpInit<'a> {
     pub sq_sig_all: bool,
     /// Take receives from this SRQ instead of an own receive queue.
     pub srq: Option<&'a crate::Srq>,
+}
+
+impl<'a> QpInit<'a> {
+    /// A QP of `qp_type` whose sends and receives complete on `cq`, with
+    /// [`QpCaps::default`] sizes, signaling only the sends that ask, and
+    /// its own receive queue. Change the fields for anything else.
+    pub fn new(qp_type: QpType, cq: &'a Cq) -> QpInit<'a> {
+        QpInit {
+            qp_type,
+            send_cq: cq,
+            recv_cq: cq,
+            caps: QpCaps::default(),
+            sq_sig_all: false,
+            srq: None,
+        }
+    }
 }
 
 /// A queue pair. Posting takes `&mut self`: a QP is driven by one thread at

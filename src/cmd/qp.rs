@@ -25,8 +25,10 @@ impl Kind for QpKind {
 
 pub use rverbs_types::QpType;
 
-/// Queue sizes asked for at creation, and granted by the kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Queue sizes asked for at creation, and granted by the kernel. The
+/// default asks for what a simple program needs: 16 sends and 16
+/// receives of one SGE each, no inline data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QpCaps {
     /// Send work requests outstanding at once.
     pub max_send_wr: u32,
@@ -38,6 +40,18 @@ pub struct QpCaps {
     pub max_recv_sge: u32,
     /// Bytes of inline data per send.
     pub max_inline_data: u32,
+}
+
+impl Default for QpCaps {
+    fn default() -> QpCaps {
+        QpCaps {
+            max_send_wr: 16,
+            max_recv_wr: 16,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        }
+    }
 }
 
 /// What a QP is created with (kernel handles of its PD, CQs and SRQ).

@@ -52,7 +52,8 @@ pub enum QpState {
 }
 
 impl QpState {
-    pub(crate) fn raw(self) -> u32 {
+    /// The kernel's value (`enum ib_qp_state`).
+    pub fn raw(self) -> u32 {
         match self {
             QpState::Reset => 0,
             QpState::Init => 1,

@@ -348,7 +348,6 @@ fn ud_init(cq: &Cq) -> QpInit<'_> {
 
 #[test]
 fn ud_ids_resolve_the_peer_qp_and_a_datagram_arrives() {
-    use rverbs::cm::ud_ah_attr;
     let chan = CmChannel::new().unwrap();
     let l = chan.create_id(PortSpace::UDP).unwrap();
     l.bind(&addr(0)).unwrap();
@@ -391,7 +390,7 @@ fn ud_ids_resolve_the_peer_qp_and_a_datagram_arrives() {
         id.wait_event(EventType::ESTABLISHED).unwrap()
     };
     assert_ne!(ev.ud.qp_num, 0);
-    let ah = pd.create_ah(&ud_ah_attr(&ev.ud)).unwrap();
+    let ah = pd.create_ah(&ev.ah_attr()).unwrap();
     let mr = pd.alloc_mr(64, Access::LOCAL_WRITE).unwrap();
     mr.write(0, b"datagram!").unwrap();
     qp.post_send(

@@ -273,7 +273,7 @@ fn drain(cq: &mut Cq, limit: Duration) -> Vec<Wc> {
 
 #[test]
 fn rdma_cm_join_attaches_and_leave_detaches() {
-    use rverbs::cm::{ud_ah_attr, CmChannel, EventType, JoinFlags};
+    use rverbs::cm::{CmChannel, EventType, JoinFlags};
     let chan = CmChannel::new().unwrap();
     let group = Ipv4Addr::new(239, 77, 2, 1);
     let gaddr: std::net::SocketAddr = (group, 0).into();
@@ -298,12 +298,12 @@ fn rdma_cm_join_attaches_and_leave_detaches() {
         assert_eq!(ev.mcast, Some(gaddr), "the event names the group");
         assert!([a.id.uid(), b.id.uid(), c.id.uid()].contains(&ev.uid));
         assert_eq!(ev.ud.qp_num, MCAST_QPN);
-        let av = ud_ah_attr(&ev.ud);
+        let av = ev.ah_attr();
         assert_eq!(av.grh.unwrap().dgid, mgid(group), "{av:?}");
-        ud = Some(ev.ud);
+        ud = Some((ev.ud, av));
     }
-    let ud = ud.unwrap();
-    let ah = c.pd.create_ah(&ud_ah_attr(&ud)).unwrap();
+    let (ud, av) = ud.unwrap();
+    let ah = c.pd.create_ah(&av).unwrap();
     let send = |c: &mut CmNode, round: u8| {
         c.mr.write(0, &pattern(round)).unwrap();
         let s = [c.mr.slice(0, LEN as u32).unwrap()];

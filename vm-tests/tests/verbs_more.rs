@@ -425,3 +425,37 @@ fn rts_to_sqd_reports_sq_drained_and_back() {
         .unwrap();
     assert_eq!(wait(&mut p.cq_a, 1)[0].wr_id, 2);
 }
+
+/// The blocking API's bounded wait: `poll_until` returns as soon as the
+/// completions asked for are in, or at the deadline with those that came
+/// (none here), so a program never hangs on a peer that went away.
+#[test]
+fn poll_until_stops_at_n_or_at_the_deadline() {
+    let (ctx, _) = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq = ctx.create_cq(64, None, 0).unwrap();
+    let mut out = [Wc::default(); 4];
+    let t = Instant::now();
+    assert_eq!(cq.poll_until(&mut out, t + Duration::from_millis(100)), 0);
+    assert!(t.elapsed() >= Duration::from_millis(100));
+    // Two QPs connected in one call each, at the port's own address.
+    let init = QpInit::new(QpType::Rc, &cq);
+    let (mut a, mut b) = (pd.create_qp(&init).unwrap(), pd.create_qp(&init).unwrap());
+    let me = ctx.port_address(1).unwrap();
+    let (qa, qb) = (a.qpn(), b.qpn());
+    a.connect(1, ALL, me, qb).unwrap();
+    b.connect(1, ALL, me, qa).unwrap();
+    let m = pd.alloc_mr(64, ALL).unwrap();
+    let r = Remote {
+        addr: m.addr(),
+        rkey: m.rkey(),
+    };
+    let s = [m.slice(0, 8).unwrap()];
+    let wrs: Vec<SendWr> = (0..2)
+        .map(|i| SendWr::new(i, SendOp::Write(r), &s))
+        .collect();
+    a.post_send(&wrs).unwrap();
+    let n = cq.poll_until(&mut out[..2], Instant::now() + Duration::from_secs(10));
+    assert_eq!(n, 2, "{:?}", &out[..n]);
+    assert!(out[..2].iter().all(|w| w.is_ok()), "{:?}", &out[..2]);
+}

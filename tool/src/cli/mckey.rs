@@ -16,7 +16,7 @@ use super::cm_common::{
 };
 use super::wait::{parse_timeout, Timeout, DEFAULT_SECS};
 use clap::Args;
-use rverbs::cm::{ud_ah_attr, CmChannel, CmId, EventType, JoinFlags, PortSpace};
+use rverbs::cm::{CmChannel, CmId, EventType, JoinFlags, PortSpace};
 use rverbs::{Ah, Error, Result};
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -163,7 +163,7 @@ fn join_all(
                     .map_err(|e| invalid(format!("failure joining: {e}")))?;
             }
             EventType::MULTICAST_JOIN => {
-                let av = ud_ah_attr(&ev.ud);
+                let av = ev.ah_attr();
                 let dgid = av.grh.map(|g| g.dgid).unwrap_or_default();
                 println!(
                     "mckey: joined dgid: {} mlid 0x{:x} sl {}",

@@ -17,7 +17,7 @@ use super::cm_common::{
     ud_res, CmToolArgs, UdRes,
 };
 use clap::Args;
-use rverbs::cm::{ud_ah_attr, CmChannel, CmEvent, CmId, ConnParam, EventType, IdOption, PortSpace};
+use rverbs::cm::{CmChannel, CmEvent, CmId, ConnParam, EventType, IdOption, PortSpace};
 use rverbs::{AhAttr, Error, GidType, Grh, Result};
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
@@ -118,7 +118,7 @@ fn run_client(a: &UdaddyArgs) -> Result<()> {
                     let (id, res) = pending.remove(p);
                     let ah = res
                         .pd
-                        .create_ah(&ud_ah_attr(&ev.ud))
+                        .create_ah(&ev.ah_attr())
                         .map_err(|e| invalid(format!("failure creating address handle: {e}")))?;
                     nodes.push(Node {
                         id,

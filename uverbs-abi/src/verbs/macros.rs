@@ -121,6 +121,21 @@ macro_rules! abi_enum {
                 None
             }
 
+            /// The name of this value's constant here (`REM_ACCESS_ERR` for
+            /// `IB_WC_REM_ACCESS_ERR`), what a Rust program writes, or `None`
+            /// for a value this crate does not know.
+            pub const fn rust_name(self) -> Option<&'static str> {
+                const RUST: &[(&str, $int)] = &[$((stringify!($c), $v)),*];
+                let mut i = 0;
+                while i < RUST.len() {
+                    if RUST[i].1 == self.0 {
+                        return Some(RUST[i].0);
+                    }
+                    i += 1;
+                }
+                None
+            }
+
             /// Files every named value for the layout test.
             #[allow(dead_code)]
             pub(crate) fn register(r: &mut $crate::verbs::macros::Registry) {
