@@ -128,7 +128,9 @@ unsafe extern "C" fn create_ah(p: *mut IbvPd, attr: *mut IbvAhAttr) -> *mut IbvA
 }
 export!("ibv_create_ah" = create_ah);
 
-/// `ibv_destroy_ah`: 0 or an errno.
+/// `ibv_destroy_ah`: 0 or an errno. rverbs' AH issues `DESTROY_AH` when
+/// its last holder drops it (a QP keeps the AH of a posted UD send until
+/// that send is done) and cannot report a refusal; rxe never refuses it.
 unsafe extern "C" fn destroy_ah(a: *mut IbvAh) -> c_int {
     // SAFETY: an AH of ours (C contract).
     let Some(b) = (unsafe { ah_of(a) }) else {

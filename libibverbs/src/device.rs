@@ -270,6 +270,8 @@ unsafe extern "C" fn open_device(d: *mut IbvDevice) -> *mut IbvContext {
 }
 export!("ibv_open_device" = open_device);
 
+/// `ibv_close_device`: 0, as rdma-core answers whatever is left open (the
+/// kernel objects go with the last of rverbs' references to the context).
 unsafe extern "C" fn close_device(c: *mut IbvContext) -> c_int {
     if c.is_null() {
         return ret_errno(libc::EINVAL);

@@ -14,26 +14,39 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// `ibv_attach_mcast` (`ATTACH_MCAST`): 0 or an errno.
+/// `ibv_attach_mcast` (`ATTACH_MCAST`): 0 or an errno. The group is noted
+/// as the kernel notes it on success (once), for `ibv_destroy_qp`.
 unsafe extern "C" fn attach_mcast(q: *mut IbvQp, gid: *const IbvGid, lid: u16) -> c_int {
     // SAFETY: a QP of ours and a readable GID (C contract).
     let (Some(b), Some(g)) = (unsafe { qp_of(q) }, unsafe { gid.as_ref() }) else {
         return ret_errno(libc::EINVAL);
     };
+    // Held across the command, so the list follows the kernel's order.
+    let mut groups = lock(&b.mcast);
     match lock(&b.qp).attach_mcast(&g.raw, lid) {
-        Ok(()) => 0,
+        Ok(()) => {
+            if !groups.contains(&(g.raw, lid)) {
+                groups.push((g.raw, lid));
+            }
+            0
+        }
         Err(e) => ret_errno(errno_of(&e)),
     }
 }
 export!("ibv_attach_mcast" = attach_mcast);
 
-/// `ibv_detach_mcast` (`DETACH_MCAST`): 0 or an errno.
+/// `ibv_detach_mcast` (`DETACH_MCAST`): 0 or an errno. The kernel drops
+/// the group from its list whenever it is there, whatever the driver then
+/// answers; so does this library's note of it.
 unsafe extern "C" fn detach_mcast(q: *mut IbvQp, gid: *const IbvGid, lid: u16) -> c_int {
     // SAFETY: a QP of ours and a readable GID (C contract).
     let (Some(b), Some(g)) = (unsafe { qp_of(q) }, unsafe { gid.as_ref() }) else {
         return ret_errno(libc::EINVAL);
     };
-    match lock(&b.qp).detach_mcast(&g.raw, lid) {
+    let mut groups = lock(&b.mcast);
+    let r = lock(&b.qp).detach_mcast(&g.raw, lid);
+    groups.retain(|&x| x != (g.raw, lid));
+    match r {
         Ok(()) => 0,
         Err(e) => ret_errno(errno_of(&e)),
     }

@@ -61,7 +61,8 @@ unsafe extern "C" fn alloc_mw(p: *mut IbvPd, mw_type: c_int) -> *mut IbvMw {
     .cast()
 }
 
-/// `ops.dealloc_mw`: 0 or an errno.
+/// `ops.dealloc_mw`: 0 or an errno. rverbs' window issues `DEALLOC_MW`
+/// when dropped and cannot report a refusal; rxe never refuses it.
 unsafe extern "C" fn dealloc_mw(m: *mut IbvMw) -> c_int {
     if m.is_null() {
         set_errno(libc::EINVAL);

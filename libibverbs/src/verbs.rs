@@ -6,6 +6,14 @@
 //! objects instead keep their parents alive, so the boxes count their
 //! C-side users and refuse the same way.
 //!
+//! A destroy answers 0 only once the kernel object is gone; when it is
+//! refused, the errno is returned and the C object stays, as in rdma-core
+//! (its memory may still be reached by the device or by peers). Where
+//! rverbs destroys by `Drop` alone, the kernel's refusals are foreseen
+//! exactly instead: a QP attached to multicast groups (`EBUSY`, as
+//! `uverbs_free_qp` answers), and every user count above. See `dereg_mr`
+//! for the one refusal that cannot be foreseen (an MR with windows bound).
+//!
 //! The C structs of CQs and QPs are in `UnsafeCell`s: members of them
 //! change (a QP's `state`, a CQ's event counters and `cqe`) while C holds
 //! their pointers and other threads hold shared references to the boxes.
@@ -67,6 +75,10 @@ unsafe extern "C" fn alloc_pd(c: *mut IbvContext) -> *mut IbvPd {
 }
 export!("ibv_alloc_pd" = alloc_pd);
 
+/// `ibv_dealloc_pd`: `EBUSY` while any MR (a refused one too), QP, AH,
+/// SRQ or window of ours is on it, which is when the kernel refuses; else
+/// the PD goes (`DEALLOC_PD` once rverbs' last reference does: a refusal
+/// there cannot be reported, as rverbs destroys by `Drop`).
 unsafe extern "C" fn dealloc_pd(p: *mut IbvPd) -> c_int {
     // SAFETY: a PD of ours (C contract).
     let Some(b) = (unsafe { pd_of(p) }) else {
@@ -84,8 +96,17 @@ export!("ibv_dealloc_pd" = dealloc_pd);
 #[repr(C)]
 struct MrBox {
     c: IbvMr,
-    _mr: Mr<External>,
+    mr: Mutex<MrState>,
     pd: *const PdBox,
+}
+
+/// An MR of the C API, as far as the kernel is concerned.
+enum MrState {
+    Registered(Mr<External>),
+    /// The kernel refused `DEREG_MR` with this errno: the MR is still
+    /// registered (its keys still reach the memory), but rverbs' `Mr` went
+    /// with the refusal, so it cannot be asked again.
+    Refused(c_int),
 }
 
 /// `IBV_ACCESS_OPTIONAL_RANGE`: hints the device may ignore.
@@ -126,7 +147,12 @@ unsafe fn reg(
         lkey: mr.lkey(),
         rkey: mr.rkey(),
     };
-    Box::into_raw(Box::new(MrBox { c, _mr: mr, pd: b })).cast()
+    Box::into_raw(Box::new(MrBox {
+        c,
+        mr: Mutex::new(MrState::Registered(mr)),
+        pd: b,
+    }))
+    .cast()
 }
 
 unsafe extern "C" fn reg_mr(
@@ -164,15 +190,56 @@ unsafe extern "C" fn reg_mr_iova(
 }
 export!("ibv_reg_mr_iova" = reg_mr_iova);
 
-unsafe extern "C" fn dereg_mr(m: *mut IbvMr) -> c_int {
-    if m.is_null() {
-        return ret_errno(libc::EINVAL);
+/// `DEREG_MR` of the MR in `state`: `Ok` once the kernel has agreed, or
+/// the errno, `state` keeping what is left.
+fn deregister(state: &mut MrState) -> Result<(), c_int> {
+    use rverbs::DeregisterError as D;
+    let mr = match std::mem::replace(state, MrState::Refused(libc::EINVAL)) {
+        MrState::Registered(mr) => mr,
+        MrState::Refused(e) => {
+            *state = MrState::Refused(e);
+            return Err(e);
+        }
+    };
+    match mr.deregister() {
+        Ok(_) => Ok(()),
+        // Neither happens here (the C MR is this library's only handle,
+        // and it binds windows by work request), but each leaves the MR.
+        Err(D::Shared(mr)) => {
+            *state = MrState::Registered(mr);
+            Err(libc::EBUSY)
+        }
+        Err(D::Windows(mr, _)) => {
+            *state = MrState::Registered(mr);
+            Err(libc::EINVAL)
+        }
+        Err(D::Kernel(e)) => {
+            *state = MrState::Refused(errno_of(&e));
+            Err(errno_of(&e))
+        }
     }
-    // SAFETY: made by Box::into_raw in reg (C contract: deregistered once).
-    let b = unsafe { Box::from_raw(m.cast::<MrBox>()) };
+}
+
+/// `ibv_dereg_mr`: 0 once the kernel has deregistered the MR; else its
+/// errno, and the MR stays (rxe refuses with `EINVAL` while a window is
+/// bound to it: the program must not free the memory then). A refused MR
+/// answers the same errno again, even once the window is gone: rverbs'
+/// `Mr::deregister` drops the MR with the kernel's refusal, so it cannot
+/// be asked again (rdma-core would succeed then); the memory stays
+/// registered until the context is closed.
+unsafe extern "C" fn dereg_mr(m: *mut IbvMr) -> c_int {
+    // SAFETY: an MR of ours (C contract); `c` is the first field.
+    let Some(b) = (unsafe { m.cast::<MrBox>().as_ref() }) else {
+        return ret_errno(libc::EINVAL);
+    };
+    if let Err(e) = deregister(&mut lock(&b.mr)) {
+        return ret_errno(e);
+    }
     // SAFETY: the PD outlives its MRs: dealloc_pd refuses while users > 0.
     unsafe { (*b.pd).users.fetch_sub(1, Ordering::AcqRel) };
-    drop(b);
+    // SAFETY: made by Box::into_raw in reg; deregistered now, and the C
+    // caller deregisters it once.
+    drop(unsafe { Box::from_raw(m.cast::<MrBox>()) });
     0
 }
 export!("ibv_dereg_mr" = dereg_mr);
@@ -395,6 +462,10 @@ pub(crate) struct QpBox {
     pub(crate) qp: Mutex<Qp>,
     /// A UD QP (its sends name an AH).
     pub(crate) ud: bool,
+    /// The multicast groups (GID, LID) it is attached to, as the kernel
+    /// keeps them (`ib_uverbs_attach_mcast`): it refuses to destroy the QP
+    /// while any is left.
+    pub(crate) mcast: Mutex<Vec<([u8; 16], u16)>>,
     /// What ibv_query_qp reports beyond the state and caps: the attributes
     /// last set by ibv_modify_qp.
     attr: Mutex<IbvQpAttr>,
@@ -506,6 +577,7 @@ pub(crate) unsafe fn new_qp(
         ex: ex(&a.cap),
         qp: Mutex::new(qp),
         ud: qp_type == QpType::Ud,
+        mcast: Mutex::new(Vec::new()),
         attr: Mutex::new(IbvQpAttr::default()),
         init: *a,
         pd,
@@ -746,6 +818,11 @@ unsafe extern "C" fn destroy_qp(q: *mut IbvQp) -> c_int {
     let Some(b) = (unsafe { qp_of(q) }) else {
         return ret_errno(libc::EINVAL);
     };
+    // The kernel's refusal, foreseen: dropping rverbs' Qp would swallow
+    // it (and leak the QP the program still holds).
+    if !lock(&b.mcast).is_empty() {
+        return ret_errno(libc::EBUSY);
+    }
     // SAFETY: the PD, and the context, outlive their QPs (dealloc_pd
     // refuses while users > 0; C contract: the context is closed last).
     let ctx = unsafe { ctx_of((*b.pd).c.context) };

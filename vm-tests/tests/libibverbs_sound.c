@@ -1,0 +1,494 @@
+/*
+ * What a destroy, an event and an ibv_wr_* batch answer when the answer
+ * matters for memory safety (vm-tests/tests/libibverbs_sound.rs compiles
+ * this in the VM and runs each case over rdma-core's libibverbs.so.1 and
+ * over rverbs'; the outputs must be identical):
+ *
+ *   mr_window  ibv_dereg_mr while a type 1 window is bound: the kernel
+ *              refuses (EINVAL); the MR stays registered and usable, and
+ *              its PD cannot be deallocated (EBUSY).
+ *   mr_retry   the same, then ibv_dealloc_mw and ibv_dereg_mr again: the
+ *              MR goes.
+ *   qp_mcast   ibv_destroy_qp of a QP attached to a multicast group: EBUSY,
+ *              the QP stays usable; after the detach it goes.
+ *   cq_events  ibv_destroy_cq waits for the event handed out to be
+ *              acknowledged.
+ *   cq_race    get_cq_event on one thread against create/destroy_cq on
+ *              another, many rounds: every event names a live CQ.
+ *   wr_batch   with sends outstanding, an ibv_wr_* batch larger than the
+ *              room left fails and posts nothing; a batch that fits goes.
+ *
+ * No QP numbers, keys or addresses are printed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(c, what)                                                        \
+	do {                                                                  \
+		if (!(c)) {                                                   \
+			printf("FATAL line %d: %s (errno %d)\n", __LINE__,    \
+			       what, errno);                                  \
+			exit(1);                                              \
+		}                                                             \
+	} while (0)
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static union ibv_gid gid;
+static int gidx;
+static char *buf;
+static struct ibv_mr *mr;
+
+enum { BUF = 1 << 16, QKEY = 0x11111111 };
+
+static struct ibv_cq *cq_on(int n, struct ibv_comp_channel *ch, void *cq_ctx)
+{
+	struct ibv_cq *c = ibv_create_cq(ctx, n, cq_ctx, ch, 0);
+
+	CHECK(c, "ibv_create_cq");
+	return c;
+}
+
+static struct ibv_qp *qp_new(enum ibv_qp_type t, struct ibv_cq *cq, int depth)
+{
+	struct ibv_qp_init_attr a = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = t,
+		.cap = { .max_send_wr = depth,
+			 .max_recv_wr = depth,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_qp *q = ibv_create_qp(pd, &a);
+
+	CHECK(q, "ibv_create_qp");
+	return q;
+}
+
+static struct ibv_ah_attr to_self(void)
+{
+	struct ibv_ah_attr a = { .is_global = 1, .port_num = 1 };
+
+	a.grh.dgid = gid;
+	a.grh.sgid_index = gidx;
+	a.grh.hop_limit = 1;
+	return a;
+}
+
+/* To RTS; an RC QP connects to `peer`, retrying RNR forever. */
+static void to_rts(struct ibv_qp *q, uint32_t peer)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	int m = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	if (q->qp_type == IBV_QPT_UD) {
+		a.qkey = QKEY;
+		m |= IBV_QP_QKEY;
+	} else {
+		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
+				    IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_READ;
+		m |= IBV_QP_ACCESS_FLAGS;
+	}
+	CHECK(!ibv_modify_qp(q, &a, m), "INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	m = IBV_QP_STATE;
+	if (q->qp_type == IBV_QPT_RC) {
+		a.path_mtu = IBV_MTU_1024;
+		a.dest_qp_num = peer;
+		a.ah_attr = to_self();
+		a.max_dest_rd_atomic = 1;
+		a.min_rnr_timer = 1;
+		m |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+		     IBV_QP_MIN_RNR_TIMER;
+	}
+	CHECK(!ibv_modify_qp(q, &a, m), "RTR");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	m = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (q->qp_type == IBV_QPT_RC) {
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = 1;
+		m |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		     IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	CHECK(!ibv_modify_qp(q, &a, m), "RTS");
+}
+
+static int by_id(const void *a, const void *b)
+{
+	const struct ibv_wc *x = a, *y = b;
+
+	return x->wr_id < y->wr_id ? -1 : x->wr_id > y->wr_id;
+}
+
+/* Waits for n completions on cq (20 s at most), prints them by wr_id. */
+static void wait_wc(struct ibv_cq *cq, int n, const char *what)
+{
+	struct ibv_wc wc[64];
+	time_t until = time(NULL) + 20;
+	int got = 0;
+
+	CHECK(n <= 64, "n <= 64");
+	while (got < n) {
+		int r = ibv_poll_cq(cq, n - got, wc + got);
+
+		CHECK(r >= 0, "ibv_poll_cq");
+		got += r;
+		CHECK(time(NULL) < until, what);
+	}
+	qsort(wc, n, sizeof(wc[0]), by_id);
+	for (int i = 0; i < n; i++)
+		printf("%s: wr %llu %s\n", what, (unsigned long long)wc[i].wr_id,
+		       ibv_wc_status_str(wc[i].status));
+}
+
+/* Completions on cq within ms milliseconds. */
+static int count_wc(struct ibv_cq *cq, int ms)
+{
+	struct ibv_wc wc[64];
+	int n = 0;
+
+	for (int t = 0; t < ms; t += 10) {
+		int r = ibv_poll_cq(cq, 64, wc);
+
+		CHECK(r >= 0, "ibv_poll_cq");
+		n += r;
+		usleep(10000);
+	}
+	return n;
+}
+
+static void write8(struct ibv_qp *q, uint64_t id, char *to, uint32_t rkey)
+{
+	struct ibv_sge s = { (uintptr_t)buf, 8, mr->lkey };
+	struct ibv_send_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	w.wr.rdma.remote_addr = (uintptr_t)to;
+	w.wr.rdma.rkey = rkey;
+	CHECK(!ibv_post_send(q, &w, &bad), "write");
+}
+
+/* Prints what destroying two QPs (done by the caller) and then their two
+ * CQs answered, in that order. */
+static void destroy4(int qa, int qb, struct ibv_cq *ca, struct ibv_cq *cb)
+{
+	int ra = ibv_destroy_cq(ca);
+
+	printf("destroy: %d %d %d %d\n", qa, qb, ra, ibv_destroy_cq(cb));
+}
+
+static void mr_window(int retry)
+{
+	struct ibv_cq *cg = cq_on(16, NULL, NULL), *ch = cq_on(16, NULL, NULL);
+	struct ibv_qp *qg = qp_new(IBV_QPT_RC, cg, 8);
+	struct ibv_qp *qh = qp_new(IBV_QPT_RC, ch, 8);
+	char *win = buf + 32768, *to = buf + 40960;
+	struct ibv_mw *m1;
+	int rc;
+
+	to_rts(qg, qh->qp_num);
+	to_rts(qh, qg->qp_num);
+	memcpy(buf, "windowed", 8);
+	m1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	CHECK(m1, "ibv_alloc_mw");
+	{
+		struct ibv_mw_bind b = {
+			.wr_id = 700,
+			.send_flags = IBV_SEND_SIGNALED,
+			.bind_info = { .mr = mr,
+				       .addr = (uintptr_t)win,
+				       .length = 4096,
+				       .mw_access_flags =
+					       IBV_ACCESS_REMOTE_WRITE },
+		};
+
+		rc = ibv_bind_mw(qh, m1, &b);
+	}
+	printf("mr_window: bind type 1: %d\n", rc);
+	wait_wc(ch, 1, "mr_window bind");
+	errno = 0;
+	rc = ibv_dereg_mr(mr);
+	printf("mr_window: dereg_mr with a window bound: %d\n", rc);
+	CHECK(rc, "the MR was deregistered: nothing more to check");
+	/* Still registered: its own rkey still reaches the memory. */
+	write8(qg, 701, to, mr->rkey);
+	wait_wc(cg, 1, "mr_window write through the MR's rkey");
+	printf("mr_window: landed: %d\n", !memcmp(to, "windowed", 8));
+	printf("mr_window: dealloc_pd under the MR: %d\n", ibv_dealloc_pd(pd));
+	printf("mr_window: dealloc_mw: %d\n", ibv_dealloc_mw(m1));
+	if (retry)
+		printf("mr_window: dereg_mr once the window is gone: %d\n",
+		       ibv_dereg_mr(mr));
+	destroy4(ibv_destroy_qp(qg), ibv_destroy_qp(qh), cg, ch);
+}
+
+static void qp_mcast(void)
+{
+	struct ibv_cq *c = cq_on(16, NULL, NULL);
+	struct ibv_qp *u = qp_new(IBV_QPT_UD, c, 4);
+	union ibv_gid g = { .raw = { 0xff, 0x0e, [15] = 1 } };
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	int rc;
+
+	to_rts(u, 0);
+	printf("qp_mcast: attach %d\n", ibv_attach_mcast(u, &g, 0));
+	rc = ibv_destroy_qp(u);
+	printf("qp_mcast: destroy_qp attached: %d\n", rc);
+	CHECK(rc, "the QP was destroyed: nothing more to check");
+	printf("qp_mcast: destroy_cq under it: %d\n", ibv_destroy_cq(c));
+	rc = ibv_query_qp(u, &a, IBV_QP_STATE, &ia);
+	printf("qp_mcast: the QP still answers: %d, state %d\n", rc,
+	       a.qp_state);
+	printf("qp_mcast: detach %d\n", ibv_detach_mcast(u, &g, 0));
+	rc = ibv_destroy_qp(u);
+	printf("qp_mcast: destroy_qp %d, destroy_cq %d\n", rc,
+	       ibv_destroy_cq(c));
+}
+
+/* A signaled 8-byte UD send from u to itself. */
+static void ud_send(struct ibv_qp *u, struct ibv_ah *ah, uint64_t id)
+{
+	struct ibv_sge s = { (uintptr_t)buf, 8, mr->lkey };
+	struct ibv_send_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	w.wr.ud.ah = ah;
+	w.wr.ud.remote_qpn = u->qp_num;
+	w.wr.ud.remote_qkey = QKEY;
+	CHECK(!ibv_post_send(u, &w, &bad), "ud send");
+}
+
+static struct ibv_cq *destroying;
+static int destroy_rc = -2;
+static volatile int destroyed;
+
+static void *destroy_cq(void *arg)
+{
+	(void)arg;
+	destroy_rc = ibv_destroy_cq(destroying);
+	destroyed = 1;
+	return NULL;
+}
+
+static void cq_events(void)
+{
+	static int tag;
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_ah_attr aa = to_self();
+	struct ibv_cq *c, *ecq;
+	struct ibv_qp *u;
+	struct ibv_ah *ah;
+	pthread_t t;
+	void *ectx;
+	int rc;
+
+	CHECK(ch, "ibv_create_comp_channel");
+	c = cq_on(16, ch, &tag);
+	u = qp_new(IBV_QPT_UD, c, 4);
+	to_rts(u, 0);
+	ah = ibv_create_ah(pd, &aa);
+	CHECK(ah, "ibv_create_ah");
+	CHECK(!ibv_req_notify_cq(c, 0), "ibv_req_notify_cq");
+	ud_send(u, ah, 1);
+	rc = ibv_get_cq_event(ch, &ecq, &ectx);
+	printf("cq_events: get %d, the CQ %d, its context %d\n", rc, ecq == c,
+	       ectx == &tag);
+	wait_wc(c, 1, "cq_events send");
+	CHECK(!ibv_destroy_ah(ah) && !ibv_destroy_qp(u), "cq_events: destroy");
+	destroying = c;
+	CHECK(!pthread_create(&t, NULL, destroy_cq, NULL), "pthread_create");
+	usleep(300000);
+	printf("cq_events: destroy_cq returned before the ack: %d\n",
+	       destroyed);
+	ibv_ack_cq_events(c, 1);
+	pthread_join(t, NULL);
+	printf("cq_events: destroy_cq after the ack: %d\n", destroy_rc);
+	printf("cq_events: destroy_comp_channel %d\n",
+	       ibv_destroy_comp_channel(ch));
+}
+
+enum { ROUNDS = 100 };
+static int tags[ROUNDS];
+static struct ibv_comp_channel *race_ch;
+static volatile int stop;
+static int bad_events, failed_gets, events;
+
+/* Reads and acknowledges every event until stopped. */
+static void *reader(void *arg)
+{
+	(void)arg;
+	while (!stop) {
+		struct pollfd p = { .fd = race_ch->fd, .events = POLLIN };
+		struct ibv_cq *ecq;
+		void *ectx;
+
+		poll(&p, 1, 5);
+		if (ibv_get_cq_event(race_ch, &ecq, &ectx)) {
+			if (errno != EAGAIN)
+				failed_gets++;
+			continue;
+		}
+		if (ectx != ecq->cq_context || (int *)ectx < tags ||
+		    (int *)ectx >= tags + ROUNDS)
+			bad_events++;
+		events++;
+		ibv_ack_cq_events(ecq, 1);
+	}
+	return NULL;
+}
+
+static void cq_race(void)
+{
+	struct ibv_ah_attr aa = to_self();
+	struct ibv_ah *ah = ibv_create_ah(pd, &aa);
+	int failed_destroys = 0;
+	pthread_t t;
+
+	CHECK(ah, "ibv_create_ah");
+	race_ch = ibv_create_comp_channel(ctx);
+	CHECK(race_ch, "ibv_create_comp_channel");
+	CHECK(!fcntl(race_ch->fd, F_SETFL,
+		     fcntl(race_ch->fd, F_GETFL) | O_NONBLOCK),
+	      "O_NONBLOCK");
+	CHECK(!pthread_create(&t, NULL, reader, NULL), "pthread_create");
+	srand(1);
+	for (int i = 0; i < ROUNDS; i++) {
+		struct ibv_cq *c = cq_on(4, race_ch, &tags[i]);
+		struct ibv_qp *u = qp_new(IBV_QPT_UD, c, 2);
+
+		to_rts(u, 0);
+		CHECK(!ibv_req_notify_cq(c, 0), "ibv_req_notify_cq");
+		ud_send(u, ah, i);
+		usleep(rand() % 300);
+		failed_destroys += !!ibv_destroy_qp(u);
+		failed_destroys += !!ibv_destroy_cq(c);
+	}
+	stop = 1;
+	pthread_join(t, NULL);
+	printf("cq_race: %d rounds: bad events %d, failed gets %d, "
+	       "failed destroys %d, at most one event a round %d\n",
+	       ROUNDS, bad_events, failed_gets, failed_destroys,
+	       events <= ROUNDS);
+	printf("cq_race: destroy_comp_channel %d, destroy_ah %d\n",
+	       ibv_destroy_comp_channel(race_ch), ibv_destroy_ah(ah));
+}
+
+/* One ibv_wr_* batch of n signaled 8-byte sends, wr_ids from `first`. */
+static int batch(struct ibv_qp_ex *qx, uint64_t first, int n)
+{
+	ibv_wr_start(qx);
+	for (int i = 0; i < n; i++) {
+		qx->wr_id = first + i;
+		qx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_send(qx);
+		ibv_wr_set_sge(qx, mr->lkey, (uintptr_t)buf, 8);
+	}
+	return ibv_wr_complete(qx);
+}
+
+static void wr_batch(void)
+{
+	struct ibv_cq *cs = cq_on(64, NULL, NULL), *cr = cq_on(64, NULL, NULL);
+	struct ibv_qp_init_attr_ex ax = {
+		.send_cq = cs,
+		.recv_cq = cs,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND,
+	};
+	struct ibv_qp *a = ibv_create_qp_ex(ctx, &ax), *b;
+	struct ibv_qp_ex *qx;
+	int n = ax.cap.max_send_wr, rc;
+
+	CHECK(a, "ibv_create_qp_ex");
+	CHECK(n >= 8 && n <= 31, "granted max_send_wr");
+	b = qp_new(IBV_QPT_RC, cr, 64);
+	to_rts(a, b->qp_num);
+	to_rts(b, a->qp_num);
+	qx = ibv_qp_to_qp_ex(a);
+	CHECK(qx, "ibv_qp_to_qp_ex");
+	/* No receive at b yet: these wait (RNR) and keep their slots. */
+	printf("wr_batch: 4 sends: %d\n", batch(qx, 1, 4));
+	usleep(200000);
+	rc = batch(qx, 100, n);
+	printf("wr_batch: a batch of max_send_wr behind them: %d\n", rc);
+	for (int i = 0; i < 2 * n + 4; i++) {
+		struct ibv_sge s = { (uintptr_t)buf + 4096, 64, mr->lkey };
+		struct ibv_recv_wr r = { .wr_id = 1000 + i, .sg_list = &s,
+					 .num_sge = 1 }, *bad;
+
+		CHECK(!ibv_post_recv(b, &r, &bad), "post_recv");
+	}
+	wait_wc(cs, 4, "wr_batch first sends");
+	printf("wr_batch: completions of the refused batch: %d\n",
+	       count_wc(cs, 1000));
+	printf("wr_batch: receives of it: %d\n", count_wc(cr, 100) - 4);
+	printf("wr_batch: a batch that fits: %d\n", batch(qx, 200, n));
+	printf("wr_batch: its completions: %d\n", count_wc(cs, 2000));
+	destroy4(ibv_destroy_qp(a), ibv_destroy_qp(b), cs, cr);
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_device **list;
+	const char *what;
+
+	CHECK(argc == 4, "usage: libibverbs_sound DEV GID_INDEX CASE");
+	gidx = atoi(argv[2]);
+	what = argv[3];
+	list = ibv_get_device_list(NULL);
+	CHECK(list, "ibv_get_device_list");
+	for (int i = 0; list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
+			ctx = ibv_open_device(list[i]);
+	CHECK(ctx, "ibv_open_device");
+	pd = ibv_alloc_pd(ctx);
+	CHECK(pd, "ibv_alloc_pd");
+	CHECK(!ibv_query_gid(ctx, 1, gidx, &gid), "ibv_query_gid");
+	buf = aligned_alloc(4096, BUF);
+	CHECK(buf, "aligned_alloc");
+	memset(buf, 0, BUF);
+	mr = ibv_reg_mr(pd, buf, BUF,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND);
+	CHECK(mr, "ibv_reg_mr");
+	if (!strcmp(what, "mr_window"))
+		mr_window(0);
+	else if (!strcmp(what, "mr_retry"))
+		mr_window(1);
+	else if (!strcmp(what, "qp_mcast"))
+		qp_mcast();
+	else if (!strcmp(what, "cq_events"))
+		cq_events();
+	else if (!strcmp(what, "cq_race"))
+		cq_race();
+	else if (!strcmp(what, "wr_batch"))
+		wr_batch();
+	else
+		CHECK(0, "no such case");
+	printf("done\n");
+	return 0;
+}

@@ -1,0 +1,126 @@
+//! Issue 25's C-ABI soundness items, each over rverbs' `libibverbs.so.1`
+//! and over rdma-core's: `libibverbs_sound.c`, compiled here against
+//! rdma-core's `<infiniband/verbs.h>`, runs one case per test and prints
+//! what the library answers; the two outputs must be identical (see the C
+//! file for what each case does).
+//!
+//! - item 6, a destroy that the kernel refuses answers its errno and keeps
+//!   the object: `mr_window` (and `mr_retry`, ignored: see its comment),
+//!   `qp_mcast`;
+//! - item 8, events against destroys: `cq_events` (the order rdma-core
+//!   keeps: destroy_cq waits for the acknowledgement) and `cq_race` (a
+//!   stress). Both passed on the code before the fix too: the windows the
+//!   fix closes are a few instructions wide, beyond a test's timing, so it
+//!   is pinned by the host tests in `libibverbs/src/async_event.rs`; these
+//!   hold the whole path to rdma-core's answers;
+//! - item 9, an `ibv_wr_*` batch that does not fit posts nothing:
+//!   `wr_batch` (ignored: see its comment).
+
+mod common;
+
+use common::ibverbs_so::{lib_dir, ours, run, stdout, theirs};
+use common::{env, show};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// `libibverbs_sound.c`, compiled once against rdma-core's headers and
+/// linked by its SONAME, so that `LD_LIBRARY_PATH` picks the library.
+fn program() -> &'static str {
+    static EXE: OnceLock<String> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let dir = lib_dir();
+        let src = dir.join("libibverbs_sound.c");
+        let exe = dir.join("libibverbs_sound");
+        std::fs::write(&src, include_str!("libibverbs_sound.c")).expect("write the C program");
+        let mut cc = Command::new("cc");
+        cc.args(["-std=gnu11", "-Wall", "-Werror", "-pthread", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .arg("-libverbs")
+            .env_remove("LD_LIBRARY_PATH");
+        let out = run(cc);
+        assert!(
+            out.status.success(),
+            "cc libibverbs_sound.c: {}",
+            show(&out)
+        );
+        exe.display().to_string()
+    })
+}
+
+/// Runs case `what` over rdma-core's library and over ours: both must end
+/// with `done` and print the same lines.
+fn same_answers(what: &str) {
+    let e = env();
+    let gid = e.gid.to_string();
+    let args = [e.dev.as_str(), gid.as_str(), what];
+    let a = run({
+        let mut c = theirs(program());
+        c.args(args);
+        c
+    });
+    let b = run({
+        let mut c = ours(program());
+        c.args(args);
+        c
+    });
+    assert!(a.status.success(), "{what} over rdma-core: {}", show(&a));
+    let (ta, tb) = (stdout(&a), stdout(&b));
+    assert!(
+        ta.ends_with("done\n"),
+        "{what} over rdma-core: {}",
+        show(&a)
+    );
+    println!("{tb}");
+    if ta != tb || !b.status.success() {
+        for (x, y) in ta.lines().zip(tb.lines()).filter(|(x, y)| x != y) {
+            eprintln!("rdma-core: {x}\nours:      {y}");
+        }
+        panic!(
+            "{what} over ours differs from over rdma-core:\n{ta}\n---\n{}",
+            show(&b)
+        );
+    }
+}
+
+#[test]
+fn dereg_mr_under_a_bound_window_is_refused_and_the_mr_stays() {
+    same_answers("mr_window");
+}
+
+/// After the window is gone, rdma-core deregisters the refused MR. Ours
+/// answers the first refusal again: rverbs' `Mr::deregister` gives nothing
+/// back when the kernel refuses `DEREG_MR`, so the MR cannot be asked
+/// again (it stays registered, truthfully reported, until the context is
+/// closed). Needs a root-crate `Mr` deregistration that hands the MR back
+/// with the kernel's error.
+#[test]
+#[ignore = "needs a fallible Mr deregistration that keeps the MR (rverbs root crate)"]
+fn a_refused_mr_goes_once_the_window_is_gone() {
+    same_answers("mr_retry");
+}
+
+#[test]
+fn destroy_qp_attached_to_multicast_is_refused_and_the_qp_stays() {
+    same_answers("qp_mcast");
+}
+
+#[test]
+fn destroy_cq_waits_for_the_event_to_be_acknowledged() {
+    same_answers("cq_events");
+}
+
+#[test]
+fn events_and_destroys_race_without_a_stale_cq() {
+    same_answers("cq_race");
+}
+
+/// rdma-core's providers post a batch all or nothing. Ours posts the
+/// requests that fit and answers the provider's errno: rverbs' `Qp` offers
+/// no way to know the room left in the send queue before posting, nor a
+/// post that checks it for a whole list first.
+#[test]
+#[ignore = "needs an all-or-nothing post or the send queue's room from rverbs' Qp (root crate)"]
+fn a_batch_longer_than_the_room_left_posts_nothing() {
+    same_answers("wr_batch");
+}
