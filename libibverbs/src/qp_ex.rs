@@ -22,8 +22,15 @@
 //! sized once, at `ibv_create_qp_ex`, from the caps the QP was granted, and
 //! reused by every batch. A batch that outgrows it (more requests than the
 //! send queue holds, more SGEs or inline bytes than a request may carry)
-//! fails at `wr_complete` with `ENOMEM` and posts nothing, as a batch that
-//! overfills rxe's send queue does in rdma-core.
+//! fails at `wr_complete` and posts nothing, with the provider's errno for
+//! it in rdma-core: `ENOSPC` from rxe's, `ENOMEM` from mlx5's.
+//!
+//! A batch that fits the storage but not the room left in the send queue
+//! (sends still outstanding) is where rdma-core's providers post nothing
+//! and this library cannot yet: rverbs' `Qp::post_send` posts the requests
+//! that fit and refuses the rest, and offers no way to ask for the room
+//! first. `wr_complete` then returns the provider's errno with some of the
+//! batch posted (see `post_batch`).
 
 use crate::abi::{IbvContext, IbvQp, IbvQpCap, IbvQpInitAttr, IbvSge};
 use crate::verbs::{new_qp, qp_of};
@@ -165,13 +172,16 @@ struct Batch {
     /// Largest SGE count and inline payload of one request.
     max_sge: usize,
     max_inline: usize,
+    /// What the provider answers for a batch it has no room for.
+    full: c_int,
     error: Option<c_int>,
 }
 
 impl Batch {
     /// Storage for batches of up to `wrs` requests, each of up to `sge`
-    /// SGEs or `inline` bytes (the QP's granted caps).
-    fn sized(wrs: usize, sge: usize, inline: usize) -> Batch {
+    /// SGEs or `inline` bytes (the QP's granted caps); a batch beyond them
+    /// fails with `full`.
+    fn sized(wrs: usize, sge: usize, inline: usize, full: c_int) -> Batch {
         let sge = sge.clamp(1, rverbs::wr::MAX_SGE);
         Batch {
             reqs: Vec::with_capacity(wrs),
@@ -180,6 +190,7 @@ impl Batch {
             wrs: Vec::with_capacity(wrs),
             max_sge: sge,
             max_inline: inline,
+            full,
             error: None,
         }
     }
@@ -240,7 +251,7 @@ impl Batch {
     /// Adds a request, or fails the batch if the storage is full.
     fn push(&mut self, r: Req) {
         if self.reqs.len() == self.reqs.capacity() {
-            return self.fail(libc::ENOMEM);
+            return self.fail(self.full);
         }
         self.reqs.push(r);
     }
@@ -252,7 +263,7 @@ impl Batch {
             return Err(libc::EINVAL);
         }
         if n > self.max_sge || self.sges.len() + n > self.sges.capacity() {
-            return Err(libc::ENOMEM);
+            return Err(self.full);
         }
         let start = self.sges.len();
         for s in list {
@@ -285,7 +296,7 @@ impl Batch {
             total = total.saturating_add(b.length);
         }
         if total > self.max_inline || self.bytes.len() + total > self.bytes.capacity() {
-            return Err(libc::ENOMEM);
+            return Err(self.full);
         }
         let start = self.bytes.len();
         for b in bufs.iter().filter(|b| b.length > 0) {
@@ -357,7 +368,8 @@ impl QpEx {
     /// The tail of a QP created for `send_ops` (`ibv_create_qp_ex` with
     /// `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`): its batch storage, once, from
     /// the caps granted.
-    pub(crate) fn extended(send_ops: u64, cap: &IbvQpCap) -> QpEx {
+    /// A full batch fails with `full` (the provider's errno for it).
+    pub(crate) fn extended(send_ops: u64, cap: &IbvQpCap, full: c_int) -> QpEx {
         QpEx {
             enabled: true,
             send_ops,
@@ -365,6 +377,7 @@ impl QpEx {
                 cap.max_send_wr as usize,
                 cap.max_send_sge as usize,
                 cap.max_inline_data as usize,
+                full,
             )),
             ..QpEx::new()
         }
@@ -686,9 +699,11 @@ fn post_batch(batch: &mut Batch, qp: &Mutex<rverbs::Qp>) -> c_int {
         return libc::EINVAL;
     }
     batch.translate();
+    // Not all or nothing: a batch that does not fit the room left has its
+    // first requests posted (see the module docs).
     let rc = match lock(qp).post_send(&batch.wrs) {
         Ok(()) => 0,
-        Err(rverbs::Error::QueueFull { .. }) => libc::ENOMEM,
+        Err(rverbs::Error::QueueFull { .. }) => batch.full,
         Err(e) => errno_of(&e),
     };
     batch.wrs.clear();
@@ -777,8 +792,16 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
     if unsafe { (*x.pd).context } != c {
         return null_errno(libc::EINVAL);
     }
+    // SAFETY: an open context of ours (C contract, checked against the PD).
+    let Some(ctx) = (unsafe { crate::device::ctx_of(c) }) else {
+        return null_errno(libc::EINVAL);
+    };
+    let full = match ctx.dev.dev.driver() {
+        rverbs::Driver::Rxe => libc::ENOSPC,
+        _ => libc::ENOMEM,
+    };
     let ex = |cap: &IbvQpCap| match x.send_ops {
-        Some(flags) => QpEx::extended(flags, cap),
+        Some(flags) => QpEx::extended(flags, cap, full),
         None => QpEx::new(),
     };
     // SAFETY: forwarded C contract (a PD and CQs of ours).
@@ -836,7 +859,7 @@ mod tests {
             length: 8,
             lkey: 0x1234,
         };
-        let mut b = Batch::sized(16, 4, 64);
+        let mut b = Batch::sized(16, 4, 64, libc::ENOSPC);
         let before = crate::post::tests::allocs();
         for round in 0..100u64 {
             b.reset();
@@ -866,12 +889,13 @@ mod tests {
         );
     }
 
-    /// A batch that outgrows its storage fails with ENOMEM (nothing is
-    /// posted then), as an overfilled send queue does in rdma-core.
+    /// A batch that outgrows its storage fails with the provider's errno
+    /// for a full queue (nothing is posted then), as an overfilled send
+    /// queue does in rdma-core: `ENOSPC` from rxe's provider.
     #[test]
-    fn a_batch_beyond_the_caps_fails_with_enomem() {
+    fn a_batch_beyond_the_caps_fails_with_the_providers_errno() {
         let data = [0u8; 128];
-        let mut b = Batch::sized(2, 1, 16);
+        let mut b = Batch::sized(2, 1, 16, libc::ENOSPC);
         b.push(req(1));
         assert_eq!(
             b.set_sges((0..2).map(|_| IbvSge {
@@ -879,7 +903,7 @@ mod tests {
                 length: 0,
                 lkey: 0
             })),
-            Err(libc::ENOMEM),
+            Err(libc::ENOSPC),
             "more SGEs than max_send_sge"
         );
         let long = [IbvDataBuf {
@@ -887,13 +911,13 @@ mod tests {
             length: 17,
         }];
         // SAFETY: `data` is readable for its 128 bytes.
-        assert_eq!(unsafe { b.set_inline(&long) }, Err(libc::ENOMEM));
+        assert_eq!(unsafe { b.set_inline(&long) }, Err(libc::ENOSPC));
         b.push(req(2));
         assert_eq!(b.error, None);
         b.push(req(3));
         assert_eq!(
             b.error,
-            Some(libc::ENOMEM),
+            Some(libc::ENOSPC),
             "more requests than max_send_wr"
         );
         b.reset();
@@ -911,7 +935,7 @@ mod tests {
             max_send_sge: 1,
             ..IbvQpCap::default()
         };
-        let p = Box::into_raw(Box::new(QpEx::extended(ops::SEND, &cap)));
+        let p = Box::into_raw(Box::new(QpEx::extended(ops::SEND, &cap, libc::ENOSPC)));
         // SAFETY: live until it is freed at the end.
         let x = unsafe { &*p };
         for id in [9u64, 10] {
