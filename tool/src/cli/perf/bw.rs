@@ -98,9 +98,68 @@ struct Counts {
     done: u64,
     /// Receives completed (the bidirectional send test).
     received: u64,
-    /// Requests completed in the sample (by duration) or in the period
+}
+
+/// Where a run is in its [`Length`]: the phase of a run by duration, the
+/// periods of an endless one (each printed as it ends), and what completed
+/// in the sample or the period.
+struct Clock {
+    length: Length,
+    start: Instant,
+    period_start: Instant,
+    /// Messages completed in the sample (by duration) or in the period
     /// (forever).
     counted: u64,
+    /// Bytes per message, and the report's unit, for the figures.
+    size: u32,
+    gbits: bool,
+}
+
+impl Clock {
+    fn new(length: Length, start: Instant, size: u32, gbits: bool) -> Clock {
+        Clock {
+            length,
+            start,
+            period_start: start,
+            counted: 0,
+            size,
+            gbits,
+        }
+    }
+
+    /// The phase at `now`. Run forever (whose phase is always the sample):
+    /// once a period is over, prints its figures and starts the next.
+    fn phase(&mut self, now: Instant) -> Phase {
+        let phase = self.length.phase(now.duration_since(self.start));
+        if let Length::Forever { period } = self.length {
+            let dt = now.duration_since(self.period_start);
+            if dt >= period {
+                let r = timed_report(self.size, self.counted, dt.as_secs_f64(), self.gbits);
+                println!("{}", report::bw_line(&r));
+                self.counted = 0;
+                self.period_start = now;
+            }
+        }
+        phase
+    }
+
+    /// `k` messages completed in `phase`.
+    fn count(&mut self, phase: Phase, k: u64) {
+        if phase == Phase::Sample {
+            self.counted += k;
+        }
+    }
+
+    /// The figures of a run by duration (the sample's, no peak), or
+    /// `otherwise`'s.
+    fn report(&self, otherwise: impl FnOnce() -> BwReport) -> BwReport {
+        match self.length {
+            Length::Timed { sample, .. } => {
+                timed_report(self.size, self.counted, sample.as_secs_f64(), self.gbits)
+            }
+            _ => otherwise(),
+        }
+    }
 }
 
 /// The peak bandwidth over windows of a round of signaled completions (one
@@ -147,7 +206,6 @@ impl Bench {
             completed: vec![0; nq],
             done: 0,
             received: 0,
-            counted: 0,
         };
         let mut batch = Vec::with_capacity(a.batch as usize);
         let mut wc = [Wc::default(); 16];
@@ -158,27 +216,16 @@ impl Bench {
             chunk: 0,
             bytes_per_sec: 0.0,
         };
-        let (mut period_start, mut progress) = (start, start);
+        let mut clock = Clock::new(length, start, len, a.report_gbits);
+        let mut progress = start;
         let timed = length.timed();
         loop {
             // The clock is read only in timed runs.
-            let (now, phase) = if timed {
-                let now = Instant::now();
-                (now, length.phase(now.duration_since(start)))
-            } else {
-                (start, Phase::Sample)
-            };
+            let now = if timed { Instant::now() } else { start };
+            let phase = clock.phase(now);
             if phase == Phase::End {
                 break;
             }
-            tick(
-                length,
-                now,
-                &mut period_start,
-                &mut c.counted,
-                len,
-                a.report_gbits,
-            );
             self.post_all(&p, &mut c, &mut batch)?;
             if c.done >= total && (!recv || c.received >= total) {
                 break;
@@ -193,20 +240,13 @@ impl Bench {
             };
             let n = self.completions(timed, &mut wc, &mut progress, what)?;
             let peak = matches!(length, Length::Iters(_)).then_some(&mut peak);
-            self.take(&p, &mut c, &wc[..n], phase, total, peak)?;
+            let k = self.take(&p, &mut c, &wc[..n], total, peak)?;
+            clock.count(phase, k);
         }
-        Ok(match length {
-            Length::Timed { sample, .. } => {
-                timed_report(len, c.counted, sample.as_secs_f64(), a.report_gbits)
-            }
-            _ => report::bw_report(
-                len.into(),
-                total,
-                start.elapsed().as_secs_f64(),
-                peak.bytes_per_sec,
-                a.report_gbits,
-            ),
-        })
+        Ok(clock.report(|| {
+            let secs = start.elapsed().as_secs_f64();
+            report::bw_report(len.into(), total, secs, peak.bytes_per_sec, a.report_gbits)
+        }))
     }
 
     /// Posts on every lane, in batches of `-l`, while its iterations last
@@ -240,17 +280,17 @@ impl Bench {
     /// test (its wr_id is the lane; the lane's receives are kept posted
     /// while more may come), or a lane's signaled request, which covers
     /// the lane's requests up to its count. Completions of an earlier run
-    /// or out of range are passed over.
+    /// or out of range are passed over. Returns the requests completed.
     fn take(
         &mut self,
         p: &Posting<'_>,
         c: &mut Counts,
         wcs: &[Wc],
-        phase: Phase,
         total: u64,
         mut peak: Option<&mut Peak>,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let nq = self.lanes.len();
+        let mut completed = 0;
         for w in wcs {
             if w.opcode == WcOpcode::RECV {
                 let l = (w.wr_id as usize).min(nq - 1);
@@ -270,14 +310,12 @@ impl Bench {
             let k = upto - c.completed[l];
             c.completed[l] = upto;
             c.done += u64::from(k);
-            if phase == Phase::Sample {
-                c.counted += u64::from(k);
-            }
+            completed += u64::from(k);
             if let Some(peak) = peak.as_deref_mut() {
                 peak.add(u64::from(k), p.len);
             }
         }
-        Ok(())
+        Ok(completed)
     }
 
     /// The bidirectional send test's run (`run_iter_bi`): sends and
@@ -295,11 +333,12 @@ impl Bench {
             _ => u64::MAX,
         };
         let total = iters.saturating_mul(nq as u64);
-        let (mut got, mut counted) = (0u64, 0u64);
+        let mut got = 0u64;
         let mut wc = [Wc::default(); 16];
         let mut start = None;
-        let clock = Instant::now();
-        let (mut period_start, mut progress) = (clock, clock);
+        // A timed run's clock starts with the run, as perftest's alarm.
+        let mut progress = Instant::now();
+        let mut clock = Clock::new(length, progress, size, a.report_gbits);
         while got < total {
             let what = || {
                 format!(
@@ -312,25 +351,14 @@ impl Bench {
             if n > 0 {
                 start.get_or_insert(now);
             }
-            // A timed run's clock starts with the run, as perftest's alarm.
-            let phase = length.phase(now.duration_since(clock));
+            let phase = clock.phase(now);
             if phase == Phase::End {
                 break;
             }
-            tick(
-                length,
-                now,
-                &mut period_start,
-                &mut counted,
-                size,
-                a.report_gbits,
-            );
             for w in wc[..n].iter().filter(|w| w.opcode == WcOpcode::RECV) {
                 let l = (w.wr_id as usize).min(nq - 1);
                 got += 1;
-                if phase == Phase::Sample {
-                    counted += 1;
-                }
+                clock.count(phase, 1);
                 self.recv_done(l);
                 // Keep the lane's receives posted while more may come.
                 let depth = u64::from(self.recv_depth(l));
@@ -339,36 +367,10 @@ impl Bench {
                 }
             }
         }
-        Ok(match length {
-            Length::Timed { sample, .. } => {
-                timed_report(size, counted, sample.as_secs_f64(), a.report_gbits)
-            }
-            _ => {
-                let secs = start.map_or(0.0, |s| s.elapsed().as_secs_f64()).max(1e-9);
-                report::bw_report(size.into(), total, secs, 0.0, a.report_gbits)
-            }
-        })
-    }
-}
-
-/// Run forever: once a period is over, prints its figures (`counted`
-/// messages of `size` bytes) and starts the next.
-fn tick(
-    length: Length,
-    now: Instant,
-    start: &mut Instant,
-    counted: &mut u64,
-    size: u32,
-    gbits: bool,
-) {
-    if let Length::Forever { period } = length {
-        let dt = now.duration_since(*start);
-        if dt >= period {
-            let r = timed_report(size, *counted, dt.as_secs_f64(), gbits);
-            println!("{}", report::bw_line(&r));
-            *counted = 0;
-            *start = now;
-        }
+        Ok(clock.report(|| {
+            let secs = start.map_or(0.0, |s| s.elapsed().as_secs_f64()).max(1e-9);
+            report::bw_report(size.into(), total, secs, 0.0, a.report_gbits)
+        }))
     }
 }
 
