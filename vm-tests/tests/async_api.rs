@@ -5,12 +5,14 @@
 
 mod common;
 
+use common::cm::addr;
+use common::rc::{caps, connect, self_av};
 use futures_core::Stream;
 use rverbs::aio::{AsyncCmId, AsyncCmListener, AsyncCq, AsyncEvents};
 use rverbs::cm::{CmId, ConnParam, EventType, PortSpace};
 use rverbs::{
-    Access, AhAttr, Context, Cq, Error, EventType as AsyncEventType, Grh, Mr, Mtu, Pd, Qp, QpAttr,
-    QpCaps, QpInit, QpType, RecvWr, SendOp, SendWr, Wc, WcOpcode, WcStatus,
+    Access, Context, Cq, Error, EventType as AsyncEventType, Mr, Pd, Qp, QpInit, QpType, RecvWr,
+    SendOp, SendWr, Wc, WcOpcode, WcStatus,
 };
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -23,10 +25,6 @@ const SIZE: usize = 64;
 /// Receives each echo connection keeps posted (and receive slots).
 const DEPTH: u32 = 4;
 const SEND: u64 = 1 << 63;
-
-fn addr(port: u16) -> SocketAddr {
-    format!("{}:{port}", common::env().addr).parse().unwrap()
-}
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -48,20 +46,12 @@ fn pattern(client: u64, seq: u64, out: &mut [u8]) {
     }
 }
 
+/// An RC QP on `cq`, `depth` sends and receives deep, every send signaled.
 fn rc_init(cq: &Cq, depth: u32) -> QpInit<'_> {
     QpInit {
-        qp_type: QpType::Rc,
-        send_cq: cq,
-        recv_cq: cq,
-        caps: QpCaps {
-            max_send_wr: depth,
-            max_recv_wr: depth,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
+        caps: caps(depth),
         sq_sig_all: true,
-        srq: None,
+        ..QpInit::new(QpType::Rc, cq)
     }
 }
 
@@ -282,29 +272,13 @@ struct Pair {
 }
 
 fn pair(depth: u32) -> Pair {
-    let e = common::env();
-    let ctx = Context::open_by_name(Some(&e.dev)).unwrap();
+    let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     let cq_a = AsyncCq::new(&ctx, 2 * depth, 0).unwrap();
     let cq_b = AsyncCq::new(&ctx, 2 * depth, 0).unwrap();
     let mut a = pd.create_qp(&rc_init(cq_a.cq(), depth)).unwrap();
     let mut b = pd.create_qp(&rc_init(cq_b.cq(), depth)).unwrap();
-    let av = AhAttr {
-        port_num: 1,
-        grh: Some(Grh {
-            dgid: ctx.query_gid(1, e.gid).unwrap(),
-            sgid_index: e.gid as u8,
-            hop_limit: 1,
-            ..Grh::default()
-        }),
-        ..AhAttr::default()
-    };
-    let (qa, qb) = (a.qpn(), b.qpn());
-    for (qp, peer) in [(&mut a, qb), (&mut b, qa)] {
-        qp.modify(&QpAttr::init(1, Access::LOCAL_WRITE)).unwrap();
-        qp.modify(&QpAttr::rtr(av, Mtu::M1024, peer, 0)).unwrap();
-        qp.modify(&QpAttr::rts(0)).unwrap();
-    }
+    connect(&mut a, &mut b, Access::LOCAL_WRITE, self_av(&ctx)).unwrap();
     Pair {
         ctx,
         pd,
@@ -498,23 +472,7 @@ fn async_events_stream_reports_the_srq_limit() {
                 ..rc_init(cq.cq(), 16)
             })
             .unwrap();
-        let e = common::env();
-        let av = AhAttr {
-            port_num: 1,
-            grh: Some(Grh {
-                dgid: p.ctx.query_gid(1, e.gid).unwrap(),
-                sgid_index: e.gid as u8,
-                hop_limit: 1,
-                ..Grh::default()
-            }),
-            ..AhAttr::default()
-        };
-        let (qt, qr) = (tx.qpn(), rx.qpn());
-        for (qp, peer) in [(&mut tx, qr), (&mut rx, qt)] {
-            qp.modify(&QpAttr::init(1, Access::LOCAL_WRITE)).unwrap();
-            qp.modify(&QpAttr::rtr(av, Mtu::M1024, peer, 0)).unwrap();
-            qp.modify(&QpAttr::rts(0)).unwrap();
-        }
+        connect(&mut tx, &mut rx, Access::LOCAL_WRITE, self_av(&p.ctx)).unwrap();
         let s = [buf.slice(0, 8).unwrap()];
         for i in 0..3 {
             tx.post_send(&[SendWr::new(100 + i, SendOp::Send, &s)])

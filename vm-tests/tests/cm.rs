@@ -3,18 +3,16 @@
 
 mod common;
 
-use rverbs::cm::{CmChannel, CmEvent, CmId, ConnParam, EventType, PortSpace};
+use common::cm::{addr, next};
+use common::rc::{caps, wait};
+use rverbs::cm::{CmChannel, CmId, ConnParam, EventType, PortSpace};
 use rverbs::{
-    Access, CompChannel, Cq, Error, Mr, Pd, Qp, QpCaps, QpInit, QpType, RecvWr, SendOp, SendWr, Wc,
+    Access, CompChannel, Cq, Error, Mr, Pd, Qp, QpInit, QpType, RecvWr, SendOp, SendWr, Wc,
     WcOpcode, WcStatus,
 };
 use std::net::SocketAddr;
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
-fn addr(port: u16) -> SocketAddr {
-    format!("{}:{port}", common::env().addr).parse().unwrap()
-}
+use std::time::Duration;
 
 /// What one side of a connection needs.
 struct Conn {
@@ -33,18 +31,9 @@ fn setup(id: &CmId) -> Conn {
         .create_qp(
             &pd,
             &QpInit {
-                qp_type: QpType::Rc,
-                send_cq: &cq,
-                recv_cq: &cq,
-                caps: QpCaps {
-                    max_send_wr: 8,
-                    max_recv_wr: 8,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
+                caps: caps(8),
                 sq_sig_all: true,
-                srq: None,
+                ..QpInit::new(QpType::Rc, &cq)
             },
         )
         .expect("create the id's QP");
@@ -60,23 +49,6 @@ fn setup(id: &CmId) -> Conn {
         qp,
         mr,
     }
-}
-
-fn wait(cq: &mut Cq, n: usize) -> Vec<Wc> {
-    let mut out = Vec::new();
-    let until = Instant::now() + Duration::from_secs(10);
-    let mut buf = [Wc::default(); 8];
-    while out.len() < n {
-        let k = cq.poll(&mut buf);
-        out.extend_from_slice(&buf[..k]);
-        assert!(Instant::now() < until, "timed out: {out:?}");
-    }
-    out
-}
-
-fn next(chan: &std::sync::Arc<CmChannel>) -> CmEvent {
-    assert!(chan.poll(10_000).unwrap(), "no rdma_cm event within 10 s");
-    chan.get_event().unwrap()
 }
 
 /// A listener on the test address, port chosen by the kernel.
@@ -311,18 +283,8 @@ fn a_pd_of_another_context_is_refused() {
         .create_qp(
             &pd,
             &QpInit {
-                qp_type: QpType::Rc,
-                send_cq: &cq,
-                recv_cq: &cq,
-                caps: QpCaps {
-                    max_send_wr: 1,
-                    max_recv_wr: 1,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
-                sq_sig_all: false,
-                srq: None,
+                caps: caps(1),
+                ..QpInit::new(QpType::Rc, &cq)
             },
         )
         .unwrap_err();
@@ -331,18 +293,9 @@ fn a_pd_of_another_context_is_refused() {
 
 fn ud_init(cq: &Cq) -> QpInit<'_> {
     QpInit {
-        qp_type: QpType::Ud,
-        send_cq: cq,
-        recv_cq: cq,
-        caps: QpCaps {
-            max_send_wr: 4,
-            max_recv_wr: 4,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
+        caps: caps(4),
         sq_sig_all: true,
-        srq: None,
+        ..QpInit::new(QpType::Ud, cq)
     }
 }
 

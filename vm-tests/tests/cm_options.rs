@@ -6,12 +6,12 @@
 
 mod common;
 
+use common::cm::{addr, next};
 use rverbs::cm::{
-    getaddrinfo, AddrHints, CmChannel, CmEvent, CmId, ConnParam, EventType, IdOption, PortSpace,
+    getaddrinfo, AddrHints, CmChannel, CmId, ConnParam, EventType, IdOption, PortSpace,
 };
-use rverbs::{Cq, Pd, Qp, QpCaps, QpInit, QpType};
+use rverbs::{Cq, Pd, Qp, QpInit, QpType};
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 const EADDRINUSE: i32 = 98;
 const EADDRNOTAVAIL: i32 = 99;
@@ -20,20 +20,11 @@ const EISCONN: i32 = 106;
 /// `IB_EVENT_COMM_EST`.
 const COMM_EST: u32 = 4;
 
-fn addr(port: u16) -> SocketAddr {
-    format!("{}:{port}", common::env().addr).parse().unwrap()
-}
-
 fn errno(r: rverbs::Result<()>, what: &str) -> i32 {
     let e = r.expect_err(what);
     e.errno()
         .unwrap_or_else(|| panic!("{what}: no errno in {e}"))
         .0
-}
-
-fn next(chan: &Arc<CmChannel>) -> CmEvent {
-    assert!(chan.poll(10_000).unwrap(), "no rdma_cm event within 10 s");
-    chan.get_event().unwrap()
 }
 
 fn rc_qp(id: &CmId) -> (Pd, Cq, Qp) {
@@ -44,18 +35,9 @@ fn rc_qp(id: &CmId) -> (Pd, Cq, Qp) {
         .create_qp(
             &pd,
             &QpInit {
-                qp_type: QpType::Rc,
-                send_cq: &cq,
-                recv_cq: &cq,
-                caps: QpCaps {
-                    max_send_wr: 2,
-                    max_recv_wr: 2,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
+                caps: common::rc::caps(2),
                 sq_sig_all: true,
-                srq: None,
+                ..QpInit::new(QpType::Rc, &cq)
             },
         )
         .unwrap();

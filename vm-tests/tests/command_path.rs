@@ -84,11 +84,8 @@ fn a_gid_index_past_the_table_is_a_named_error_on_both_paths() {
 /// An RC send and an RDMA write between two QPs of a context on the given
 /// path: every object (PD, MR, CQ, QP) is created through that context.
 fn loopback(path: CommandPath) {
-    use rverbs::{
-        Access, AhAttr, Grh, Mtu, QpAttr, QpCaps, QpInit, QpType, RecvWr, Remote, SendOp, SendWr,
-        Wc, WcStatus,
-    };
-    let e = common::env();
+    use common::rc::{caps, self_av, wait};
+    use rverbs::{Access, Mtu, QpAttr, QpInit, QpType, RecvWr, Remote, SendOp, SendWr, WcStatus};
     let ctx = open(path);
     let pd = ctx.alloc_pd().unwrap();
     let acc = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
@@ -96,37 +93,18 @@ fn loopback(path: CommandPath) {
         ctx.create_cq(16, None, 0).unwrap(),
         ctx.create_cq(16, None, 0).unwrap(),
     ];
-    let caps = QpCaps {
-        max_send_wr: 8,
-        max_recv_wr: 8,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    };
     let mk = |cq| {
         pd.create_qp(&QpInit {
-            qp_type: QpType::Rc,
-            send_cq: cq,
-            recv_cq: cq,
-            caps,
+            caps: caps(8),
             sq_sig_all: true,
-            srq: None,
+            ..QpInit::new(QpType::Rc, cq)
         })
         .unwrap()
     };
     let mut a = mk(&cqs[0]);
     let mut b = mk(&cqs[1]);
-    let gid = ctx.query_gid(1, e.gid).unwrap();
-    let av = AhAttr {
-        port_num: 1,
-        grh: Some(Grh {
-            dgid: gid,
-            sgid_index: e.gid as u8,
-            hop_limit: 1,
-            ..Grh::default()
-        }),
-        ..AhAttr::default()
-    };
+    // Each modify spelled out (PSNs 7), a command on the path under test.
+    let av = self_av(&ctx);
     let (qa, qb) = (a.qpn(), b.qpn());
     for (q, peer) in [(&mut a, qb), (&mut b, qa)] {
         q.modify(&QpAttr::init(1, acc)).unwrap();
@@ -154,16 +132,11 @@ fn loopback(path: CommandPath) {
         SendWr::new(3, SendOp::Send, &s),
     ])
     .unwrap();
-    let mut got = Vec::new();
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut buf = [Wc::default(); 4];
-    while got.len() < 3 {
-        for cq in &mut cqs {
-            let n = cq.poll(&mut buf);
-            got.extend_from_slice(&buf[..n]);
-        }
-        assert!(std::time::Instant::now() < until, "{got:?}");
-    }
+    // Every send signals: the write and the send on a's CQ, the receive
+    // on b's.
+    let [cq_a, cq_b] = &mut cqs;
+    let mut got = wait(cq_a, 2);
+    got.extend(wait(cq_b, 1));
     assert!(got.iter().all(|w| w.status == WcStatus::SUCCESS), "{got:?}");
     let mut ids: Vec<u64> = got.iter().map(|w| w.wr_id).collect();
     ids.sort();

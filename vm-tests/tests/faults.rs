@@ -6,9 +6,9 @@
 
 mod common;
 
+use common::rc::{caps, connect, wait_up_to};
 use rverbs::{
-    Access, AhAttr, Context, Cq, Grh, Mtu, Pd, Qp, QpAttr, QpCaps, QpInit, QpType, Result, SendOp,
-    SendWr, Wc, WcStatus,
+    Access, Context, Cq, Pd, Qp, QpAttr, QpInit, QpType, Result, SendOp, SendWr, Wc, WcStatus,
 };
 use std::process::Command;
 use std::sync::Mutex;
@@ -16,52 +16,19 @@ use std::time::{Duration, Instant};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn open() -> (Context, u32) {
-    let e = common::env();
-    (Context::open_by_name(Some(&e.dev)).expect("open"), e.gid)
-}
-
-fn caps() -> QpCaps {
-    QpCaps {
-        max_send_wr: 8,
-        max_recv_wr: 8,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    }
-}
-
+/// A new RC QP on `cq`, 8 sends and 8 receives deep.
 fn rc(pd: &Pd, cq: &Cq) -> Result<Qp> {
     pd.create_qp(&QpInit {
-        qp_type: QpType::Rc,
-        send_cq: cq,
-        recv_cq: cq,
-        caps: caps(),
-        sq_sig_all: false,
-        srq: None,
+        caps: caps(8),
+        ..QpInit::new(QpType::Rc, cq)
     })
 }
 
-/// Two RC QPs of one process connected through rxe0's own GID.
-fn connect(ctx: &Context, gid_idx: u32, a: &mut Qp, b: &mut Qp) -> Result<()> {
-    let gid = ctx.query_gid(1, gid_idx)?;
-    let av = AhAttr {
-        port_num: 1,
-        grh: Some(Grh {
-            dgid: gid,
-            sgid_index: gid_idx as u8,
-            hop_limit: 1,
-            ..Grh::default()
-        }),
-        ..AhAttr::default()
-    };
-    let (qa, qb) = (a.qpn(), b.qpn());
-    for (q, peer) in [(&mut *a, qb), (&mut *b, qa)] {
-        q.modify(&QpAttr::init(1, Access::LOCAL_WRITE | Access::REMOTE_WRITE))?;
-        q.modify(&QpAttr::rtr(av, Mtu::M1024, peer, 0))?;
-        q.modify(&QpAttr::rts(0))?;
-    }
-    Ok(())
+/// Two RC QPs of one process connected through the port's own address
+/// (an error, not a panic, while the port's GID is gone with its link).
+fn connect_rw(ctx: &Context, a: &mut Qp, b: &mut Qp) -> Result<()> {
+    let av = ctx.port_address(1)?;
+    connect(a, b, Access::LOCAL_WRITE | Access::REMOTE_WRITE, av)
 }
 
 /// Open fds of this process, and its resident set in KiB.
@@ -76,25 +43,13 @@ fn fds_and_rss() -> (usize, u64) {
     (fds, rss)
 }
 
-/// Polls `cq` until `n` completions arrived, or `limit` passed.
-fn wait_for(cq: &mut Cq, n: usize, limit: Duration) -> Vec<Wc> {
-    let until = Instant::now() + limit;
-    let mut out = Vec::new();
-    let mut buf = [Wc::default(); 8];
-    while out.len() < n && Instant::now() < until {
-        let k = cq.poll(&mut buf);
-        out.extend_from_slice(&buf[..k]);
-    }
-    out
-}
-
 /// 10,000 rounds of PD, MR, CQ, QP (to RTS and back to ERR) made and
 /// dropped: the process's fds and resident memory stay flat — every
 /// DESTROY ran, every mapping went.
 #[test]
 fn ten_thousand_create_destroy_cycles_leave_nothing_behind() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let (ctx, _) = open();
+    let (ctx, _) = common::open();
     let round = |i: u32| -> Result<()> {
         let pd = ctx.alloc_pd()?;
         let mr = pd.alloc_mr(4096, Access::LOCAL_WRITE)?;
@@ -132,11 +87,11 @@ fn ten_thousand_create_destroy_cycles_leave_nothing_behind() {
 #[test]
 fn netdev_down_and_up() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let (ctx, gid_idx) = open();
+    let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(64, None, 0).unwrap();
     let (mut a, mut b) = (rc(&pd, &cq).unwrap(), rc(&pd, &cq).unwrap());
-    connect(&ctx, gid_idx, &mut a, &mut b).unwrap();
+    connect_rw(&ctx, &mut a, &mut b).unwrap();
     let src = pd.alloc_mr(64, Access::LOCAL_WRITE).unwrap();
     let dst = pd
         .alloc_mr(64, Access::LOCAL_WRITE | Access::REMOTE_WRITE)
@@ -158,7 +113,7 @@ fn netdev_down_and_up() {
     let start = Instant::now();
     a.post_send(&[SendWr::new(1, SendOp::Write(remote), &s)])
         .unwrap();
-    let c = wait_for(&mut cq, 1, Duration::from_secs(20));
+    let c = wait_up_to(&mut cq, 1, Duration::from_secs(20));
     ip("up");
     assert_eq!(c.len(), 1, "the write did not complete in 20 s: {c:?}");
     assert_eq!(c[0].wr_id, 1);
@@ -191,9 +146,9 @@ fn netdev_down_and_up() {
         let ok = (|| -> Result<bool> {
             let mut cq2 = ctx.create_cq(64, None, 0)?;
             let (mut c1, mut c2) = (rc(&pd, &cq2)?, rc(&pd, &cq2)?);
-            connect(&ctx, gid_idx, &mut c1, &mut c2)?;
+            connect_rw(&ctx, &mut c1, &mut c2)?;
             c1.post_send(&[SendWr::new(2, SendOp::Write(remote), &s)])?;
-            let c = wait_for(&mut cq2, 1, Duration::from_secs(5));
+            let c = wait_up_to(&mut cq2, 1, Duration::from_secs(5));
             Ok(c.len() == 1 && c[0].status == WcStatus::SUCCESS)
         })();
         if let Ok(true) = ok {

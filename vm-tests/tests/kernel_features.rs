@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::rc::{ok, pair, pattern, wait, Pair, RW};
+use common::rc::{contents, ok, pair, pattern, wait, Pair, RW};
 
 use memmap2::{MmapMut, MmapOptions};
 use rverbs::odp::Advice;
@@ -22,11 +22,7 @@ use rverbs::{
 use std::io::Write;
 
 fn features() -> Features {
-    let e = common::env();
-    Context::open_by_name(Some(&e.dev))
-        .expect("open rxe0")
-        .features()
-        .expect("features")
+    common::open().0.features().expect("features")
 }
 
 /// Which 4 KiB pages of `got` differ from `want` (an empty list if none):
@@ -52,12 +48,6 @@ fn assert_bytes(got: &[u8], want: &[u8], what: &str) {
         want.len() / 4096,
         bad.first().map(|p| &got[p * 4096..p * 4096 + 8])
     );
-}
-
-fn contents<B: MrBuffer>(mr: &Mr<B>) -> Vec<u8> {
-    let mut v = vec![0u8; mr.len()];
-    mr.read(0, &mut v).unwrap();
-    v
 }
 
 /// An error that names the device and says `why`.

@@ -3,9 +3,10 @@
 
 mod common;
 
+use common::rc::{caps, wait};
 use rverbs::{
-    Access, AhAttr, Context, Cq, Errno, Grh, Mr, Pd, Qp, QpAttr, QpCaps, QpInit, QpState, QpType,
-    RecvWr, SendOp, SendWr, Wc, WcOpcode,
+    Access, AhAttr, Cq, Errno, Grh, Mr, Pd, Qp, QpInit, QpType, RecvWr, SendOp, SendWr, Wc,
+    WcOpcode,
 };
 use std::net::{Ipv4Addr, UdpSocket};
 use std::time::{Duration, Instant};
@@ -14,11 +15,6 @@ const QKEY: u32 = 0x1234_5678;
 /// A UD send to a multicast group goes to this QPN (`0xffffff`).
 const MCAST_QPN: u32 = 0xff_ffff;
 const LEN: usize = 1000;
-
-fn open() -> (Context, u32) {
-    let e = common::env();
-    (Context::open_by_name(Some(&e.dev)).expect("open"), e.gid)
-}
 
 /// The RoCE v2 GID of an IPv4 group: `::ffff:a.b.c.d`.
 fn mgid(group: Ipv4Addr) -> [u8; 16] {
@@ -36,45 +32,23 @@ fn ip_join(group: Ipv4Addr) -> UdpSocket {
     s
 }
 
+/// A UD QP on `cq`, 8 sends and 8 receives deep, ready (RTS, `QKEY`).
 fn ud(pd: &Pd, cq: &Cq) -> Qp {
     let mut q = pd
         .create_qp(&QpInit {
-            qp_type: QpType::Ud,
-            send_cq: cq,
-            recv_cq: cq,
-            caps: QpCaps {
-                max_send_wr: 8,
-                max_recv_wr: 8,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-            srq: None,
+            caps: caps(8),
+            ..QpInit::new(QpType::Ud, cq)
         })
         .unwrap();
-    q.modify(&QpAttr::init_ud(1, QKEY)).unwrap();
-    q.modify(&QpAttr::state(QpState::Rtr)).unwrap();
-    q.modify(&QpAttr::rts_ud(0)).unwrap();
+    q.ready_ud(1, QKEY).unwrap();
     q
 }
 
-/// Polls until `n` completions arrived (at most 10 s), then 200 ms more
-/// to see that no others do.
+/// Polls until `n` completions arrived ([`wait`]), then 200 ms more to
+/// see that no others do.
 fn collect(cq: &mut Cq, n: usize) -> Vec<Wc> {
-    let mut out = Vec::new();
-    let mut buf = [Wc::default(); 8];
-    let until = Instant::now() + Duration::from_secs(10);
-    while out.len() < n {
-        let k = cq.poll(&mut buf);
-        out.extend_from_slice(&buf[..k]);
-        assert!(Instant::now() < until, "timed out after {out:?}");
-    }
-    let until = Instant::now() + Duration::from_millis(200);
-    while Instant::now() < until {
-        let k = cq.poll(&mut buf);
-        out.extend_from_slice(&buf[..k]);
-    }
+    let mut out = wait(cq, n);
+    out.extend(drain(cq, Duration::from_millis(200)));
     out
 }
 
@@ -99,7 +73,7 @@ fn check_payload(mr: &Mr, round: u8) {
 
 #[test]
 fn attach_delivers_to_every_member_and_detach_stops_it() {
-    let (ctx, gid) = open();
+    let (ctx, gid) = common::open();
     let group = Ipv4Addr::new(239, 77, 1, 1);
     let _ip = ip_join(group);
     let pd = ctx.alloc_pd().unwrap();
@@ -168,7 +142,7 @@ fn attach_delivers_to_every_member_and_detach_stops_it() {
 
 #[test]
 fn attach_and_detach_errors_are_the_kernels() {
-    let (ctx, _) = open();
+    let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(64, None, 0).unwrap();
     let q = ud(&pd, &cq);
@@ -196,18 +170,8 @@ fn attach_and_detach_errors_are_the_kernels() {
     // Only UD QPs join groups.
     let rc = pd
         .create_qp(&QpInit {
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            caps: QpCaps {
-                max_send_wr: 1,
-                max_recv_wr: 1,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-            srq: None,
+            caps: caps(1),
+            ..QpInit::new(QpType::Rc, &cq)
         })
         .unwrap();
     einval(rc.attach_mcast(&group, 0), "RC QP");
@@ -226,8 +190,7 @@ struct CmNode {
 fn cm_node(chan: &std::sync::Arc<rverbs::cm::CmChannel>) -> CmNode {
     use rverbs::cm::PortSpace;
     let id = chan.create_id(PortSpace::UDP).unwrap();
-    let a: std::net::SocketAddr = format!("{}:0", common::env().addr).parse().unwrap();
-    id.bind(&a).unwrap();
+    id.bind(&common::cm::addr(0)).unwrap();
     let ctx = id.context().unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(32, None, 0).unwrap();
@@ -235,28 +198,14 @@ fn cm_node(chan: &std::sync::Arc<rverbs::cm::CmChannel>) -> CmNode {
         .create_qp(
             &pd,
             &QpInit {
-                qp_type: QpType::Ud,
-                send_cq: &cq,
-                recv_cq: &cq,
-                caps: QpCaps {
-                    max_send_wr: 8,
-                    max_recv_wr: 8,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
+                caps: caps(8),
                 sq_sig_all: true,
-                srq: None,
+                ..QpInit::new(QpType::Ud, &cq)
             },
         )
         .unwrap();
     let mr = pd.alloc_mr(40 + LEN, Access::LOCAL_WRITE).unwrap();
     CmNode { id, pd, cq, qp, mr }
-}
-
-fn next_cm(chan: &std::sync::Arc<rverbs::cm::CmChannel>) -> rverbs::cm::CmEvent {
-    assert!(chan.poll(10_000).unwrap(), "no rdma_cm event within 10 s");
-    chan.get_event().unwrap()
 }
 
 /// Polls `cq` for up to `limit`; returns what came.
@@ -292,7 +241,7 @@ fn rdma_cm_join_attaches_and_leave_detaches() {
     assert!(e.to_string().contains("already joined 239.77.2.1"), "{e}");
     let mut ud = None;
     for _ in 0..3 {
-        let ev = next_cm(&chan);
+        let ev = common::cm::next(&chan);
         assert_eq!(ev.kind, EventType::MULTICAST_JOIN, "{ev:?}");
         assert_eq!(ev.status, 0);
         assert_eq!(ev.mcast, Some(gaddr), "the event names the group");

@@ -6,17 +6,11 @@
 
 mod common;
 
-use common::rc::{ok, pair, pattern, wait, Pair, RW};
+use common::rc::{contents, ok, pair, pattern, wait, Pair, RW};
 
 use memmap2::{MmapMut, MmapOptions};
 use rverbs::{Access, Error, Mr, MrMemory, RecvWr, Remote, SendOp, SendWr, WcOpcode, WcStatus};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-
-fn contents<B: MrMemory>(mr: &Mr<B>) -> Vec<u8> {
-    let mut v = vec![0u8; mr.len()];
-    mr.read(0, &mut v).unwrap();
-    v
-}
 
 /// `mr` (of any kind, `len` bytes) receives a SEND, is the target of an
 /// RDMA WRITE and the source of an RDMA READ, and is itself the source of a

@@ -7,26 +7,11 @@
 
 mod common;
 
-use common::rc::{ok, pair, wait, RW};
+use common::rc::{caps, ok, pair, self_av, wait, RW};
 use rverbs::{
-    Access, AhAttr, Context, DeregisterError, Error, Grh, MwType, QpAttr, QpCaps, QpInit, QpState,
-    QpType, RecvWr, SendOp, SendWr, WcOpcode, WcStatus,
+    Access, DeregisterError, Error, MwType, QpInit, QpState, QpType, RecvWr, SendOp, SendWr,
+    WcOpcode, WcStatus,
 };
-
-fn open() -> (Context, u32) {
-    let e = common::env();
-    (Context::open_by_name(Some(&e.dev)).expect("open"), e.gid)
-}
-
-fn caps(send: u32, recv: u32) -> QpCaps {
-    QpCaps {
-        max_send_wr: send,
-        max_recv_wr: recv,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    }
-}
 
 /// Issue 25, item 4, as a new user writes it: every UD send gets a fresh
 /// AH, dropped at the end of the loop body while the send may still be
@@ -37,36 +22,22 @@ fn caps(send: u32, recv: u32) -> QpCaps {
 fn an_ah_dropped_right_after_its_ud_send_does_not_kill_the_qp() {
     const N: usize = 50;
     const QKEY: u32 = 0x1111_1111;
-    let (ctx, gid) = open();
+    let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(256, None, 0).unwrap();
     let mk = || {
         pd.create_qp(&QpInit {
-            qp_type: QpType::Ud,
-            send_cq: &cq,
-            recv_cq: &cq,
-            caps: caps(64, 64),
+            caps: caps(64),
             sq_sig_all: true,
-            srq: None,
+            ..QpInit::new(QpType::Ud, &cq)
         })
         .unwrap()
     };
     let (mut a, mut b) = (mk(), mk());
     for q in [&mut a, &mut b] {
-        q.modify(&QpAttr::init_ud(1, QKEY)).unwrap();
-        q.modify(&QpAttr::state(QpState::Rtr)).unwrap();
-        q.modify(&QpAttr::rts_ud(0)).unwrap();
+        q.ready_ud(1, QKEY).unwrap();
     }
-    let av = AhAttr {
-        port_num: 1,
-        grh: Some(Grh {
-            dgid: ctx.query_gid(1, gid).unwrap(),
-            sgid_index: gid as u8,
-            hop_limit: 1,
-            ..Grh::default()
-        }),
-        ..AhAttr::default()
-    };
+    let av = self_av(&ctx);
     // Each receive: the 40-byte GRH, then 8 bytes of message.
     let rbuf = pd.alloc_mr(N * 48, Access::LOCAL_WRITE).unwrap();
     for i in 0..N {
@@ -86,7 +57,7 @@ fn an_ah_dropped_right_after_its_ud_send_does_not_kill_the_qp() {
             .unwrap();
         // `ah` is dropped here, while its send may still be queued.
     }
-    let done = common::rc::wait(&mut cq, 2 * N);
+    let done = wait(&mut cq, 2 * N);
     let bad: Vec<_> = done
         .iter()
         .filter(|w| w.status != WcStatus::SUCCESS)
@@ -117,17 +88,13 @@ fn an_ah_dropped_right_after_its_ud_send_does_not_kill_the_qp() {
 /// overrun); a grow makes room for QPs the old size refused.
 #[test]
 fn a_cq_resize_moves_the_overrun_budget() {
-    let (ctx, _) = open();
+    let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(64, None, 0).unwrap();
     let qp = |pd: &rverbs::Pd, cq: &rverbs::Cq, n: u32| {
         pd.create_qp(&QpInit {
-            qp_type: QpType::Rc,
-            send_cq: cq,
-            recv_cq: cq,
-            caps: caps(n, n),
-            sq_sig_all: false,
-            srq: None,
+            caps: caps(n),
+            ..QpInit::new(QpType::Rc, cq)
         })
     };
     let first = qp(&pd, &cq, 32).expect("32 + 32 on a CQ of 64");
@@ -150,7 +117,7 @@ fn a_cq_resize_moves_the_overrun_budget() {
 /// by name before the kernel (slicing such an MR overflowed).
 #[test]
 fn an_iova_range_past_the_end_of_the_address_space_is_refused() {
-    let (ctx, _) = open();
+    let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     let page = 4096u64;
     let buf = vec![0u8; 2 * page as usize];

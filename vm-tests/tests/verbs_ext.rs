@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::rc::{ok, pair, pair_with, pattern, wait, Pair, RW};
+use common::rc::{caps, ok, pair, pair_with, pattern, wait, Pair, RW};
 use rverbs::query::GidType;
 use rverbs::{
     Access, CommandPath, Context, Error, Features, FlushLevel, FlushType, Mtu, PostError, QpCaps,
@@ -351,18 +351,9 @@ fn query_qp_reports_every_attribute_and_the_psns_follow_the_traffic() {
     let cq = p.ctx.create_cq(8, None, 0).unwrap();
     let fresh =
         p.pd.create_qp(&QpInit {
-            qp_type: QpType::Ud,
-            send_cq: &cq,
-            recv_cq: &cq,
-            caps: QpCaps {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
+            caps: caps(4),
             sq_sig_all: true,
-            srq: None,
+            ..QpInit::new(QpType::Ud, &cq)
         })
         .unwrap();
     let q = fresh.query().unwrap();
@@ -417,34 +408,21 @@ fn query_srq_pkey_and_gid_entry() {
 /// address handle made from the receive's completion and its 40 header
 /// bytes: the reply reaches A, every byte of both messages checked.
 fn ud_reply_through_ah_from_wc(gid_idx: u32) {
-    let e = common::env();
-    let ctx = Context::open_by_name(Some(&e.dev)).unwrap();
+    let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(64, None, 0).unwrap();
-    let caps = QpCaps {
-        max_send_wr: 4,
-        max_recv_wr: 4,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    };
     let mk = || {
         pd.create_qp(&QpInit {
-            qp_type: QpType::Ud,
-            send_cq: &cq,
-            recv_cq: &cq,
-            caps,
+            caps: caps(4),
             sq_sig_all: true,
-            srq: None,
+            ..QpInit::new(QpType::Ud, &cq)
         })
         .unwrap()
     };
     let (mut a, mut b) = (mk(), mk());
     const QKEY: u32 = 0x2222;
     for q in [&mut a, &mut b] {
-        q.modify(&rverbs::QpAttr::init_ud(1, QKEY)).unwrap();
-        q.modify(&rverbs::QpAttr::state(QpState::Rtr)).unwrap();
-        q.modify(&rverbs::QpAttr::rts_ud(0)).unwrap();
+        q.ready_ud(1, QKEY).unwrap();
     }
     let gid = ctx.query_gid(1, gid_idx).unwrap();
     let to_b = pd
@@ -537,8 +515,7 @@ fn ah_from_wc_over_roce_v2_ipv4() {
 
 #[test]
 fn ah_from_wc_over_roce_v2_ipv6() {
-    let e = common::env();
-    let ctx = Context::open_by_name(Some(&e.dev)).unwrap();
+    let (ctx, _) = common::open();
     let v6 = ctx
         .gid_table(1)
         .unwrap()

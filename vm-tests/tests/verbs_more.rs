@@ -3,38 +3,13 @@
 
 mod common;
 
+use common::rc::{self_av, wait, ALL};
 use proptest::prelude::*;
 use rverbs::{
-    Access, AhAttr, Context, Cq, Grh, Mr, Mtu, Pd, Qp, QpAttr, QpCaps, QpInit, QpType, RecvWr,
-    Remote, SendOp, SendWr, Wc, WcOpcode, WcStatus,
+    Access, Context, Cq, Mr, Mtu, Pd, Qp, QpAttr, QpCaps, QpInit, QpType, RecvWr, Remote, SendOp,
+    SendWr, Wc, WcOpcode, WcStatus,
 };
 use std::time::{Duration, Instant};
-
-fn open() -> (Context, u32) {
-    let e = common::env();
-    (Context::open_by_name(Some(&e.dev)).expect("open"), e.gid)
-}
-
-fn wait(cq: &mut Cq, n: usize) -> Vec<Wc> {
-    let mut out = Vec::new();
-    let until = Instant::now() + Duration::from_secs(20);
-    let mut buf = [Wc::default(); 16];
-    while out.len() < n {
-        let k = cq.poll(&mut buf[..(n - out.len()).min(16)]);
-        out.extend_from_slice(&buf[..k]);
-        assert!(
-            Instant::now() < until,
-            "timed out with {} of {n}: {out:?}",
-            out.len()
-        );
-    }
-    out
-}
-
-const ALL: Access = Access::LOCAL_WRITE
-    .union(Access::REMOTE_WRITE)
-    .union(Access::REMOTE_READ)
-    .union(Access::REMOTE_ATOMIC);
 
 struct Pair {
     _ctx: Context,
@@ -46,25 +21,19 @@ struct Pair {
 }
 
 fn pair(qp_type: QpType, rnr_retry: u8, max_sge: u32) -> Pair {
-    let (ctx, gid_idx) = open();
+    let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     let cq_a = ctx.create_cq(256, None, 0).unwrap();
     let cq_b = ctx.create_cq(256, None, 0).unwrap();
     let caps = QpCaps {
-        max_send_wr: 64,
-        max_recv_wr: 64,
         max_send_sge: max_sge,
         max_recv_sge: max_sge,
-        max_inline_data: 0,
+        ..common::rc::caps(64)
     };
     let mk = |cq: &Cq| {
         pd.create_qp(&QpInit {
-            qp_type,
-            send_cq: cq,
-            recv_cq: cq,
             caps,
-            sq_sig_all: false,
-            srq: None,
+            ..QpInit::new(qp_type, cq)
         })
         .unwrap()
     };
@@ -77,16 +46,9 @@ fn pair(qp_type: QpType, rnr_retry: u8, max_sge: u32) -> Pair {
     for q in [&mut a, &mut b] {
         q.modify(&QpAttr::init(1, access)).unwrap();
     }
-    let av = AhAttr {
-        port_num: 1,
-        grh: Some(Grh {
-            dgid: ctx.query_gid(1, gid_idx).unwrap(),
-            sgid_index: gid_idx as u8,
-            hop_limit: 1,
-            ..Grh::default()
-        }),
-        ..AhAttr::default()
-    };
+    // Step by step (not `Qp::connect`): UC leaves out what RC sets, and
+    // the tests choose the RNR retry count.
+    let av = self_av(&ctx);
     let (qa, qb) = (a.qpn(), b.qpn());
     let rtr = |dest| {
         let mut r = QpAttr::rtr(av, Mtu::M1024, dest, 0);
@@ -431,7 +393,7 @@ fn rts_to_sqd_reports_sq_drained_and_back() {
 /// (none here), so a program never hangs on a peer that went away.
 #[test]
 fn poll_until_stops_at_n_or_at_the_deadline() {
-    let (ctx, _) = open();
+    let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(64, None, 0).unwrap();
     let mut out = [Wc::default(); 4];

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::rc::{ok, pair, pattern, wait, Pair, RW};
+use common::rc::{contents, ok, pair, pattern, wait, Pair, RW};
 use rverbs::{
     Access, Error, Mr, Mw, MwBind, MwType, QpState, RecvWr, Remote, SendOp, SendWr, WcFlags,
     WcOpcode, WcStatus,
@@ -28,12 +28,6 @@ fn target(p: &Pair) -> Mr {
             .unwrap();
     mr.write(0, &pattern(LEN, 1)).unwrap();
     mr
-}
-
-fn contents(mr: &Mr) -> Vec<u8> {
-    let mut v = vec![0; mr.len()];
-    mr.read(0, &mut v).unwrap();
-    v
 }
 
 /// Binds `mw` on B's QP (where the peer's requests arrive) and waits for

@@ -3,83 +3,42 @@
 
 mod common;
 
-use common::rc::wait;
+use common::rc::{self_av, side, wait, Pair, Side, ALL};
 
 use rverbs::{
-    Access, AhAttr, Context, Cq, Error, Grh, Mr, Mtu, Pd, PostError, Qp, QpAttr, QpCaps, QpInit,
-    QpState, QpType, RecvWr, Remote, SendOp, SendWr, Wc, WcOpcode, WcStatus,
+    Access, Error, Mr, Mtu, Pd, PostError, QpAttr, QpCaps, QpInit, QpState, QpType, RecvWr, Remote,
+    SendOp, SendWr, Wc, WcOpcode, WcStatus,
 };
 use std::time::{Duration, Instant};
 
-struct Side {
-    cq: Cq,
-    qp: Qp,
-}
-
-struct Pair {
-    ctx: Context,
-    pd: Pd,
-    a: Side,
-    b: Side,
-}
-
-fn open() -> (Context, u32) {
-    let e = common::env();
-    let ctx = Context::open_by_name(Some(&e.dev)).expect("open rxe0");
-    (ctx, e.gid)
-}
-
-fn side(ctx: &Context, pd: &Pd, caps: QpCaps) -> Side {
-    let cq = ctx.create_cq(64, None, 0).expect("create CQ");
-    let qp = pd
-        .create_qp(&QpInit {
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            caps,
-            sq_sig_all: false,
-            srq: None,
-        })
-        .expect("create QP");
-    Side { cq, qp }
-}
-
+/// Room for the tests' scatter lists (4 SGEs) and inline sends (64 bytes).
 fn caps() -> QpCaps {
     QpCaps {
-        max_send_wr: 16,
-        max_recv_wr: 16,
         max_send_sge: 4,
         max_recv_sge: 4,
         max_inline_data: 64,
+        ..common::rc::caps(16)
     }
 }
 
 /// Two connected RC QPs: RESET → INIT → RTR → RTS on both.
 fn pair_with(caps: QpCaps, access: Access) -> Pair {
-    let (ctx, gid_idx) = open();
+    let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().expect("alloc PD");
     let mut a = side(&ctx, &pd, caps);
     let mut b = side(&ctx, &pd, caps);
     for s in [&mut a, &mut b] {
         s.qp.modify(&QpAttr::init(1, access)).expect("to INIT");
     }
-    connect(&ctx, gid_idx, &mut a, &mut b);
+    connect(&ctx, &mut a, &mut b);
     Pair { ctx, pd, a, b }
 }
 
-/// INIT → RTR → RTS for two QPs in INIT, each towards the other.
-fn connect(ctx: &Context, gid_idx: u32, a: &mut Side, b: &mut Side) {
-    let gid = ctx.query_gid(1, gid_idx).expect("query GID");
-    let av = AhAttr {
-        port_num: 1,
-        grh: Some(Grh {
-            dgid: gid,
-            sgid_index: gid_idx as u8,
-            hop_limit: 1,
-            ..Grh::default()
-        }),
-        ..AhAttr::default()
-    };
+/// INIT → RTR → RTS for two QPs in INIT, each towards the other, step by
+/// step (not `Qp::connect`): the PSNs differ each way (a sends from 200,
+/// b from 100), and a test posts between INIT and RTR.
+fn connect(ctx: &rverbs::Context, a: &mut Side, b: &mut Side) {
+    let av = self_av(ctx);
     let (qa, qb) = (a.qp.qpn(), b.qp.qpn());
     a.qp.modify(&QpAttr::rtr(av, Mtu::M1024, qb, 100))
         .expect("a to RTR");
@@ -91,23 +50,16 @@ fn connect(ctx: &Context, gid_idx: u32, a: &mut Side, b: &mut Side) {
 }
 
 fn pair() -> Pair {
-    pair_with(
-        caps(),
-        Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
-    )
+    pair_with(caps(), ALL)
 }
 
 fn mr(pd: &Pd, len: usize) -> Mr {
-    pd.alloc_mr(
-        len,
-        Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
-    )
-    .expect("alloc MR")
+    pd.alloc_mr(len, ALL).expect("alloc MR")
 }
 
 #[test]
 fn device_and_port_queries_match_sysfs() {
-    let (ctx, gid_idx) = open();
+    let (ctx, gid_idx) = common::open();
     let attr = ctx.query_device().unwrap();
     assert_eq!(attr.node_guid, ctx.device().node_guid());
     assert_eq!(attr.phys_port_cnt, 1);
@@ -283,7 +235,7 @@ fn unsignaled_sends_and_a_list_in_one_post() {
 
 #[test]
 fn errors_are_named() {
-    let (ctx, _) = open();
+    let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     // Remote write without local write: refused before the kernel.
     let e = pd.alloc_mr(64, Access::REMOTE_WRITE).unwrap_err();
@@ -301,12 +253,8 @@ fn errors_are_named() {
     let small = ctx.create_cq(4, None, 0).unwrap();
     let e = pd
         .create_qp(&QpInit {
-            qp_type: QpType::Rc,
-            send_cq: &small,
-            recv_cq: &small,
             caps: caps(),
-            sq_sig_all: false,
-            srq: None,
+            ..QpInit::new(QpType::Rc, &small)
         })
         .unwrap_err();
     assert!(
@@ -317,12 +265,8 @@ fn errors_are_named() {
     // the CQ is still accepted beside it.
     let deep = pd
         .create_qp_accepting_cq_overrun(&QpInit {
-            qp_type: QpType::Rc,
-            send_cq: &small,
-            recv_cq: &small,
             caps: caps(),
-            sq_sig_all: false,
-            srq: None,
+            ..QpInit::new(QpType::Rc, &small)
         })
         .unwrap();
     assert!(deep.caps().max_send_wr >= caps().max_send_wr);
@@ -333,24 +277,16 @@ fn errors_are_named() {
     };
     let beside = pd
         .create_qp(&QpInit {
-            qp_type: QpType::Rc,
-            send_cq: &small,
-            recv_cq: &small,
             caps: fits,
-            sq_sig_all: false,
-            srq: None,
+            ..QpInit::new(QpType::Rc, &small)
         })
         .unwrap();
     drop((beside, deep));
     let cq = ctx.create_cq(64, None, 0).unwrap();
     let mut qp = pd
         .create_qp(&QpInit {
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
             caps: caps(),
-            sq_sig_all: false,
-            srq: None,
+            ..QpInit::new(QpType::Rc, &cq)
         })
         .unwrap();
     let s = [m.slice(0, 8).unwrap()];
@@ -383,7 +319,7 @@ fn errors_are_named() {
 /// only the sends posted from RTS on complete.
 #[test]
 fn refused_sends_before_rts_never_run() {
-    let (ctx, gid_idx) = open();
+    let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     let mut a = side(&ctx, &pd, caps());
     let mut b = side(&ctx, &pd, caps());
@@ -411,7 +347,7 @@ fn refused_sends_before_rts_never_run() {
         matches!(e, Error::InvalidWorkRequest { index: 0, .. }),
         "{e}"
     );
-    connect(&ctx, gid_idx, &mut a, &mut b);
+    connect(&ctx, &mut a, &mut b);
     a.qp.post_send(&[SendWr::new(2, SendOp::Send, &s)]).unwrap();
     let sent = wait(&mut a.cq, 1);
     assert_eq!((sent[0].wr_id, sent[0].status), (2, WcStatus::SUCCESS));

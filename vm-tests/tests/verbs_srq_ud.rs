@@ -3,78 +3,24 @@
 
 mod common;
 
+use common::rc::{connect, self_av, wait};
 use rverbs::{
-    Access, AhAttr, Context, Cq, EventType, Grh, Mtu, Pd, Qp, QpAttr, QpCaps, QpInit, QpState,
-    QpType, RecvWr, SendOp, SendWr, Wc, WcFlags, WcOpcode, WcStatus,
+    Access, Cq, EventType, Pd, Qp, QpInit, QpType, RecvWr, SendOp, SendWr, Wc, WcFlags, WcOpcode,
+    WcStatus,
 };
-use std::time::{Duration, Instant};
 
-fn open() -> (Context, u32) {
-    let e = common::env();
-    (Context::open_by_name(Some(&e.dev)).expect("open"), e.gid)
-}
-
-fn wait(cq: &mut Cq, n: usize) -> Vec<Wc> {
-    let mut out = Vec::new();
-    let until = Instant::now() + Duration::from_secs(10);
-    let mut buf = [Wc::default(); 8];
-    while out.len() < n {
-        let k = cq.poll(&mut buf);
-        out.extend_from_slice(&buf[..k]);
-        assert!(Instant::now() < until, "timed out: {out:?}");
-    }
-    out
-}
-
-fn av(ctx: &Context, gid_idx: u32) -> AhAttr {
-    AhAttr {
-        port_num: 1,
-        grh: Some(Grh {
-            dgid: ctx.query_gid(1, gid_idx).unwrap(),
-            sgid_index: gid_idx as u8,
-            hop_limit: 1,
-            ..Grh::default()
-        }),
-        ..AhAttr::default()
-    }
-}
-
-fn caps() -> QpCaps {
-    QpCaps {
-        max_send_wr: 16,
-        max_recv_wr: 16,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    }
-}
-
+/// A new RC QP on `cq` (`QpCaps::default`), on `srq` if given.
 fn rc(pd: &Pd, cq: &Cq, srq: Option<&rverbs::Srq>) -> Qp {
-    let mut qp = pd
-        .create_qp(&QpInit {
-            qp_type: QpType::Rc,
-            send_cq: cq,
-            recv_cq: cq,
-            caps: caps(),
-            sq_sig_all: false,
-            srq,
-        })
-        .unwrap();
-    qp.modify(&QpAttr::init(1, Access::LOCAL_WRITE)).unwrap();
-    qp
-}
-
-fn connect(a: &mut Qp, b: &mut Qp, av: AhAttr) {
-    let (qa, qb) = (a.qpn(), b.qpn());
-    a.modify(&QpAttr::rtr(av, Mtu::M1024, qb, 0)).unwrap();
-    b.modify(&QpAttr::rtr(av, Mtu::M1024, qa, 0)).unwrap();
-    a.modify(&QpAttr::rts(0)).unwrap();
-    b.modify(&QpAttr::rts(0)).unwrap();
+    pd.create_qp(&QpInit {
+        srq,
+        ..QpInit::new(QpType::Rc, cq)
+    })
+    .unwrap()
 }
 
 #[test]
 fn two_qps_share_an_srq_and_the_limit_event_fires() {
-    let (ctx, gid) = open();
+    let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(64, None, 0).unwrap();
     let mut srq = pd.create_srq(16, 1, 0).unwrap();
@@ -93,9 +39,9 @@ fn two_qps_share_an_srq_and_the_limit_event_fires() {
     let mut r1 = rc(&pd, &cq, Some(&srq));
     let mut s2 = rc(&pd, &cq, None);
     let mut r2 = rc(&pd, &cq, Some(&srq));
-    let av = av(&ctx, gid);
-    connect(&mut s1, &mut r1, av);
-    connect(&mut s2, &mut r2, av);
+    let av = self_av(&ctx);
+    connect(&mut s1, &mut r1, Access::LOCAL_WRITE, av).unwrap();
+    connect(&mut s2, &mut r2, Access::LOCAL_WRITE, av).unwrap();
     let src = pd.alloc_mr(64, Access::LOCAL_WRITE).unwrap();
     src.write(0, b"via the srq").unwrap();
     let s = [src.slice(0, 11).unwrap()];
@@ -131,30 +77,18 @@ fn two_qps_share_an_srq_and_the_limit_event_fires() {
 
 #[test]
 fn ud_send_with_an_address_handle() {
-    let (ctx, gid) = open();
+    let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     // Room for both QPs' queues (16 + 16 each): a QP that could overrun
     // its CQ is refused.
     let mut cq = ctx.create_cq(64, None, 0).unwrap();
-    let mk = || {
-        pd.create_qp(&QpInit {
-            qp_type: QpType::Ud,
-            send_cq: &cq,
-            recv_cq: &cq,
-            caps: caps(),
-            sq_sig_all: false,
-            srq: None,
-        })
-        .unwrap()
-    };
+    let mk = || pd.create_qp(&QpInit::new(QpType::Ud, &cq)).unwrap();
     let (mut a, mut b) = (mk(), mk());
     const QKEY: u32 = 0x1111_1111;
     for q in [&mut a, &mut b] {
-        q.modify(&QpAttr::init_ud(1, QKEY)).unwrap();
-        q.modify(&QpAttr::state(QpState::Rtr)).unwrap();
-        q.modify(&QpAttr::rts_ud(0)).unwrap();
+        q.ready_ud(1, QKEY).unwrap();
     }
-    let ah = pd.create_ah(&av(&ctx, gid)).unwrap();
+    let ah = pd.create_ah(&self_av(&ctx)).unwrap();
     // UD receives start with a 40-byte GRH.
     let rbuf = pd.alloc_mr(40 + 256, Access::LOCAL_WRITE).unwrap();
     let rs = [rbuf.all().unwrap()];
@@ -193,13 +127,13 @@ fn ud_send_with_an_address_handle() {
 
 #[test]
 fn completion_channel_wakes_on_an_armed_cq() {
-    let (ctx, gid) = open();
+    let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     let ch = ctx.create_comp_channel().unwrap();
     let mut cq = ctx.create_cq(64, Some(&ch), 0).unwrap();
     let mut a = rc(&pd, &cq, None);
     let mut b = rc(&pd, &cq, None);
-    connect(&mut a, &mut b, av(&ctx, gid));
+    connect(&mut a, &mut b, Access::LOCAL_WRITE, self_av(&ctx)).unwrap();
     let m = pd.alloc_mr(64, Access::LOCAL_WRITE).unwrap();
     let s = [m.slice(0, 8).unwrap()];
     b.post_recv(&[RecvWr { wr_id: 5, sges: &s }]).unwrap();

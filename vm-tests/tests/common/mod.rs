@@ -3,6 +3,7 @@
 //! fail (never skip), naming what is missing.
 #![allow(dead_code)]
 
+pub mod cm;
 pub mod ibverbs_so;
 pub mod rc;
 
@@ -35,6 +36,15 @@ pub fn env() -> TestEnv {
             .expect("RVERBS_TEST_GID is a number"),
         addr: get("RVERBS_TEST_ADDR"),
     }
+}
+
+/// Opens the test device, and says which GID index the VM gave its
+/// address (the RoCE v2 IPv4-mapped GID).
+pub fn open() -> (rverbs::Context, u32) {
+    let e = env();
+    let ctx = rverbs::Context::open_by_name(Some(&e.dev))
+        .unwrap_or_else(|err| panic!("open {}: {err}", e.dev));
+    (ctx, e.gid)
 }
 
 /// The `rverbs` tool the tests run: `rverbs` in the profile directory
