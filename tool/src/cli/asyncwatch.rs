@@ -55,7 +55,7 @@ pub fn asyncwatch(a: &AsyncwatchArgs) -> Result<ExitCode> {
         ),
     );
     let mut seen = 0u64;
-    while a.count.map_or(true, |n| seen < n) {
+    while a.count.is_none_or(|n| seen < n) {
         let ev = ctx.get_async_event()?;
         // The C tool prints the element union's port_num for every event:
         // the port for port events, the low bits of the object otherwise.

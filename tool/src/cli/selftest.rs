@@ -6,8 +6,8 @@
 
 use clap::Args;
 use rverbs::{
-    Access, AhAttr, Context, Cq, Device, Error, GidType, Grh, Mr, Mtu, Pd, Qp, QpAttr, QpCaps,
-    QpInit, QpType, RecvWr, Remote, Result, SendOp, SendWr, Wc, WcOpcode, WcStatus,
+    Access, AhAttr, Context, Cq, Device, Error, Grh, Mr, Mtu, Pd, Qp, QpAttr, QpCaps, QpInit,
+    QpType, RecvWr, Remote, Result, SendOp, SendWr, Wc, WcOpcode, WcStatus,
 };
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -36,28 +36,37 @@ fn fail(what: impl Into<String>) -> Error {
     Error::InvalidArgument { what: what.into() }
 }
 
-/// The address vector of the port itself: the RoCE v2 IPv4 GID if there is
-/// one (else the first GID) on Ethernet, the LID on InfiniBand.
+/// The address vector of the port itself, and how to name it: the LID on
+/// InfiniBand, the RoCE v2 IPv4-mapped GID on Ethernet, as
+/// [`Context::port_address`] finds them; failing those, the port's first
+/// GID, whatever its type (where the library would take the first RoCE v2
+/// GID, or refuse a port without one).
 fn self_av(ctx: &Context, port: u8) -> Result<(AhAttr, String)> {
-    let p = ctx.query_port(port)?;
-    if p.link_layer != 2 {
-        let av = AhAttr {
-            dlid: p.lid,
-            port_num: port,
-            ..AhAttr::default()
-        };
-        return Ok((av, format!("LID {}", p.lid)));
-    }
-    let gids = ctx.gid_table(port)?;
-    let g = gids
-        .iter()
-        .find(|g| {
-            g.gid_type == GidType::RoceV2
-                && g.gid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
-        })
-        .or_else(|| gids.first())
+    let v4_mapped = |gid: &[u8; 16]| gid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
+    let av = match ctx.port_address(port) {
+        Ok(av) if av.grh.is_none_or(|g| v4_mapped(&g.dgid)) => av,
+        Ok(_) => first_gid(ctx, port)?,
+        Err(e) => first_gid(ctx, port).map_err(|_| e)?,
+    };
+    let how = match av.grh {
+        None => format!("LID {}", av.dlid),
+        Some(g) => format!(
+            "GID index {} ({})",
+            g.sgid_index,
+            std::net::Ipv6Addr::from(g.dgid)
+        ),
+    };
+    Ok((av, how))
+}
+
+/// The address vector of the port's first GID.
+fn first_gid(ctx: &Context, port: u8) -> Result<AhAttr> {
+    let g = ctx
+        .gid_table(port)?
+        .into_iter()
+        .next()
         .ok_or_else(|| fail(format!("port {port} has no GID: is its netdev up?")))?;
-    let av = AhAttr {
+    Ok(AhAttr {
         port_num: port,
         grh: Some(Grh {
             dgid: g.gid,
@@ -66,15 +75,7 @@ fn self_av(ctx: &Context, port: u8) -> Result<(AhAttr, String)> {
             ..Grh::default()
         }),
         ..AhAttr::default()
-    };
-    Ok((
-        av,
-        format!(
-            "GID index {} ({})",
-            g.index,
-            std::net::Ipv6Addr::from(g.gid)
-        ),
-    ))
+    })
 }
 
 fn bed(ctx: &Context, port: u8) -> Result<(Bed, String)> {
