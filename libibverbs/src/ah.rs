@@ -5,6 +5,7 @@
 
 use crate::abi::*;
 use crate::device::ctx_of;
+use crate::guard;
 use crate::verbs::{pd_of, PdBox};
 use crate::{errno_of, export, member, null_errno, ret_errno, set_errno};
 use rverbs::ah::NetworkHeader;
@@ -114,17 +115,19 @@ unsafe fn make_ah(p: *mut IbvPd, pd: &PdBox, attr: &AhAttr) -> *mut IbvAh {
 
 /// `ibv_create_ah`: NULL + errno on failure.
 unsafe extern "C" fn create_ah(p: *mut IbvPd, attr: *mut IbvAhAttr) -> *mut IbvAh {
-    // SAFETY: a PD of ours (C contract).
-    let Some(pd) = (unsafe { pd_of(p) }) else {
-        return null_errno(libc::EINVAL);
-    };
-    if attr.is_null() {
-        return null_errno(libc::EINVAL);
-    }
-    // SAFETY: a readable attr (C contract, non-NULL).
-    let a = unsafe { read_ah_attr(attr) };
-    // SAFETY: p is pd's C struct (forwarded).
-    unsafe { make_ah(p, pd, &ah_attr(&a)) }
+    guard::null(|| {
+        // SAFETY: a PD of ours (C contract).
+        let Some(pd) = (unsafe { pd_of(p) }) else {
+            return null_errno(libc::EINVAL);
+        };
+        if attr.is_null() {
+            return null_errno(libc::EINVAL);
+        }
+        // SAFETY: a readable attr (C contract, non-NULL).
+        let a = unsafe { read_ah_attr(attr) };
+        // SAFETY: p is pd's C struct (forwarded).
+        unsafe { make_ah(p, pd, &ah_attr(&a)) }
+    })
 }
 export!("ibv_create_ah" = create_ah);
 
@@ -132,16 +135,18 @@ export!("ibv_create_ah" = create_ah);
 /// its last holder drops it (a QP keeps the AH of a posted UD send until
 /// that send is done) and cannot report a refusal; rxe never refuses it.
 unsafe extern "C" fn destroy_ah(a: *mut IbvAh) -> c_int {
-    // SAFETY: an AH of ours (C contract).
-    let Some(b) = (unsafe { ah_of(a) }) else {
-        return ret_errno(libc::EINVAL);
-    };
-    // SAFETY: the PD outlives its AHs (dealloc_pd refuses while users > 0).
-    unsafe { (*b.pd).users.fetch_sub(1, Ordering::AcqRel) };
-    // SAFETY: made by Box::into_raw in make_ah; the C caller destroys it
-    // once and no longer names it in sends.
-    drop(unsafe { Box::from_raw(a.cast::<AhBox>()) });
-    0
+    guard::errno(|| {
+        // SAFETY: an AH of ours (C contract).
+        let Some(b) = (unsafe { ah_of(a) }) else {
+            return ret_errno(libc::EINVAL);
+        };
+        // SAFETY: the PD outlives its AHs (dealloc_pd refuses while users > 0).
+        unsafe { (*b.pd).users.fetch_sub(1, Ordering::AcqRel) };
+        // SAFETY: made by Box::into_raw in make_ah; the C caller destroys it
+        // once and no longer names it in sends.
+        drop(unsafe { Box::from_raw(a.cast::<AhBox>()) });
+        0
+    })
 }
 export!("ibv_destroy_ah" = destroy_ah);
 
@@ -209,22 +214,24 @@ unsafe extern "C" fn init_ah_from_wc(
     grh: *mut u8,
     out: *mut IbvAhAttr,
 ) -> c_int {
-    if out.is_null() {
-        set_errno(libc::EINVAL);
-        return -1;
-    }
-    // SAFETY: forwarded C contract.
-    match unsafe { init_attr(c, port, wc, grh) } {
-        Ok(a) => {
-            // SAFETY: out is a writable ibv_ah_attr (C contract, non-NULL).
-            unsafe { out.write(c_ah_attr(&a)) };
-            0
+    guard::minus1(|| {
+        if out.is_null() {
+            set_errno(libc::EINVAL);
+            return -1;
         }
-        Err(e) => {
-            set_errno(e);
-            -1
+        // SAFETY: forwarded C contract.
+        match unsafe { init_attr(c, port, wc, grh) } {
+            Ok(a) => {
+                // SAFETY: out is a writable ibv_ah_attr (C contract, non-NULL).
+                unsafe { out.write(c_ah_attr(&a)) };
+                0
+            }
+            Err(e) => {
+                set_errno(e);
+                -1
+            }
         }
-    }
+    })
 }
 export!("ibv_init_ah_from_wc" = init_ah_from_wc);
 
@@ -235,16 +242,18 @@ unsafe extern "C" fn create_ah_from_wc(
     grh: *mut u8,
     port: u8,
 ) -> *mut IbvAh {
-    // SAFETY: a PD of ours (C contract).
-    let Some(pd) = (unsafe { pd_of(p) }) else {
-        return null_errno(libc::EINVAL);
-    };
-    // SAFETY: forwarded C contract.
-    match unsafe { init_attr(pd.c.context, port, wc, grh) } {
-        // SAFETY: p is pd's C struct.
-        Ok(a) => unsafe { make_ah(p, pd, &a) },
-        Err(e) => null_errno(e),
-    }
+    guard::null(|| {
+        // SAFETY: a PD of ours (C contract).
+        let Some(pd) = (unsafe { pd_of(p) }) else {
+            return null_errno(libc::EINVAL);
+        };
+        // SAFETY: forwarded C contract.
+        match unsafe { init_attr(pd.c.context, port, wc, grh) } {
+            // SAFETY: p is pd's C struct.
+            Ok(a) => unsafe { make_ah(p, pd, &a) },
+            Err(e) => null_errno(e),
+        }
+    })
 }
 export!("ibv_create_ah_from_wc" = create_ah_from_wc);
 

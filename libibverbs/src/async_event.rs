@@ -22,6 +22,7 @@
 
 use crate::abi::{IbvContext, IbvCq, IbvQp, IbvSrq};
 use crate::device::ctx_of;
+use crate::guard;
 use crate::{errno_of, export, set_errno};
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
@@ -251,37 +252,39 @@ fn element_of(ev: &rverbs::AsyncEvent) -> Option<usize> {
 /// `ibv_get_async_event`: blocks (unless the program made `async_fd`
 /// non-blocking) for the next event; 0, or -1 with errno.
 unsafe extern "C" fn get_async_event(c: *mut IbvContext, out: *mut IbvAsyncEvent) -> c_int {
-    // SAFETY: an open context of ours (C contract).
-    let Some(b) = (unsafe { ctx_of(c) }) else {
-        set_errno(libc::EINVAL);
-        return -1;
-    };
-    if out.is_null() {
-        set_errno(libc::EINVAL);
-        return -1;
-    }
-    let read_now = || loop {
-        if !b.ctx.wait_async_event(0).map_err(|e| errno_of(&e))? {
-            return Ok(None);
-        }
-        let ev = b.ctx.get_async_event().map_err(|e| errno_of(&e))?;
-        if let Some(element) = element_of(&ev) {
-            return Ok(Some(IbvAsyncEvent {
-                element,
-                event_type: ev.event_type.0 as c_int,
-            }));
-        }
-    };
-    let ev = match read_counted(b.ctx.async_fd().as_raw_fd(), &b.async_reading, read_now) {
-        Ok(ev) => ev,
-        Err(e) => {
-            set_errno(e);
+    guard::minus1(|| {
+        // SAFETY: an open context of ours (C contract).
+        let Some(b) = (unsafe { ctx_of(c) }) else {
+            set_errno(libc::EINVAL);
+            return -1;
+        };
+        if out.is_null() {
+            set_errno(libc::EINVAL);
             return -1;
         }
-    };
-    // SAFETY: out is a writable ibv_async_event (C contract, non-NULL).
-    unsafe { out.write(ev) };
-    0
+        let read_now = || loop {
+            if !b.ctx.wait_async_event(0).map_err(|e| errno_of(&e))? {
+                return Ok(None);
+            }
+            let ev = b.ctx.get_async_event().map_err(|e| errno_of(&e))?;
+            if let Some(element) = element_of(&ev) {
+                return Ok(Some(IbvAsyncEvent {
+                    element,
+                    event_type: ev.event_type.0 as c_int,
+                }));
+            }
+        };
+        let ev = match read_counted(b.ctx.async_fd().as_raw_fd(), &b.async_reading, read_now) {
+            Ok(ev) => ev,
+            Err(e) => {
+                set_errno(e);
+                return -1;
+            }
+        };
+        // SAFETY: out is a writable ibv_async_event (C contract, non-NULL).
+        unsafe { out.write(ev) };
+        0
+    })
 }
 export!("ibv_get_async_event" = get_async_event);
 
@@ -289,49 +292,51 @@ export!("ibv_get_async_event" = get_async_event);
 /// counter too: `events_completed` / `async_events_completed`) and wakes
 /// a destroy waiting for it.
 unsafe extern "C" fn ack_async_event(ev: *mut IbvAsyncEvent) {
-    // SAFETY: NULL or an event from ibv_get_async_event (C contract).
-    let Some(ev) = (unsafe { ev.as_ref() }) else {
-        return;
-    };
-    let Some(kind) = kind_of(ev.event_type as u32) else {
-        return;
-    };
-    if ev.element == 0 {
-        return;
-    }
-    let mut g = objs();
-    let Some(o) = g
-        .iter_mut()
-        .find(|((k, _), o)| *k == kind && o.ptr.0 as usize == ev.element)
-        .map(|(_, o)| o)
-    else {
-        return;
-    };
-    o.acked = o.acked.wrapping_add(1);
-    // The object is alive: retire() (which precedes its free) cannot
-    // finish while acked != reported, and we hold the map's lock. Each C
-    // struct is its box's UnsafeCell, so its counter may be written while
-    // other threads hold shared references to the box.
-    match kind {
-        // SAFETY: a live QP of ours (above); the counter is written only
-        // under the map's lock.
-        Kind::Qp => unsafe {
-            let q = o.ptr.0.cast::<IbvQp>();
-            (*q).events_completed = (*q).events_completed.wrapping_add(1);
-        },
-        // SAFETY: a live CQ of ours (above), written under the map's lock.
-        Kind::Cq => unsafe {
-            let q = o.ptr.0.cast::<IbvCq>();
-            (*q).async_events_completed = (*q).async_events_completed.wrapping_add(1);
-        },
-        // SAFETY: a live SRQ of ours (above), written under the map's lock.
-        Kind::Srq => unsafe {
-            let q = o.ptr.0.cast::<IbvSrq>();
-            (*q).events_completed = (*q).events_completed.wrapping_add(1);
-        },
-    }
-    drop(g);
-    REG.acked.notify_all();
+    guard::void(|| {
+        // SAFETY: NULL or an event from ibv_get_async_event (C contract).
+        let Some(ev) = (unsafe { ev.as_ref() }) else {
+            return;
+        };
+        let Some(kind) = kind_of(ev.event_type as u32) else {
+            return;
+        };
+        if ev.element == 0 {
+            return;
+        }
+        let mut g = objs();
+        let Some(o) = g
+            .iter_mut()
+            .find(|((k, _), o)| *k == kind && o.ptr.0 as usize == ev.element)
+            .map(|(_, o)| o)
+        else {
+            return;
+        };
+        o.acked = o.acked.wrapping_add(1);
+        // The object is alive: retire() (which precedes its free) cannot
+        // finish while acked != reported, and we hold the map's lock. Each C
+        // struct is its box's UnsafeCell, so its counter may be written while
+        // other threads hold shared references to the box.
+        match kind {
+            // SAFETY: a live QP of ours (above); the counter is written only
+            // under the map's lock.
+            Kind::Qp => unsafe {
+                let q = o.ptr.0.cast::<IbvQp>();
+                (*q).events_completed = (*q).events_completed.wrapping_add(1);
+            },
+            // SAFETY: a live CQ of ours (above), written under the map's lock.
+            Kind::Cq => unsafe {
+                let q = o.ptr.0.cast::<IbvCq>();
+                (*q).async_events_completed = (*q).async_events_completed.wrapping_add(1);
+            },
+            // SAFETY: a live SRQ of ours (above), written under the map's lock.
+            Kind::Srq => unsafe {
+                let q = o.ptr.0.cast::<IbvSrq>();
+                (*q).events_completed = (*q).events_completed.wrapping_add(1);
+            },
+        }
+        drop(g);
+        REG.acked.notify_all();
+    })
 }
 export!("ibv_ack_async_event" = ack_async_event);
 

@@ -15,6 +15,7 @@
 //! this module writes `status` and `wr_id` with such a reference in hand.
 
 use crate::abi::{IbvCompChannel, IbvContext, IbvCq, IbvPd};
+use crate::guard;
 use crate::verbs::cq_of;
 use crate::{member, null_errno};
 use rverbs::Wc;
@@ -153,23 +154,29 @@ unsafe fn poll_one(c: *mut IbvCqExC) -> c_int {
 }
 
 unsafe extern "C" fn start_poll(c: *mut IbvCqExC, attr: *const u32) -> c_int {
-    // SAFETY: NULL or a readable ibv_poll_cq_attr (C contract), whose
-    // comp_mask must be 0 (none defined).
-    if !attr.is_null() && unsafe { attr.read_unaligned() } != 0 {
-        return libc::EINVAL;
-    }
-    // SAFETY: forwarded C contract.
-    unsafe { poll_one(c) }
+    guard::errno(|| {
+        // SAFETY: NULL or a readable ibv_poll_cq_attr (C contract), whose
+        // comp_mask must be 0 (none defined).
+        if !attr.is_null() && unsafe { attr.read_unaligned() } != 0 {
+            return libc::EINVAL;
+        }
+        // SAFETY: forwarded C contract.
+        unsafe { poll_one(c) }
+    })
 }
 
 unsafe extern "C" fn next_poll(c: *mut IbvCqExC) -> c_int {
-    // SAFETY: forwarded C contract.
-    unsafe { poll_one(c) }
+    guard::errno(|| {
+        // SAFETY: forwarded C contract.
+        unsafe { poll_one(c) }
+    })
 }
 
 /// `end_poll`: nothing held between the calls (each poll takes the CQ's
 /// lock for itself).
-extern "C" fn end_poll(_c: *mut IbvCqExC) {}
+extern "C" fn end_poll(_c: *mut IbvCqExC) {
+    guard::void(|| {})
+}
 
 /// The current completion of `c`.
 unsafe fn cur(c: *mut IbvCqExC) -> Wc {
@@ -181,58 +188,76 @@ unsafe fn cur(c: *mut IbvCqExC) -> Wc {
 }
 
 unsafe extern "C" fn read_opcode(c: *mut IbvCqExC) -> c_int {
-    // SAFETY: forwarded C contract.
-    unsafe { cur(c) }.opcode.0 as c_int
+    guard::value(0, || {
+        // SAFETY: forwarded C contract.
+        unsafe { cur(c) }.opcode.0 as c_int
+    })
 }
 
 unsafe extern "C" fn read_vendor_err(c: *mut IbvCqExC) -> u32 {
-    // SAFETY: forwarded C contract.
-    unsafe { cur(c) }.vendor_err
+    guard::value(0, || {
+        // SAFETY: forwarded C contract.
+        unsafe { cur(c) }.vendor_err
+    })
 }
 
 unsafe extern "C" fn read_byte_len(c: *mut IbvCqExC) -> u32 {
-    // SAFETY: forwarded C contract.
-    unsafe { cur(c) }.byte_len
+    guard::value(0, || {
+        // SAFETY: forwarded C contract.
+        unsafe { cur(c) }.byte_len
+    })
 }
 
 /// `read_imm_data`: big-endian, as in `struct ibv_wc`.
 unsafe extern "C" fn read_imm_data(c: *mut IbvCqExC) -> u32 {
-    // SAFETY: forwarded C contract.
-    unsafe { cur(c) }.imm_data.map_or(0, u32::to_be)
+    guard::value(0, || {
+        // SAFETY: forwarded C contract.
+        unsafe { cur(c) }.imm_data.map_or(0, u32::to_be)
+    })
 }
 
 unsafe extern "C" fn read_qp_num(c: *mut IbvCqExC) -> u32 {
-    // SAFETY: forwarded C contract.
-    unsafe { cur(c) }.qp_num
+    guard::value(0, || {
+        // SAFETY: forwarded C contract.
+        unsafe { cur(c) }.qp_num
+    })
 }
 
 unsafe extern "C" fn read_src_qp(c: *mut IbvCqExC) -> u32 {
-    // SAFETY: forwarded C contract.
-    unsafe { cur(c) }.src_qp
+    guard::value(0, || {
+        // SAFETY: forwarded C contract.
+        unsafe { cur(c) }.src_qp
+    })
 }
 
 unsafe extern "C" fn read_wc_flags(c: *mut IbvCqExC) -> c_uint {
-    // SAFETY: forwarded C contract.
-    unsafe { cur(c) }.flags.bits()
+    guard::value(0, || {
+        // SAFETY: forwarded C contract.
+        unsafe { cur(c) }.flags.bits()
+    })
 }
 
 unsafe extern "C" fn read_slid(c: *mut IbvCqExC) -> u32 {
-    // SAFETY: forwarded C contract.
-    u32::from(unsafe { cur(c) }.slid)
+    guard::value(0, || {
+        // SAFETY: forwarded C contract.
+        u32::from(unsafe { cur(c) }.slid)
+    })
 }
 
 unsafe extern "C" fn read_sl(c: *mut IbvCqExC) -> u8 {
-    // SAFETY: forwarded C contract.
-    unsafe { cur(c) }.sl
+    guard::value(0, || {
+        // SAFETY: forwarded C contract.
+        unsafe { cur(c) }.sl
+    })
 }
 
 /// `read_dlid_path_bits`: 0, as `ibv_poll_cq` reports it here.
 extern "C" fn read_dlid_path_bits(_c: *mut IbvCqExC) -> u8 {
-    0
+    guard::value(0, || 0)
 }
 
 extern "C" fn read_zero(_c: *mut IbvCqExC) -> u64 {
-    0
+    guard::value(0, || 0)
 }
 
 /// `enum ibv_cq_init_attr_mask`: `IBV_CQ_INIT_ATTR_MASK_FLAGS`.
@@ -278,17 +303,19 @@ unsafe fn read_cq_init_ex(a: *const IbvCqInitAttrEx) -> Result<CqInit, c_int> {
 /// `verbs_context.create_cq_ex`: a CQ of `cqe` entries on `channel`,
 /// reporting the standard completion fields ([`read_cq_init_ex`]).
 unsafe extern "C" fn create_cq_ex(c: *mut IbvContext, a: *mut IbvCqInitAttrEx) -> *mut IbvCq {
-    if a.is_null() {
-        return null_errno(libc::EINVAL);
-    }
-    // SAFETY: a readable init attr (C contract, non-NULL).
-    match unsafe { read_cq_init_ex(a) } {
-        // SAFETY: forwarded C contract (a context and channel of ours).
-        Ok((cqe, context, channel, vector)) => unsafe {
-            crate::verbs::create_cq(c, cqe, context, channel, vector)
-        },
-        Err(e) => null_errno(e),
-    }
+    guard::null(|| {
+        if a.is_null() {
+            return null_errno(libc::EINVAL);
+        }
+        // SAFETY: a readable init attr (C contract, non-NULL).
+        match unsafe { read_cq_init_ex(a) } {
+            // SAFETY: forwarded C contract (a context and channel of ours).
+            Ok((cqe, context, channel, vector)) => unsafe {
+                crate::verbs::create_cq(c, cqe, context, channel, vector)
+            },
+            Err(e) => null_errno(e),
+        }
+    })
 }
 
 /// Fills the `verbs_context` slot this module implements.

@@ -2,6 +2,7 @@
 //! queries `ibv_devinfo` makes, and the sysfs helpers it calls.
 
 use crate::abi::*;
+use crate::guard;
 use crate::{errno_of, export, null_errno, ret_errno, set_errno};
 use rverbs::{Context, Device, Driver, NodeType};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
@@ -96,49 +97,53 @@ fn dev_box(dev: Device) -> &'static DevBox {
 /// `ibv_get_device_list`: a NULL-terminated array, freed by
 /// `ibv_free_device_list`; NULL + errno if the uverbs class is missing.
 unsafe extern "C" fn get_device_list(num: *mut c_int) -> *mut *mut IbvDevice {
-    let devs = match Device::list() {
-        Ok(d) => d,
-        Err(e) => {
-            // rdma-core: ENOSYS when the kernel has no uverbs at all.
-            let n = errno_of(&e);
-            return null_errno(if n == libc::ENOENT { libc::ENOSYS } else { n });
-        }
-    };
-    let mut known = DEVICES.lock().unwrap_or_else(|p| p.into_inner());
-    let mut list: Vec<*mut IbvDevice> = Vec::with_capacity(devs.len() + 1);
-    for d in devs {
-        let b = match known.iter().find(|b| b.dev.name() == d.name()) {
-            Some(b) => *b,
-            None => {
-                let b = dev_box(d);
-                known.push(b);
-                b
+    guard::null(|| {
+        let devs = match Device::list() {
+            Ok(d) => d,
+            Err(e) => {
+                // rdma-core: ENOSYS when the kernel has no uverbs at all.
+                let n = errno_of(&e);
+                return null_errno(if n == libc::ENOENT { libc::ENOSYS } else { n });
             }
         };
-        list.push(std::ptr::from_ref(&b.c).cast_mut());
-    }
-    if !num.is_null() {
-        // SAFETY: the caller passes NULL or a writable int.
-        unsafe { *num = list.len() as c_int };
-    }
-    list.push(std::ptr::null_mut());
-    Box::into_raw(list.into_boxed_slice()).cast()
+        let mut known = DEVICES.lock().unwrap_or_else(|p| p.into_inner());
+        let mut list: Vec<*mut IbvDevice> = Vec::with_capacity(devs.len() + 1);
+        for d in devs {
+            let b = match known.iter().find(|b| b.dev.name() == d.name()) {
+                Some(b) => *b,
+                None => {
+                    let b = dev_box(d);
+                    known.push(b);
+                    b
+                }
+            };
+            list.push(std::ptr::from_ref(&b.c).cast_mut());
+        }
+        if !num.is_null() {
+            // SAFETY: the caller passes NULL or a writable int.
+            unsafe { *num = list.len() as c_int };
+        }
+        list.push(std::ptr::null_mut());
+        Box::into_raw(list.into_boxed_slice()).cast()
+    })
 }
 export!("ibv_get_device_list" = get_device_list);
 
 unsafe extern "C" fn free_device_list(list: *mut *mut IbvDevice) {
-    if list.is_null() {
-        return;
-    }
-    let mut n = 0;
-    // SAFETY: `list` came from get_device_list: NULL-terminated, and
-    // n only advances over non-NULL entries before the terminator.
-    while !unsafe { *list.add(n) }.is_null() {
-        n += 1;
-    }
-    // SAFETY: get_device_list allocated exactly n + 1 pointers as a boxed
-    // slice; the devices themselves are not freed (see DevBox).
-    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(list, n + 1)) });
+    guard::void(|| {
+        if list.is_null() {
+            return;
+        }
+        let mut n = 0;
+        // SAFETY: `list` came from get_device_list: NULL-terminated, and
+        // n only advances over non-NULL entries before the terminator.
+        while !unsafe { *list.add(n) }.is_null() {
+            n += 1;
+        }
+        // SAFETY: get_device_list allocated exactly n + 1 pointers as a boxed
+        // slice; the devices themselves are not freed (see DevBox).
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(list, n + 1)) });
+    })
 }
 export!("ibv_free_device_list" = free_device_list);
 
@@ -150,36 +155,42 @@ unsafe fn dev_of<'a>(d: *mut IbvDevice) -> Option<&'a DevBox> {
 }
 
 unsafe extern "C" fn get_device_name(d: *mut IbvDevice) -> *const c_char {
-    if d.is_null() {
-        return null_errno::<c_char>(libc::EINVAL);
-    }
-    // SAFETY: a device of ours; `name` is NUL-terminated (fill keeps one).
-    unsafe { (*d).name.as_ptr() }
+    guard::value(std::ptr::null(), || {
+        if d.is_null() {
+            return null_errno::<c_char>(libc::EINVAL);
+        }
+        // SAFETY: a device of ours; `name` is NUL-terminated (fill keeps one).
+        unsafe { (*d).name.as_ptr() }
+    })
 }
 export!("ibv_get_device_name" = get_device_name);
 
 /// `ibv_get_device_guid`: the node GUID in network order (`__be64`).
 unsafe extern "C" fn get_device_guid(d: *mut IbvDevice) -> u64 {
-    // SAFETY: a device of ours (C contract).
-    match unsafe { dev_of(d) } {
-        Some(b) => b.dev.node_guid().to_be(),
-        None => 0,
-    }
+    guard::value(0, || {
+        // SAFETY: a device of ours (C contract).
+        match unsafe { dev_of(d) } {
+            Some(b) => b.dev.node_guid().to_be(),
+            None => 0,
+        }
+    })
 }
 export!("ibv_get_device_guid" = get_device_guid);
 
 unsafe extern "C" fn get_device_index(d: *mut IbvDevice) -> c_int {
-    // SAFETY: a device of ours (C contract).
-    let Some(b) = (unsafe { dev_of(d) }) else {
-        return -1;
-    };
-    std::fs::read_to_string(format!(
-        "/sys/class/infiniband/{}/ibdev_index",
-        b.dev.name()
-    ))
-    .ok()
-    .and_then(|s| s.trim().parse().ok())
-    .unwrap_or(-1)
+    guard::value(-1, || {
+        // SAFETY: a device of ours (C contract).
+        let Some(b) = (unsafe { dev_of(d) }) else {
+            return -1;
+        };
+        std::fs::read_to_string(format!(
+            "/sys/class/infiniband/{}/ibdev_index",
+            b.dev.name()
+        ))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(-1)
+    })
 }
 export!("ibv_get_device_index" = get_device_index);
 
@@ -209,77 +220,81 @@ pub(crate) unsafe fn ctx_of<'a>(c: *mut IbvContext) -> Option<&'a CtxBox> {
 }
 
 unsafe extern "C" fn open_device(d: *mut IbvDevice) -> *mut IbvContext {
-    // SAFETY: a device of ours (C contract).
-    let Some(dev) = (unsafe { dev_of(d) }) else {
-        return null_errno(libc::EINVAL);
-    };
-    // The DevBox outlives everything (never freed): a 'static borrow.
-    // SAFETY: DevBoxes are leaked in dev_box and never freed.
-    let dev: &'static DevBox = unsafe { &*std::ptr::from_ref(dev) };
-    let ctx = match Context::open(&dev.dev) {
-        Ok(c) => c,
-        Err(e) => return null_errno(errno_of(&e)),
-    };
-    let mut ops: IbvContextOps = IbvContextOps {
-        compat_a: [std::ptr::null(); 7],
-        alloc_mw: std::ptr::null(),
-        bind_mw: std::ptr::null(),
-        dealloc_mw: std::ptr::null(),
-        compat_create_cq: std::ptr::null(),
-        poll_cq: None,
-        req_notify_cq: None,
-        compat_b: [std::ptr::null(); 7],
-        post_srq_recv: None,
-        compat_c: [std::ptr::null(); 4],
-        post_send: None,
-        post_recv: None,
-        compat_d: [std::ptr::null(); 5],
-    };
-    crate::post::fill_ops(&mut ops);
-    let b = Box::new(CtxBox {
-        v: VerbsContext {
-            query_port: Some(query_port_ex),
-            ops_a: [std::ptr::null(); 25],
-            priv_: std::ptr::null_mut(),
-            query_device_ex: Some(query_device_ex),
-            ops_b: [std::ptr::null(); 10],
-            abi_placeholder3: 0,
-            sz: std::mem::size_of::<VerbsContext>(),
-            context: IbvContext {
-                device: d,
-                ops,
-                // rverbs does not hand out its command fd: C code that
-                // issues commands itself is not supported.
-                cmd_fd: -1,
-                async_fd: ctx.async_fd().as_raw_fd(),
-                num_comp_vectors: ctx.num_comp_vectors() as c_int,
-                mutex: libc::PTHREAD_MUTEX_INITIALIZER,
-                abi_compat: VERBS_ABI_IS_EXTENDED,
+    guard::null(|| {
+        // SAFETY: a device of ours (C contract).
+        let Some(dev) = (unsafe { dev_of(d) }) else {
+            return null_errno(libc::EINVAL);
+        };
+        // The DevBox outlives everything (never freed): a 'static borrow.
+        // SAFETY: DevBoxes are leaked in dev_box and never freed.
+        let dev: &'static DevBox = unsafe { &*std::ptr::from_ref(dev) };
+        let ctx = match Context::open(&dev.dev) {
+            Ok(c) => c,
+            Err(e) => return null_errno(errno_of(&e)),
+        };
+        let mut ops: IbvContextOps = IbvContextOps {
+            compat_a: [std::ptr::null(); 7],
+            alloc_mw: std::ptr::null(),
+            bind_mw: std::ptr::null(),
+            dealloc_mw: std::ptr::null(),
+            compat_create_cq: std::ptr::null(),
+            poll_cq: None,
+            req_notify_cq: None,
+            compat_b: [std::ptr::null(); 7],
+            post_srq_recv: None,
+            compat_c: [std::ptr::null(); 4],
+            post_send: None,
+            post_recv: None,
+            compat_d: [std::ptr::null(); 5],
+        };
+        crate::post::fill_ops(&mut ops);
+        let b = Box::new(CtxBox {
+            v: VerbsContext {
+                query_port: Some(query_port_ex),
+                ops_a: [std::ptr::null(); 25],
+                priv_: std::ptr::null_mut(),
+                query_device_ex: Some(query_device_ex),
+                ops_b: [std::ptr::null(); 10],
+                abi_placeholder3: 0,
+                sz: std::mem::size_of::<VerbsContext>(),
+                context: IbvContext {
+                    device: d,
+                    ops,
+                    // rverbs does not hand out its command fd: C code that
+                    // issues commands itself is not supported.
+                    cmd_fd: -1,
+                    async_fd: ctx.async_fd().as_raw_fd(),
+                    num_comp_vectors: ctx.num_comp_vectors() as c_int,
+                    mutex: libc::PTHREAD_MUTEX_INITIALIZER,
+                    abi_compat: VERBS_ABI_IS_EXTENDED,
+                },
             },
-        },
-        ctx,
-        dev,
-        async_reading: Mutex::new(()),
-    });
-    let mut b = b;
-    crate::qp_ex::fill_verbs_ops(&mut b.v);
-    crate::cq_ex::fill_verbs_ops(&mut b.v);
-    let p = Box::into_raw(b);
-    // SAFETY: p is the live box just made; its context field is in it.
-    unsafe { std::ptr::addr_of_mut!((*p).v.context) }
+            ctx,
+            dev,
+            async_reading: Mutex::new(()),
+        });
+        let mut b = b;
+        crate::qp_ex::fill_verbs_ops(&mut b.v);
+        crate::cq_ex::fill_verbs_ops(&mut b.v);
+        let p = Box::into_raw(b);
+        // SAFETY: p is the live box just made; its context field is in it.
+        unsafe { std::ptr::addr_of_mut!((*p).v.context) }
+    })
 }
 export!("ibv_open_device" = open_device);
 
 /// `ibv_close_device`: 0, as rdma-core answers whatever is left open (the
 /// kernel objects go with the last of rverbs' references to the context).
 unsafe extern "C" fn close_device(c: *mut IbvContext) -> c_int {
-    if c.is_null() {
-        return ret_errno(libc::EINVAL);
-    }
-    // SAFETY: an open context of ours (C contract): CTX_OFF into a box
-    // made by Box::into_raw in open_device, closed once.
-    drop(unsafe { Box::from_raw(c.cast::<u8>().sub(CTX_OFF).cast::<CtxBox>()) });
-    0
+    guard::errno(|| {
+        if c.is_null() {
+            return ret_errno(libc::EINVAL);
+        }
+        // SAFETY: an open context of ours (C contract): CTX_OFF into a box
+        // made by Box::into_raw in open_device, closed once.
+        drop(unsafe { Box::from_raw(c.cast::<u8>().sub(CTX_OFF).cast::<CtxBox>()) });
+        0
+    })
 }
 export!("ibv_close_device" = close_device);
 
@@ -342,19 +357,21 @@ fn device_attr(driver: Driver, a: &rverbs::DeviceAttr) -> IbvDeviceAttr {
 }
 
 unsafe extern "C" fn query_device(c: *mut IbvContext, out: *mut IbvDeviceAttr) -> c_int {
-    // SAFETY: an open context of ours (C contract).
-    let Some(b) = (unsafe { ctx_of(c) }) else {
-        return ret_errno(libc::EINVAL);
-    };
-    if out.is_null() {
-        return ret_errno(libc::EINVAL);
-    }
-    match b.ctx.query_device() {
-        // SAFETY: out is a writable ibv_device_attr (C contract, non-NULL).
-        Ok(a) => unsafe { out.write(device_attr(b.dev.dev.driver(), &a)) },
-        Err(e) => return ret_errno(errno_of(&e)),
-    }
-    0
+    guard::errno(|| {
+        // SAFETY: an open context of ours (C contract).
+        let Some(b) = (unsafe { ctx_of(c) }) else {
+            return ret_errno(libc::EINVAL);
+        };
+        if out.is_null() {
+            return ret_errno(libc::EINVAL);
+        }
+        match b.ctx.query_device() {
+            // SAFETY: out is a writable ibv_device_attr (C contract, non-NULL).
+            Ok(a) => unsafe { out.write(device_attr(b.dev.dev.driver(), &a)) },
+            Err(e) => return ret_errno(errno_of(&e)),
+        }
+        0
+    })
 }
 export!("ibv_query_device" = query_device);
 
@@ -368,67 +385,73 @@ unsafe extern "C" fn query_device_ex(
     out: *mut IbvDeviceAttrEx,
     len: usize,
 ) -> c_int {
-    // SAFETY: an open context of ours (C contract).
-    let Some(b) = (unsafe { ctx_of(c) }) else {
-        return libc::EINVAL;
-    };
-    // SAFETY: NULL or a readable ibv_query_device_ex_input, whose first
-    // member is `comp_mask` (u32); none is defined.
-    if !input.is_null() && unsafe { input.cast::<u32>().read_unaligned() } != 0 {
-        return libc::EINVAL;
-    }
-    if out.is_null() || len < std::mem::size_of::<IbvDeviceAttr>() {
-        return libc::EINVAL;
-    }
-    let a = match b.ctx.query_device_ex() {
-        Ok(a) => a,
-        Err(e) => return errno_of(&e),
-    };
-    let r = IbvDeviceAttrEx {
-        orig_attr: device_attr(b.dev.dev.driver(), &a.orig),
-        comp_mask: 0,
-        odp_caps: IbvOdpCaps {
-            general_caps: a.odp_general_caps,
-            rc_odp_caps: a.odp_rc_caps,
-            uc_odp_caps: a.odp_uc_caps,
-            ud_odp_caps: a.odp_ud_caps,
-        },
-        completion_timestamp_mask: a.completion_timestamp_mask,
-        hca_core_clock: a.hca_core_clock,
-        device_cap_flags_ex: a.device_cap_flags_ex,
-        tso_caps: IbvTsoCaps::default(),
-        rss_caps: IbvRssCaps {
-            supported_qpts: a.rss_supported_qpts,
-            max_rwq_indirection_tables: a.max_rwq_indirection_tables,
-            max_rwq_indirection_table_size: a.max_rwq_indirection_table_size,
-            ..IbvRssCaps::default()
-        },
-        max_wq_type_rq: a.max_wq_type_rq,
-        packet_pacing_caps: IbvPacketPacingCaps::default(),
-        raw_packet_caps: a.raw_packet_caps,
-        tm_caps: IbvTmCaps {
-            max_rndv_hdr_size: a.tm_max_rndv_hdr_size,
-            max_num_tags: a.tm_max_num_tags,
-            flags: a.tm_flags,
-            max_ops: a.tm_max_ops,
-            max_sge: a.tm_max_sge,
-        },
-        cq_mod_caps: IbvCqModerationCaps {
-            max_cq_count: a.max_cq_moderation_count,
-            max_cq_period: a.max_cq_moderation_period,
-        },
-        max_dm_size: a.max_dm_size,
-        pci_atomic_caps: IbvPciAtomicCaps::default(),
-        xrc_odp_caps: a.odp_xrc_caps,
-        phys_port_cnt_ex: u32::from(a.orig.phys_port_cnt),
-    };
-    let len = len.min(std::mem::size_of::<IbvDeviceAttrEx>());
-    // SAFETY: out has room for len bytes (C contract; at most the struct's
-    // size), and r is a distinct local.
-    unsafe {
-        std::ptr::copy_nonoverlapping(std::ptr::from_ref(&r).cast::<u8>(), out.cast::<u8>(), len)
-    };
-    0
+    guard::errno(|| {
+        // SAFETY: an open context of ours (C contract).
+        let Some(b) = (unsafe { ctx_of(c) }) else {
+            return libc::EINVAL;
+        };
+        // SAFETY: NULL or a readable ibv_query_device_ex_input, whose first
+        // member is `comp_mask` (u32); none is defined.
+        if !input.is_null() && unsafe { input.cast::<u32>().read_unaligned() } != 0 {
+            return libc::EINVAL;
+        }
+        if out.is_null() || len < std::mem::size_of::<IbvDeviceAttr>() {
+            return libc::EINVAL;
+        }
+        let a = match b.ctx.query_device_ex() {
+            Ok(a) => a,
+            Err(e) => return errno_of(&e),
+        };
+        let r = IbvDeviceAttrEx {
+            orig_attr: device_attr(b.dev.dev.driver(), &a.orig),
+            comp_mask: 0,
+            odp_caps: IbvOdpCaps {
+                general_caps: a.odp_general_caps,
+                rc_odp_caps: a.odp_rc_caps,
+                uc_odp_caps: a.odp_uc_caps,
+                ud_odp_caps: a.odp_ud_caps,
+            },
+            completion_timestamp_mask: a.completion_timestamp_mask,
+            hca_core_clock: a.hca_core_clock,
+            device_cap_flags_ex: a.device_cap_flags_ex,
+            tso_caps: IbvTsoCaps::default(),
+            rss_caps: IbvRssCaps {
+                supported_qpts: a.rss_supported_qpts,
+                max_rwq_indirection_tables: a.max_rwq_indirection_tables,
+                max_rwq_indirection_table_size: a.max_rwq_indirection_table_size,
+                ..IbvRssCaps::default()
+            },
+            max_wq_type_rq: a.max_wq_type_rq,
+            packet_pacing_caps: IbvPacketPacingCaps::default(),
+            raw_packet_caps: a.raw_packet_caps,
+            tm_caps: IbvTmCaps {
+                max_rndv_hdr_size: a.tm_max_rndv_hdr_size,
+                max_num_tags: a.tm_max_num_tags,
+                flags: a.tm_flags,
+                max_ops: a.tm_max_ops,
+                max_sge: a.tm_max_sge,
+            },
+            cq_mod_caps: IbvCqModerationCaps {
+                max_cq_count: a.max_cq_moderation_count,
+                max_cq_period: a.max_cq_moderation_period,
+            },
+            max_dm_size: a.max_dm_size,
+            pci_atomic_caps: IbvPciAtomicCaps::default(),
+            xrc_odp_caps: a.odp_xrc_caps,
+            phys_port_cnt_ex: u32::from(a.orig.phys_port_cnt),
+        };
+        let len = len.min(std::mem::size_of::<IbvDeviceAttrEx>());
+        // SAFETY: out has room for len bytes (C contract; at most the struct's
+        // size), and r is a distinct local.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                std::ptr::from_ref(&r).cast::<u8>(),
+                out.cast::<u8>(),
+                len,
+            )
+        };
+        0
+    })
 }
 
 fn port_attr(b: &CtxBox, port: u8) -> Result<IbvPortAttr, c_int> {
@@ -478,19 +501,21 @@ unsafe extern "C" fn query_port_ex(
     out: *mut IbvPortAttr,
     len: usize,
 ) -> c_int {
-    // SAFETY: an open context of ours (C contract).
-    let Some(b) = (unsafe { ctx_of(c) }) else {
-        return ret_errno(libc::EINVAL);
-    };
-    if out.is_null() {
-        return ret_errno(libc::EINVAL);
-    }
-    match port_attr(b, port) {
-        // SAFETY: out has room for len bytes (C contract).
-        Ok(a) => unsafe { write_prefix(&a, out, len) },
-        Err(e) => return ret_errno(e),
-    }
-    0
+    guard::errno(|| {
+        // SAFETY: an open context of ours (C contract).
+        let Some(b) = (unsafe { ctx_of(c) }) else {
+            return ret_errno(libc::EINVAL);
+        };
+        if out.is_null() {
+            return ret_errno(libc::EINVAL);
+        }
+        match port_attr(b, port) {
+            // SAFETY: out has room for len bytes (C contract).
+            Ok(a) => unsafe { write_prefix(&a, out, len) },
+            Err(e) => return ret_errno(e),
+        }
+        0
+    })
 }
 
 /// The exported `ibv_query_port`: the 1.1 ABI's shorter struct.
@@ -499,8 +524,10 @@ unsafe extern "C" fn query_port_compat(
     port: u8,
     out: *mut IbvPortAttr,
 ) -> c_int {
-    // SAFETY: the compat struct is COMPAT_PORT_ATTR_LEN bytes (C contract).
-    unsafe { query_port_ex(c, port, out, COMPAT_PORT_ATTR_LEN) }
+    guard::errno(|| {
+        // SAFETY: the compat struct is COMPAT_PORT_ATTR_LEN bytes (C contract).
+        unsafe { query_port_ex(c, port, out, COMPAT_PORT_ATTR_LEN) }
+    })
 }
 export!("ibv_query_port" = query_port_compat);
 
@@ -512,26 +539,28 @@ unsafe extern "C" fn query_gid(
     index: c_int,
     gid: *mut IbvGid,
 ) -> c_int {
-    // SAFETY: an open context of ours (C contract).
-    let Some(b) = (unsafe { ctx_of(c) }) else {
-        set_errno(libc::EINVAL);
-        return -1;
-    };
-    if gid.is_null() || index < 0 {
-        set_errno(libc::EINVAL);
-        return -1;
-    }
-    let raw = match b.ctx.query_gid(port, index as u32) {
-        Ok(g) => g,
-        Err(e) if matches!(errno_of(&e), libc::ENODATA | libc::EINVAL) => [0; 16],
-        Err(e) => {
-            set_errno(errno_of(&e));
+    guard::minus1(|| {
+        // SAFETY: an open context of ours (C contract).
+        let Some(b) = (unsafe { ctx_of(c) }) else {
+            set_errno(libc::EINVAL);
+            return -1;
+        };
+        if gid.is_null() || index < 0 {
+            set_errno(libc::EINVAL);
             return -1;
         }
-    };
-    // SAFETY: gid is a writable union ibv_gid (C contract, non-NULL).
-    unsafe { gid.write(IbvGid { raw }) };
-    0
+        let raw = match b.ctx.query_gid(port, index as u32) {
+            Ok(g) => g,
+            Err(e) if matches!(errno_of(&e), libc::ENODATA | libc::EINVAL) => [0; 16],
+            Err(e) => {
+                set_errno(errno_of(&e));
+                return -1;
+            }
+        };
+        // SAFETY: gid is a writable union ibv_gid (C contract, non-NULL).
+        unsafe { gid.write(IbvGid { raw }) };
+        0
+    })
 }
 export!("ibv_query_gid" = query_gid);
 
@@ -562,28 +591,30 @@ unsafe extern "C" fn query_gid_ex(
     flags: u32,
     entry_size: usize,
 ) -> c_int {
-    // SAFETY: an open context of ours (C contract).
-    let Some(b) = (unsafe { ctx_of(c) }) else {
-        return libc::EINVAL;
-    };
-    if flags != 0 || out.is_null() || entry_size < std::mem::size_of::<IbvGidEntry>() {
-        return libc::EINVAL;
-    }
-    let Ok(port8) = u8::try_from(port) else {
-        return libc::EINVAL;
-    };
-    let table = match b.ctx.gid_table(port8) {
-        Ok(t) => t,
-        Err(e) => return errno_of(&e),
-    };
-    match table.iter().find(|e| e.index == index) {
-        Some(e) => {
-            // SAFETY: out has room for entry_size >= size_of bytes (C contract).
-            unsafe { out.write_unaligned(gid_entry(e)) };
-            0
+    guard::errno(|| {
+        // SAFETY: an open context of ours (C contract).
+        let Some(b) = (unsafe { ctx_of(c) }) else {
+            return libc::EINVAL;
+        };
+        if flags != 0 || out.is_null() || entry_size < std::mem::size_of::<IbvGidEntry>() {
+            return libc::EINVAL;
         }
-        None => libc::ENODATA,
-    }
+        let Ok(port8) = u8::try_from(port) else {
+            return libc::EINVAL;
+        };
+        let table = match b.ctx.gid_table(port8) {
+            Ok(t) => t,
+            Err(e) => return errno_of(&e),
+        };
+        match table.iter().find(|e| e.index == index) {
+            Some(e) => {
+                // SAFETY: out has room for entry_size >= size_of bytes (C contract).
+                unsafe { out.write_unaligned(gid_entry(e)) };
+                0
+            }
+            None => libc::ENODATA,
+        }
+    })
 }
 export!("_ibv_query_gid_ex" = query_gid_ex);
 
@@ -597,31 +628,36 @@ unsafe extern "C" fn query_gid_table(
     flags: u32,
     entry_size: usize,
 ) -> isize {
-    // SAFETY: an open context of ours (C contract).
-    let Some(b) = (unsafe { ctx_of(c) }) else {
-        return -(libc::EINVAL as isize);
-    };
-    if flags != 0 || entry_size < std::mem::size_of::<IbvGidEntry>() || (max > 0 && out.is_null()) {
-        return -(libc::EINVAL as isize);
-    }
-    let table = match b.ctx.query_gid_table() {
-        Ok(t) => t,
-        Err(e) => return -(errno_of(&e) as isize),
-    };
-    if table.len() > max {
-        return -(libc::EINVAL as isize);
-    }
-    for (i, e) in table.iter().enumerate() {
-        // SAFETY: out has room for max entries of entry_size bytes (C
-        // contract); i < table.len() <= max.
-        unsafe {
-            out.cast::<u8>()
-                .add(i * entry_size)
-                .cast::<IbvGidEntry>()
-                .write_unaligned(gid_entry(e))
+    guard::value(-(guard::PANICKED as isize), || {
+        // SAFETY: an open context of ours (C contract).
+        let Some(b) = (unsafe { ctx_of(c) }) else {
+            return -(libc::EINVAL as isize);
         };
-    }
-    table.len() as isize
+        if flags != 0
+            || entry_size < std::mem::size_of::<IbvGidEntry>()
+            || (max > 0 && out.is_null())
+        {
+            return -(libc::EINVAL as isize);
+        }
+        let table = match b.ctx.query_gid_table() {
+            Ok(t) => t,
+            Err(e) => return -(errno_of(&e) as isize),
+        };
+        if table.len() > max {
+            return -(libc::EINVAL as isize);
+        }
+        for (i, e) in table.iter().enumerate() {
+            // SAFETY: out has room for max entries of entry_size bytes (C
+            // contract); i < table.len() <= max.
+            unsafe {
+                out.cast::<u8>()
+                    .add(i * entry_size)
+                    .cast::<IbvGidEntry>()
+                    .write_unaligned(gid_entry(e))
+            };
+        }
+        table.len() as isize
+    })
 }
 export!("_ibv_query_gid_table" = query_gid_table);
 
@@ -639,33 +675,35 @@ unsafe extern "C" fn query_pkey(
     index: c_int,
     pkey: *mut u16,
 ) -> c_int {
-    // SAFETY: an open context of ours (C contract).
-    let Some(b) = (unsafe { ctx_of(c) }) else {
-        set_errno(libc::EINVAL);
-        return -1;
-    };
-    let path = format!(
-        "/sys/class/infiniband/{}/ports/{port}/pkeys/{index}",
-        b.dev.dev.name()
-    );
-    let v = read_sysfs(&path).and_then(|s| {
-        u16::from_str_radix(s.trim().trim_start_matches("0x"), 16).map_err(|_| libc::EINVAL)
-    });
-    match v {
-        Ok(v) if !pkey.is_null() => {
-            // SAFETY: pkey is a writable __be16 (C contract, non-NULL).
-            unsafe { pkey.write(v.to_be()) };
-            0
-        }
-        Ok(_) => {
+    guard::minus1(|| {
+        // SAFETY: an open context of ours (C contract).
+        let Some(b) = (unsafe { ctx_of(c) }) else {
             set_errno(libc::EINVAL);
-            -1
+            return -1;
+        };
+        let path = format!(
+            "/sys/class/infiniband/{}/ports/{port}/pkeys/{index}",
+            b.dev.dev.name()
+        );
+        let v = read_sysfs(&path).and_then(|s| {
+            u16::from_str_radix(s.trim().trim_start_matches("0x"), 16).map_err(|_| libc::EINVAL)
+        });
+        match v {
+            Ok(v) if !pkey.is_null() => {
+                // SAFETY: pkey is a writable __be16 (C contract, non-NULL).
+                unsafe { pkey.write(v.to_be()) };
+                0
+            }
+            Ok(_) => {
+                set_errno(libc::EINVAL);
+                -1
+            }
+            Err(e) => {
+                set_errno(e);
+                -1
+            }
         }
-        Err(e) => {
-            set_errno(e);
-            -1
-        }
-    }
+    })
 }
 export!("ibv_query_pkey" = query_pkey);
 
@@ -678,35 +716,37 @@ unsafe extern "C" fn query_gid_type(
     index: c_uint,
     out: *mut c_int,
 ) -> c_int {
-    // SAFETY: an open context of ours (C contract).
-    let Some(b) = (unsafe { ctx_of(c) }) else {
-        set_errno(libc::EINVAL);
-        return -1;
-    };
-    let path = format!(
-        "/sys/class/infiniband/{}/ports/{port}/gid_attrs/types/{index}",
-        b.dev.dev.name()
-    );
-    let t = match read_sysfs(&path) {
-        Ok(s) if s == "RoCE v2" => 1,
-        Ok(s) if s == "IB/RoCE v1" => 0,
-        Ok(_) => {
-            set_errno(libc::EOPNOTSUPP);
+    guard::minus1(|| {
+        // SAFETY: an open context of ours (C contract).
+        let Some(b) = (unsafe { ctx_of(c) }) else {
+            set_errno(libc::EINVAL);
+            return -1;
+        };
+        let path = format!(
+            "/sys/class/infiniband/{}/ports/{port}/gid_attrs/types/{index}",
+            b.dev.dev.name()
+        );
+        let t = match read_sysfs(&path) {
+            Ok(s) if s == "RoCE v2" => 1,
+            Ok(s) if s == "IB/RoCE v1" => 0,
+            Ok(_) => {
+                set_errno(libc::EOPNOTSUPP);
+                return -1;
+            }
+            Err(libc::EINVAL) | Err(libc::ENOENT) => 0,
+            Err(e) => {
+                set_errno(e);
+                return -1;
+            }
+        };
+        if out.is_null() {
+            set_errno(libc::EINVAL);
             return -1;
         }
-        Err(libc::EINVAL) | Err(libc::ENOENT) => 0,
-        Err(e) => {
-            set_errno(e);
-            return -1;
-        }
-    };
-    if out.is_null() {
-        set_errno(libc::EINVAL);
-        return -1;
-    }
-    // SAFETY: out is a writable enum (C contract, non-NULL).
-    unsafe { out.write(t) };
-    0
+        // SAFETY: out is a writable enum (C contract, non-NULL).
+        unsafe { out.write(t) };
+        0
+    })
 }
 export!("ibv_query_gid_type" = query_gid_type);
 
@@ -718,32 +758,34 @@ unsafe extern "C" fn read_sysfs_file(
     buf: *mut c_char,
     size: usize,
 ) -> c_int {
-    if dir.is_null() || file.is_null() || buf.is_null() || size == 0 {
-        set_errno(libc::EINVAL);
-        return -1;
-    }
-    // SAFETY: dir and file are NUL-terminated strings (C contract).
-    let (d, f) = unsafe { (CStr::from_ptr(dir), CStr::from_ptr(file)) };
-    let path = format!("{}/{}", d.to_string_lossy(), f.to_string_lossy());
-    let data = match std::fs::read(&path) {
-        Ok(d) => d,
-        Err(e) => {
-            set_errno(e.raw_os_error().unwrap_or(libc::EIO));
+    guard::minus1(|| {
+        if dir.is_null() || file.is_null() || buf.is_null() || size == 0 {
+            set_errno(libc::EINVAL);
             return -1;
         }
-    };
-    let mut len = data.len().min(size);
-    // SAFETY: buf has room for size bytes (C contract); len <= size.
-    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().cast::<c_char>(), buf, len) };
-    if len > 0 && data[len - 1] == b'\n' {
-        len -= 1;
-        // SAFETY: len < size here.
-        unsafe { *buf.add(len) = 0 };
-    } else if len < size {
-        // SAFETY: len < size.
-        unsafe { *buf.add(len) = 0 };
-    }
-    len as c_int
+        // SAFETY: dir and file are NUL-terminated strings (C contract).
+        let (d, f) = unsafe { (CStr::from_ptr(dir), CStr::from_ptr(file)) };
+        let path = format!("{}/{}", d.to_string_lossy(), f.to_string_lossy());
+        let data = match std::fs::read(&path) {
+            Ok(d) => d,
+            Err(e) => {
+                set_errno(e.raw_os_error().unwrap_or(libc::EIO));
+                return -1;
+            }
+        };
+        let mut len = data.len().min(size);
+        // SAFETY: buf has room for size bytes (C contract); len <= size.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().cast::<c_char>(), buf, len) };
+        if len > 0 && data[len - 1] == b'\n' {
+            len -= 1;
+            // SAFETY: len < size here.
+            unsafe { *buf.add(len) = 0 };
+        } else if len < size {
+            // SAFETY: len < size.
+            unsafe { *buf.add(len) = 0 };
+        }
+        len as c_int
+    })
 }
 export!("ibv_read_sysfs_file" = read_sysfs_file);
 
@@ -751,12 +793,12 @@ export!("ibv_read_sysfs_file" = read_sysfs_file);
 /// supports (5.13+ copies pinned pages on fork); 0, as libibverbs returns
 /// when the kernel is fork-safe.
 extern "C" fn fork_init() -> c_int {
-    0
+    guard::errno(|| 0)
 }
 export!("ibv_fork_init" = fork_init);
 
 /// `ibv_is_fork_initialized`: `IBV_FORK_UNNEEDED` (2).
 extern "C" fn is_fork_initialized() -> c_int {
-    2
+    guard::value(2, || 2)
 }
 export!("ibv_is_fork_initialized" = is_fork_initialized);

@@ -22,6 +22,11 @@
 //! What is implemented is listed in the crate's docs (`docs/libibverbs.md`);
 //! every other exported function fails the C way (NULL + `errno`, or an
 //! errno return) with `EOPNOTSUPP`, never a crash.
+//!
+//! # Panics
+//! No panic unwinds into C: every `extern "C"` function runs its body
+//! under a guard ([`guard`]) that answers the C failure instead, and the
+//! library is meant to be built with `panic = "abort"` as a backstop.
 
 // This crate is the C boundary: every module takes raw pointers from C.
 // Each unsafe block still names its invariant (the workspace's clippy
@@ -35,6 +40,7 @@ mod cq_ex;
 #[cfg(test)]
 mod ctest;
 mod device;
+mod guard;
 mod marshall;
 mod misc;
 mod mw;

@@ -9,6 +9,7 @@
 //! checked against `<infiniband/sa.h>` below.
 
 use crate::abi::{IbvAhAttr, IbvGid, IbvGlobalRoute, IbvQpAttr, IbvQpCap};
+use crate::guard;
 use crate::{export, put};
 use std::ffi::{c_char, c_int};
 use uverbs_abi::cm::IbUserPathRec;
@@ -60,13 +61,15 @@ fn ah_from_kern(s: &IbUverbsAhAttr) -> IbvAhAttr {
 
 /// `ibv_copy_ah_attr_from_kern(dst, src)`.
 unsafe extern "C" fn copy_ah_attr_from_kern(dst: *mut IbvAhAttr, src: *const IbUverbsAhAttr) {
-    if dst.is_null() || src.is_null() {
-        return;
-    }
-    // SAFETY: src is a readable ib_uverbs_ah_attr and dst a writable
-    // ibv_ah_attr (C contract, both non-NULL); unaligned reads and writes
-    // ask nothing of the caller's alignment.
-    unsafe { dst.write_unaligned(ah_from_kern(&src.read_unaligned())) };
+    guard::void(|| {
+        if dst.is_null() || src.is_null() {
+            return;
+        }
+        // SAFETY: src is a readable ib_uverbs_ah_attr and dst a writable
+        // ibv_ah_attr (C contract, both non-NULL); unaligned reads and writes
+        // ask nothing of the caller's alignment.
+        unsafe { dst.write_unaligned(ah_from_kern(&src.read_unaligned())) };
+    })
 }
 export!("ibv_copy_ah_attr_from_kern" = copy_ah_attr_from_kern);
 
@@ -75,83 +78,87 @@ export!("ibv_copy_ah_attr_from_kern" = copy_ah_attr_from_kern);
 /// the kernel struct), as libibverbs copies them. Those two are not read
 /// either: the caller may have left them uninitialised.
 unsafe extern "C" fn copy_qp_attr_from_kern(dst: *mut IbvQpAttr, src: *const IbUverbsQpAttr) {
-    if dst.is_null() || src.is_null() {
-        return;
-    }
-    // SAFETY: src is a readable ib_uverbs_qp_attr, every member written
-    // by the kernel (C contract, non-NULL); read unaligned, as a byte copy.
-    let s = unsafe { src.read_unaligned() };
-    let cap = IbvQpCap {
-        max_send_wr: s.max_send_wr,
-        max_recv_wr: s.max_recv_wr,
-        max_send_sge: s.max_send_sge,
-        max_recv_sge: s.max_recv_sge,
-        max_inline_data: s.max_inline_data,
-    };
-    // SAFETY: dst is a writable ibv_qp_attr (C contract, non-NULL); only
-    // members are written, none read.
-    unsafe {
-        put!(
-            dst,
-            cur_qp_state = s.cur_qp_state as c_int,
-            path_mtu = s.path_mtu as c_int,
-            path_mig_state = s.path_mig_state as c_int,
-            qkey = s.qkey,
-            rq_psn = s.rq_psn,
-            sq_psn = s.sq_psn,
-            dest_qp_num = s.dest_qp_num,
-            qp_access_flags = s.qp_access_flags,
-            cap = cap,
-            ah_attr = ah_from_kern(&s.ah_attr),
-            alt_ah_attr = ah_from_kern(&s.alt_ah_attr),
-            pkey_index = s.pkey_index,
-            alt_pkey_index = s.alt_pkey_index,
-            en_sqd_async_notify = s.en_sqd_async_notify,
-            sq_draining = s.sq_draining,
-            max_rd_atomic = s.max_rd_atomic,
-            max_dest_rd_atomic = s.max_dest_rd_atomic,
-            min_rnr_timer = s.min_rnr_timer,
-            port_num = s.port_num,
-            timeout = s.timeout,
-            retry_cnt = s.retry_cnt,
-            rnr_retry = s.rnr_retry,
-            alt_port_num = s.alt_port_num,
-            alt_timeout = s.alt_timeout,
-        );
-    }
+    guard::void(|| {
+        if dst.is_null() || src.is_null() {
+            return;
+        }
+        // SAFETY: src is a readable ib_uverbs_qp_attr, every member written
+        // by the kernel (C contract, non-NULL); read unaligned, as a byte copy.
+        let s = unsafe { src.read_unaligned() };
+        let cap = IbvQpCap {
+            max_send_wr: s.max_send_wr,
+            max_recv_wr: s.max_recv_wr,
+            max_send_sge: s.max_send_sge,
+            max_recv_sge: s.max_recv_sge,
+            max_inline_data: s.max_inline_data,
+        };
+        // SAFETY: dst is a writable ibv_qp_attr (C contract, non-NULL); only
+        // members are written, none read.
+        unsafe {
+            put!(
+                dst,
+                cur_qp_state = s.cur_qp_state as c_int,
+                path_mtu = s.path_mtu as c_int,
+                path_mig_state = s.path_mig_state as c_int,
+                qkey = s.qkey,
+                rq_psn = s.rq_psn,
+                sq_psn = s.sq_psn,
+                dest_qp_num = s.dest_qp_num,
+                qp_access_flags = s.qp_access_flags,
+                cap = cap,
+                ah_attr = ah_from_kern(&s.ah_attr),
+                alt_ah_attr = ah_from_kern(&s.alt_ah_attr),
+                pkey_index = s.pkey_index,
+                alt_pkey_index = s.alt_pkey_index,
+                en_sqd_async_notify = s.en_sqd_async_notify,
+                sq_draining = s.sq_draining,
+                max_rd_atomic = s.max_rd_atomic,
+                max_dest_rd_atomic = s.max_dest_rd_atomic,
+                min_rnr_timer = s.min_rnr_timer,
+                port_num = s.port_num,
+                timeout = s.timeout,
+                retry_cnt = s.retry_cnt,
+                rnr_retry = s.rnr_retry,
+                alt_port_num = s.alt_port_num,
+                alt_timeout = s.alt_timeout,
+            );
+        }
+    })
 }
 export!("ibv_copy_qp_attr_from_kern" = copy_qp_attr_from_kern);
 
 /// `ibv_copy_path_rec_from_kern(dst, src)`.
 unsafe extern "C" fn copy_path_rec_from_kern(dst: *mut IbvSaPathRec, src: *const IbUserPathRec) {
-    if dst.is_null() || src.is_null() {
-        return;
-    }
-    // SAFETY: src readable, dst writable (C contract, non-NULL).
-    let s = unsafe { src.read_unaligned() };
-    let d = IbvSaPathRec {
-        dgid: IbvGid { raw: s.dgid },
-        sgid: IbvGid { raw: s.sgid },
-        dlid: s.dlid,
-        slid: s.slid,
-        raw_traffic: s.raw_traffic as c_int,
-        flow_label: s.flow_label,
-        hop_limit: s.hop_limit,
-        traffic_class: s.traffic_class,
-        reversible: s.reversible as c_int,
-        numb_path: s.numb_path,
-        pkey: s.pkey,
-        sl: s.sl,
-        mtu_selector: s.mtu_selector,
-        mtu: s.mtu as u8,
-        rate_selector: s.rate_selector,
-        rate: s.rate,
-        packet_life_time_selector: s.packet_life_time_selector,
-        packet_life_time: s.packet_life_time,
-        preference: s.preference,
-    };
-    // SAFETY: dst writable (C contract, non-NULL).
-    unsafe { dst.write_unaligned(d) };
+    guard::void(|| {
+        if dst.is_null() || src.is_null() {
+            return;
+        }
+        // SAFETY: src readable, dst writable (C contract, non-NULL).
+        let s = unsafe { src.read_unaligned() };
+        let d = IbvSaPathRec {
+            dgid: IbvGid { raw: s.dgid },
+            sgid: IbvGid { raw: s.sgid },
+            dlid: s.dlid,
+            slid: s.slid,
+            raw_traffic: s.raw_traffic as c_int,
+            flow_label: s.flow_label,
+            hop_limit: s.hop_limit,
+            traffic_class: s.traffic_class,
+            reversible: s.reversible as c_int,
+            numb_path: s.numb_path,
+            pkey: s.pkey,
+            sl: s.sl,
+            mtu_selector: s.mtu_selector,
+            mtu: s.mtu as u8,
+            rate_selector: s.rate_selector,
+            rate: s.rate,
+            packet_life_time_selector: s.packet_life_time_selector,
+            packet_life_time: s.packet_life_time,
+            preference: s.preference,
+        };
+        // SAFETY: dst writable (C contract, non-NULL).
+        unsafe { dst.write_unaligned(d) };
+    })
 }
 export!("ibv_copy_path_rec_from_kern" = copy_path_rec_from_kern);
 
@@ -159,53 +166,57 @@ export!("ibv_copy_path_rec_from_kern" = copy_path_rec_from_kern);
 /// struct's reserved bytes are left as they were, as rdma-core leaves
 /// them: `dst` is only written, never read.
 unsafe extern "C" fn copy_path_rec_to_kern(dst: *mut IbUserPathRec, src: *const IbvSaPathRec) {
-    if dst.is_null() || src.is_null() {
-        return;
-    }
-    // SAFETY: src is a readable, initialised ibv_sa_path_rec (C contract,
-    // non-NULL; its padding is not read: the copy is typed).
-    let s = unsafe { src.read_unaligned() };
-    // SAFETY: dst is writable (C contract, non-NULL); members only.
-    unsafe {
-        put!(
-            dst,
-            dgid = s.dgid.raw,
-            sgid = s.sgid.raw,
-            dlid = s.dlid,
-            slid = s.slid,
-            raw_traffic = s.raw_traffic as u32,
-            flow_label = s.flow_label,
-            hop_limit = s.hop_limit,
-            traffic_class = s.traffic_class,
-            reversible = s.reversible as u32,
-            numb_path = s.numb_path,
-            pkey = s.pkey,
-            sl = s.sl,
-            mtu_selector = s.mtu_selector,
-            mtu = u32::from(s.mtu),
-            rate_selector = s.rate_selector,
-            rate = s.rate,
-            packet_life_time_selector = s.packet_life_time_selector,
-            packet_life_time = s.packet_life_time,
-            preference = s.preference,
-        );
-    }
+    guard::void(|| {
+        if dst.is_null() || src.is_null() {
+            return;
+        }
+        // SAFETY: src is a readable, initialised ibv_sa_path_rec (C contract,
+        // non-NULL; its padding is not read: the copy is typed).
+        let s = unsafe { src.read_unaligned() };
+        // SAFETY: dst is writable (C contract, non-NULL); members only.
+        unsafe {
+            put!(
+                dst,
+                dgid = s.dgid.raw,
+                sgid = s.sgid.raw,
+                dlid = s.dlid,
+                slid = s.slid,
+                raw_traffic = s.raw_traffic as u32,
+                flow_label = s.flow_label,
+                hop_limit = s.hop_limit,
+                traffic_class = s.traffic_class,
+                reversible = s.reversible as u32,
+                numb_path = s.numb_path,
+                pkey = s.pkey,
+                sl = s.sl,
+                mtu_selector = s.mtu_selector,
+                mtu = u32::from(s.mtu),
+                rate_selector = s.rate_selector,
+                rate = s.rate,
+                packet_life_time_selector = s.packet_life_time_selector,
+                packet_life_time = s.packet_life_time,
+                preference = s.preference,
+            );
+        }
+    })
 }
 export!("ibv_copy_path_rec_to_kern" = copy_path_rec_to_kern);
 
 /// `ibv_get_sysfs_path`: where sysfs is mounted; `$SYSFS_PATH` if set (as
 /// libibverbs honours it), else `/sys`. A static string, as in C.
 extern "C" fn get_sysfs_path() -> *const c_char {
-    static PATH: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
-    PATH.get_or_init(|| {
-        let p = std::env::var("SYSFS_PATH")
-            .ok()
-            .map(|s| s.trim_end_matches('/').to_string())
-            .filter(|s| !s.is_empty() && !s.contains('\0'))
-            .unwrap_or_else(|| "/sys".to_string());
-        std::ffi::CString::new(p).unwrap_or_else(|_| c"/sys".to_owned())
+    guard::value(c"/sys".as_ptr(), || {
+        static PATH: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
+        PATH.get_or_init(|| {
+            let p = std::env::var("SYSFS_PATH")
+                .ok()
+                .map(|s| s.trim_end_matches('/').to_string())
+                .filter(|s| !s.is_empty() && !s.contains('\0'))
+                .unwrap_or_else(|| "/sys".to_string());
+            std::ffi::CString::new(p).unwrap_or_else(|_| c"/sys".to_owned())
+        })
+        .as_ptr()
     })
-    .as_ptr()
 }
 export!("ibv_get_sysfs_path" = get_sysfs_path);
 

@@ -25,6 +25,7 @@
 
 use crate::abi::*;
 use crate::ah::ah_of;
+use crate::guard;
 use crate::srq::{lock_srq, srq_of};
 use crate::verbs::{cq_of, qp_of};
 use crate::{errno_of, member};
@@ -465,36 +466,38 @@ pub(crate) unsafe extern "C" fn post_send(
     wr: *mut IbvSendWr,
     bad: *mut *mut IbvSendWr,
 ) -> c_int {
-    // SAFETY: a QP of ours (C contract).
-    let Some(b) = (unsafe { qp_of(q) }) else {
-        return libc::EINVAL;
-    };
-    let ud = b.ud;
-    let mut qp = lock(&b.qp);
-    if matches!(
-        qp.last_state(),
-        QpState::Reset | QpState::Init | QpState::Rtr
-    ) {
-        // What rxe answers (its POST_SEND doorbell refuses a QP before
-        // RTS): EINVAL for the whole list, *bad_wr NULL. rverbs refuses
-        // before anything reaches the ring.
-        // SAFETY: the caller's slot (C contract), forwarded.
-        return unsafe { refuse_all(bad) };
-    }
-    let max_sge = qp.caps().max_send_sge;
-    // SAFETY: the caller's list and slot (C contract), forwarded; each
-    // request is translated under send_wr's contract, the same one.
-    unsafe {
-        walk(
-            &mut *qp,
-            wr,
-            bad,
-            SendWr::new(0, SendOp::Send, &[]),
-            |w| send_wr(w, ud, max_sge),
-            |qp: &mut Qp, w| post_gathered(qp, w, ud),
-            |qp: &mut Qp, wrs| qp.post_send(wrs).map_err(|e| refusal(&e)),
-        )
-    }
+    guard::errno(|| {
+        // SAFETY: a QP of ours (C contract).
+        let Some(b) = (unsafe { qp_of(q) }) else {
+            return libc::EINVAL;
+        };
+        let ud = b.ud;
+        let mut qp = lock(&b.qp);
+        if matches!(
+            qp.last_state(),
+            QpState::Reset | QpState::Init | QpState::Rtr
+        ) {
+            // What rxe answers (its POST_SEND doorbell refuses a QP before
+            // RTS): EINVAL for the whole list, *bad_wr NULL. rverbs refuses
+            // before anything reaches the ring.
+            // SAFETY: the caller's slot (C contract), forwarded.
+            return unsafe { refuse_all(bad) };
+        }
+        let max_sge = qp.caps().max_send_sge;
+        // SAFETY: the caller's list and slot (C contract), forwarded; each
+        // request is translated under send_wr's contract, the same one.
+        unsafe {
+            walk(
+                &mut *qp,
+                wr,
+                bad,
+                SendWr::new(0, SendOp::Send, &[]),
+                |w| send_wr(w, ud, max_sge),
+                |qp: &mut Qp, w| post_gathered(qp, w, ud),
+                |qp: &mut Qp, wrs| qp.post_send(wrs).map_err(|e| refusal(&e)),
+            )
+        }
+    })
 }
 
 type Recv = RecvWr<'static>;
@@ -527,34 +530,36 @@ unsafe extern "C" fn post_recv(
     wr: *mut IbvRecvWr,
     bad: *mut *mut IbvRecvWr,
 ) -> c_int {
-    // SAFETY: a QP of ours (C contract).
-    let Some(b) = (unsafe { qp_of(q) }) else {
-        return libc::EINVAL;
-    };
-    let mut qp = lock(&b.qp);
-    if qp.last_state() == QpState::Reset {
-        // As rdma-core's rxe provider (C10-97.2.1): a QP in RESET takes no
-        // receives.
-        // SAFETY: the caller's slot (C contract), forwarded.
-        return unsafe { refuse_all(bad) };
-    }
-    let max_sge = qp.caps().max_recv_sge;
-    let blank = RecvWr {
-        wr_id: 0,
-        sges: &[],
-    };
-    // SAFETY: the caller's list and slot (C contract), forwarded.
-    unsafe {
-        walk(
-            &mut *qp,
-            wr,
-            bad,
-            blank,
-            |w| recv_wr(w, max_sge),
-            never,
-            |qp: &mut Qp, wrs| qp.post_recv(wrs).map_err(|e| refusal(&e)),
-        )
-    }
+    guard::errno(|| {
+        // SAFETY: a QP of ours (C contract).
+        let Some(b) = (unsafe { qp_of(q) }) else {
+            return libc::EINVAL;
+        };
+        let mut qp = lock(&b.qp);
+        if qp.last_state() == QpState::Reset {
+            // As rdma-core's rxe provider (C10-97.2.1): a QP in RESET takes no
+            // receives.
+            // SAFETY: the caller's slot (C contract), forwarded.
+            return unsafe { refuse_all(bad) };
+        }
+        let max_sge = qp.caps().max_recv_sge;
+        let blank = RecvWr {
+            wr_id: 0,
+            sges: &[],
+        };
+        // SAFETY: the caller's list and slot (C contract), forwarded.
+        unsafe {
+            walk(
+                &mut *qp,
+                wr,
+                bad,
+                blank,
+                |w| recv_wr(w, max_sge),
+                never,
+                |qp: &mut Qp, wrs| qp.post_recv(wrs).map_err(|e| refusal(&e)),
+            )
+        }
+    })
 }
 
 /// `ops.post_srq_recv`.
@@ -563,28 +568,30 @@ unsafe extern "C" fn post_srq_recv(
     wr: *mut IbvRecvWr,
     bad: *mut *mut IbvRecvWr,
 ) -> c_int {
-    // SAFETY: an SRQ of ours (C contract).
-    let Some(b) = (unsafe { srq_of(srq.cast()) }) else {
-        return libc::EINVAL;
-    };
-    let max_sge = b.max_sge;
-    let mut s = lock_srq(b);
-    let blank = RecvWr {
-        wr_id: 0,
-        sges: &[],
-    };
-    // SAFETY: the caller's list and slot (C contract), forwarded.
-    unsafe {
-        walk(
-            &mut *s,
-            wr,
-            bad,
-            blank,
-            |w| recv_wr(w, max_sge),
-            never,
-            |s: &mut rverbs::Srq, wrs| s.post_recv(wrs).map_err(|e| refusal(&e)),
-        )
-    }
+    guard::errno(|| {
+        // SAFETY: an SRQ of ours (C contract).
+        let Some(b) = (unsafe { srq_of(srq.cast()) }) else {
+            return libc::EINVAL;
+        };
+        let max_sge = b.max_sge;
+        let mut s = lock_srq(b);
+        let blank = RecvWr {
+            wr_id: 0,
+            sges: &[],
+        };
+        // SAFETY: the caller's list and slot (C contract), forwarded.
+        unsafe {
+            walk(
+                &mut *s,
+                wr,
+                bad,
+                blank,
+                |w| recv_wr(w, max_sge),
+                never,
+                |s: &mut rverbs::Srq, wrs| s.post_recv(wrs).map_err(|e| refusal(&e)),
+            )
+        }
+    })
 }
 
 fn c_wc(w: &Wc) -> IbvWc {
@@ -612,41 +619,45 @@ fn c_wc(w: &Wc) -> IbvWc {
 
 /// `ops.poll_cq`: how many completions were written (negative on error).
 unsafe extern "C" fn poll_cq(c: *mut IbvCq, n: c_int, out: *mut IbvWc) -> c_int {
-    // SAFETY: a CQ of ours (C contract).
-    let Some(b) = (unsafe { cq_of(c) }) else {
-        return -libc::EINVAL;
-    };
-    if n < 0 || (n > 0 && out.is_null()) {
-        return -libc::EINVAL;
-    }
-    let mut cq = lock(&b.cq);
-    let mut buf = [Wc::default(); 16];
-    let mut done = 0usize;
-    while done < n as usize {
-        let want = (n as usize - done).min(buf.len());
-        let got = cq.poll(&mut buf[..want]);
-        for (i, w) in buf[..got].iter().enumerate() {
-            // SAFETY: out has room for n entries (C contract); done + i < n.
-            unsafe { out.add(done + i).write(c_wc(w)) };
+    guard::value(-guard::PANICKED, || {
+        // SAFETY: a CQ of ours (C contract).
+        let Some(b) = (unsafe { cq_of(c) }) else {
+            return -libc::EINVAL;
+        };
+        if n < 0 || (n > 0 && out.is_null()) {
+            return -libc::EINVAL;
         }
-        done += got;
-        if got < want {
-            break;
+        let mut cq = lock(&b.cq);
+        let mut buf = [Wc::default(); 16];
+        let mut done = 0usize;
+        while done < n as usize {
+            let want = (n as usize - done).min(buf.len());
+            let got = cq.poll(&mut buf[..want]);
+            for (i, w) in buf[..got].iter().enumerate() {
+                // SAFETY: out has room for n entries (C contract); done + i < n.
+                unsafe { out.add(done + i).write(c_wc(w)) };
+            }
+            done += got;
+            if got < want {
+                break;
+            }
         }
-    }
-    done as c_int
+        done as c_int
+    })
 }
 
 /// `ops.req_notify_cq`: 0 or an errno.
 unsafe extern "C" fn req_notify_cq(c: *mut IbvCq, solicited_only: c_int) -> c_int {
-    // SAFETY: a CQ of ours (C contract).
-    let Some(b) = (unsafe { cq_of(c) }) else {
-        return libc::EINVAL;
-    };
-    match lock(&b.cq).req_notify(solicited_only != 0) {
-        Ok(()) => 0,
-        Err(e) => errno_of(&e),
-    }
+    guard::errno(|| {
+        // SAFETY: a CQ of ours (C contract).
+        let Some(b) = (unsafe { cq_of(c) }) else {
+            return libc::EINVAL;
+        };
+        match lock(&b.cq).req_notify(solicited_only != 0) {
+            Ok(()) => 0,
+            Err(e) => errno_of(&e),
+        }
+    })
 }
 
 #[cfg(test)]

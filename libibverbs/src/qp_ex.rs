@@ -33,6 +33,7 @@
 //! batch posted (see `post_batch`).
 
 use crate::abi::{IbvContext, IbvQp, IbvQpCap, IbvQpInitAttr, IbvSge};
+use crate::guard;
 use crate::verbs::{new_qp, qp_of};
 use crate::{errno_of, export, member, null_errno};
 use rverbs::{QpState, Remote, SendOp, SendWr, Slice};
@@ -397,7 +398,7 @@ impl QpEx {
                 std::ptr::addr_of!((*t).wr_flags).read(),
             )
         };
-        let mut b = lock(&self.batch);
+        let mut b = batch_of(self);
         if self.send_ops & needs == 0 {
             return b.fail(libc::EINVAL);
         }
@@ -422,6 +423,18 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The QP's batch. A panic while it was held (caught by the entry point's
+/// guard) may have left it short of a request: then the batch is failed,
+/// so that `wr_complete` posts none of it.
+fn batch_of(x: &QpEx) -> MutexGuard<'_, Batch> {
+    x.batch.lock().unwrap_or_else(|p| {
+        x.batch.clear_poison();
+        let mut b = p.into_inner();
+        b.fail(guard::PANICKED);
+        b
+    })
+}
+
 /// The extension of the QP `q` (an `ibv_qp_ex *`, which is its
 /// `ibv_qp *`), if it is one of ours.
 unsafe fn ex_of<'a>(q: *mut IbvQpExC) -> Option<&'a QpEx> {
@@ -443,45 +456,59 @@ fn remote(rkey: u32, addr: u64) -> Remote {
 }
 
 unsafe extern "C" fn wr_send(q: *mut IbvQpExC) {
-    // SAFETY: forwarded C contract.
-    unsafe { push(q, ops::SEND, SendOp::Send) }
+    guard::void(|| {
+        // SAFETY: forwarded C contract.
+        unsafe { push(q, ops::SEND, SendOp::Send) }
+    })
 }
 
 unsafe extern "C" fn wr_send_imm(q: *mut IbvQpExC, imm_be: u32) {
-    // SAFETY: forwarded C contract.
-    unsafe {
-        push(
-            q,
-            ops::SEND_WITH_IMM,
-            SendOp::SendWithImm(u32::from_be(imm_be)),
-        )
-    }
+    guard::void(|| {
+        // SAFETY: forwarded C contract.
+        unsafe {
+            push(
+                q,
+                ops::SEND_WITH_IMM,
+                SendOp::SendWithImm(u32::from_be(imm_be)),
+            )
+        }
+    })
 }
 
 unsafe extern "C" fn wr_send_inv(q: *mut IbvQpExC, rkey: u32) {
-    // SAFETY: forwarded C contract.
-    unsafe { push(q, ops::SEND_WITH_INV, SendOp::SendWithInv(rkey)) }
+    guard::void(|| {
+        // SAFETY: forwarded C contract.
+        unsafe { push(q, ops::SEND_WITH_INV, SendOp::SendWithInv(rkey)) }
+    })
 }
 
 unsafe extern "C" fn wr_local_inv(q: *mut IbvQpExC, rkey: u32) {
-    // SAFETY: forwarded C contract.
-    unsafe { push(q, ops::LOCAL_INV, SendOp::LocalInv(rkey)) }
+    guard::void(|| {
+        // SAFETY: forwarded C contract.
+        unsafe { push(q, ops::LOCAL_INV, SendOp::LocalInv(rkey)) }
+    })
 }
 
 unsafe extern "C" fn wr_rdma_write(q: *mut IbvQpExC, rkey: u32, addr: u64) {
-    // SAFETY: forwarded C contract.
-    unsafe { push(q, ops::RDMA_WRITE, SendOp::Write(remote(rkey, addr))) }
+    guard::void(|| {
+        // SAFETY: forwarded C contract.
+        unsafe { push(q, ops::RDMA_WRITE, SendOp::Write(remote(rkey, addr))) }
+    })
 }
 
 unsafe extern "C" fn wr_rdma_write_imm(q: *mut IbvQpExC, rkey: u32, addr: u64, imm_be: u32) {
-    let op = SendOp::WriteWithImm(remote(rkey, addr), u32::from_be(imm_be));
-    // SAFETY: forwarded C contract.
-    unsafe { push(q, ops::RDMA_WRITE_WITH_IMM, op) }
+    guard::void(|| {
+        let op = SendOp::WriteWithImm(remote(rkey, addr), u32::from_be(imm_be));
+        // SAFETY: forwarded C contract.
+        unsafe { push(q, ops::RDMA_WRITE_WITH_IMM, op) }
+    })
 }
 
 unsafe extern "C" fn wr_rdma_read(q: *mut IbvQpExC, rkey: u32, addr: u64) {
-    // SAFETY: forwarded C contract.
-    unsafe { push(q, ops::RDMA_READ, SendOp::Read(remote(rkey, addr))) }
+    guard::void(|| {
+        // SAFETY: forwarded C contract.
+        unsafe { push(q, ops::RDMA_READ, SendOp::Read(remote(rkey, addr))) }
+    })
 }
 
 unsafe extern "C" fn wr_atomic_cmp_swp(
@@ -491,42 +518,48 @@ unsafe extern "C" fn wr_atomic_cmp_swp(
     compare: u64,
     swap: u64,
 ) {
-    let op = SendOp::CompareSwap {
-        remote: remote(rkey, addr),
-        compare,
-        swap,
-    };
-    // SAFETY: forwarded C contract.
-    unsafe { push(q, ops::ATOMIC_CMP_AND_SWP, op) }
+    guard::void(|| {
+        let op = SendOp::CompareSwap {
+            remote: remote(rkey, addr),
+            compare,
+            swap,
+        };
+        // SAFETY: forwarded C contract.
+        unsafe { push(q, ops::ATOMIC_CMP_AND_SWP, op) }
+    })
 }
 
 unsafe extern "C" fn wr_atomic_fetch_add(q: *mut IbvQpExC, rkey: u32, addr: u64, add: u64) {
-    let op = SendOp::FetchAdd {
-        remote: remote(rkey, addr),
-        add,
-    };
-    // SAFETY: forwarded C contract.
-    unsafe { push(q, ops::ATOMIC_FETCH_AND_ADD, op) }
+    guard::void(|| {
+        let op = SendOp::FetchAdd {
+            remote: remote(rkey, addr),
+            add,
+        };
+        // SAFETY: forwarded C contract.
+        unsafe { push(q, ops::ATOMIC_FETCH_AND_ADD, op) }
+    })
 }
 
 /// `wr_atomic_write(qp, rkey, remote_addr, atomic_wr)`: the 8 bytes at
 /// `atomic_wr`, placed at the peer as one unit (IBA oA19; the kernel's rxe
 /// has it from Linux 6.2).
 unsafe extern "C" fn wr_atomic_write(q: *mut IbvQpExC, rkey: u32, addr: u64, value: *const u8) {
-    if value.is_null() {
+    guard::void(|| {
+        if value.is_null() {
+            // SAFETY: forwarded C contract.
+            unsafe { set_last(q, |_| Err(libc::EINVAL)) };
+            return;
+        }
+        let mut v = [0u8; 8];
+        // SAFETY: atomic_wr points to 8 readable bytes (C contract, non-NULL).
+        unsafe { std::ptr::copy_nonoverlapping(value, v.as_mut_ptr(), 8) };
+        let op = SendOp::AtomicWrite {
+            remote: remote(rkey, addr),
+            value: v,
+        };
         // SAFETY: forwarded C contract.
-        unsafe { set_last(q, |_| Err(libc::EINVAL)) };
-        return;
-    }
-    let mut v = [0u8; 8];
-    // SAFETY: atomic_wr points to 8 readable bytes (C contract, non-NULL).
-    unsafe { std::ptr::copy_nonoverlapping(value, v.as_mut_ptr(), 8) };
-    let op = SendOp::AtomicWrite {
-        remote: remote(rkey, addr),
-        value: v,
-    };
-    // SAFETY: forwarded C contract.
-    unsafe { push(q, ops::ATOMIC_WRITE, op) }
+        unsafe { push(q, ops::ATOMIC_WRITE, op) }
+    })
 }
 
 /// The slots this library does not implement (TSO and XRC addressing):
@@ -534,10 +567,12 @@ unsafe extern "C" fn wr_atomic_write(q: *mut IbvQpExC, rkey: u32, addr: u64, val
 /// `EOPNOTSUPP` at `wr_complete`. The caller's other arguments are
 /// ignored (the C calling convention lets the callee ignore them).
 unsafe extern "C" fn unsupported(q: *mut IbvQpExC) {
-    // SAFETY: forwarded C contract.
-    if let Some(x) = unsafe { ex_of(q) } {
-        lock(&x.batch).fail(libc::EOPNOTSUPP);
-    }
+    guard::void(|| {
+        // SAFETY: forwarded C contract.
+        if let Some(x) = unsafe { ex_of(q) } {
+            batch_of(x).fail(libc::EOPNOTSUPP);
+        }
+    })
 }
 
 /// Applies `f` to the batch (which gives its last request a payload); an
@@ -547,7 +582,7 @@ unsafe fn set_last(q: *mut IbvQpExC, f: impl FnOnce(&mut Batch) -> Result<(), c_
     let Some(x) = (unsafe { ex_of(q) }) else {
         return;
     };
-    let mut b = lock(&x.batch);
+    let mut b = batch_of(x);
     if let Err(e) = f(&mut b) {
         b.fail(e);
     }
@@ -561,18 +596,20 @@ unsafe extern "C" fn wr_bind_mw(
     rkey: u32,
     info: *const crate::abi::IbvMwBindInfo,
 ) {
-    // SAFETY: NULL or a live window and bind info (C contract).
-    let bind = match unsafe { info.as_ref() } {
-        // SAFETY: NULL or a live window (C contract).
-        Some(info) => unsafe { crate::post::mw_bind(mw, rkey, info) },
-        None => Err(libc::EINVAL),
-    };
-    match bind {
-        // SAFETY: forwarded C contract.
-        Ok(b) => unsafe { push(q, ops::BIND_MW, SendOp::BindMw(b)) },
-        // SAFETY: forwarded C contract.
-        Err(e) => unsafe { set_last(q, |_| Err(e)) },
-    }
+    guard::void(|| {
+        // SAFETY: NULL or a live window and bind info (C contract).
+        let bind = match unsafe { info.as_ref() } {
+            // SAFETY: NULL or a live window (C contract).
+            Some(info) => unsafe { crate::post::mw_bind(mw, rkey, info) },
+            None => Err(libc::EINVAL),
+        };
+        match bind {
+            // SAFETY: forwarded C contract.
+            Ok(b) => unsafe { push(q, ops::BIND_MW, SendOp::BindMw(b)) },
+            // SAFETY: forwarded C contract.
+            Err(e) => unsafe { set_last(q, |_| Err(e)) },
+        }
+    })
 }
 
 /// `wr_set_ud_addr`: where the last request goes on a UD QP. An AH that
@@ -583,45 +620,51 @@ unsafe extern "C" fn wr_set_ud_addr(
     remote_qpn: u32,
     remote_qkey: u32,
 ) {
-    // SAFETY: NULL or an AH of ours (C contract).
-    let Some(a) = (unsafe { crate::ah::ah_of(ah) }) else {
+    guard::void(|| {
+        // SAFETY: NULL or an AH of ours (C contract).
+        let Some(a) = (unsafe { crate::ah::ah_of(ah) }) else {
+            // SAFETY: forwarded C contract.
+            unsafe { set_last(q, |_| Err(libc::EINVAL)) };
+            return;
+        };
+        let a = std::ptr::from_ref(a);
         // SAFETY: forwarded C contract.
-        unsafe { set_last(q, |_| Err(libc::EINVAL)) };
-        return;
-    };
-    let a = std::ptr::from_ref(a);
-    // SAFETY: forwarded C contract.
-    unsafe {
-        set_last(q, |b| match b.reqs.last_mut() {
-            Some(r) => {
-                r.ud = Some((a, remote_qpn, remote_qkey));
-                Ok(())
-            }
-            None => Err(libc::EINVAL),
-        })
-    }
+        unsafe {
+            set_last(q, |b| match b.reqs.last_mut() {
+                Some(r) => {
+                    r.ud = Some((a, remote_qpn, remote_qkey));
+                    Ok(())
+                }
+                None => Err(libc::EINVAL),
+            })
+        }
+    })
 }
 
 unsafe extern "C" fn wr_set_sge(q: *mut IbvQpExC, lkey: u32, addr: u64, length: u32) {
-    // SAFETY: forwarded C contract.
-    unsafe {
-        set_last(q, |b| {
-            b.set_sges(std::iter::once(IbvSge { addr, length, lkey }))
-        })
-    }
+    guard::void(|| {
+        // SAFETY: forwarded C contract.
+        unsafe {
+            set_last(q, |b| {
+                b.set_sges(std::iter::once(IbvSge { addr, length, lkey }))
+            })
+        }
+    })
 }
 
 unsafe extern "C" fn wr_set_sge_list(q: *mut IbvQpExC, n: usize, list: *const IbvSge) {
-    if n > rverbs::wr::MAX_SGE || (n > 0 && list.is_null()) {
+    guard::void(|| {
+        if n > rverbs::wr::MAX_SGE || (n > 0 && list.is_null()) {
+            // SAFETY: forwarded C contract.
+            unsafe { set_last(q, |_| Err(libc::EINVAL)) };
+            return;
+        }
+        // SAFETY: list holds n readable ibv_sge (C contract; checked non-NULL
+        // when n > 0).
+        let read = move |i: usize| unsafe { list.add(i).read_unaligned() };
         // SAFETY: forwarded C contract.
-        unsafe { set_last(q, |_| Err(libc::EINVAL)) };
-        return;
-    }
-    // SAFETY: list holds n readable ibv_sge (C contract; checked non-NULL
-    // when n > 0).
-    let read = move |i: usize| unsafe { list.add(i).read_unaligned() };
-    // SAFETY: forwarded C contract.
-    unsafe { set_last(q, |b| b.set_sges((0..n).map(read))) }
+        unsafe { set_last(q, |b| b.set_sges((0..n).map(read))) }
+    })
 }
 
 /// `struct ibv_data_buf`.
@@ -633,53 +676,63 @@ pub struct IbvDataBuf {
 }
 
 unsafe extern "C" fn wr_set_inline_data(q: *mut IbvQpExC, addr: *mut c_void, length: usize) {
-    let buf = [IbvDataBuf { addr, length }];
-    // SAFETY: addr is readable for length bytes (C contract).
-    unsafe { set_last(q, |b| b.set_inline(&buf)) }
+    guard::void(|| {
+        let buf = [IbvDataBuf { addr, length }];
+        // SAFETY: addr is readable for length bytes (C contract).
+        unsafe { set_last(q, |b| b.set_inline(&buf)) }
+    })
 }
 
 unsafe extern "C" fn wr_set_inline_data_list(q: *mut IbvQpExC, n: usize, list: *const IbvDataBuf) {
-    if n > 0 && list.is_null() {
-        // SAFETY: forwarded C contract.
-        unsafe { set_last(q, |_| Err(libc::EINVAL)) };
-        return;
-    }
-    let bufs: &[IbvDataBuf] = if n == 0 {
-        &[]
-    } else {
-        // SAFETY: list holds n readable ibv_data_buf (C contract; checked
-        // non-NULL).
-        unsafe { std::slice::from_raw_parts(list, n) }
-    };
-    // SAFETY: each buffer is readable for its length (C contract).
-    unsafe { set_last(q, |b| b.set_inline(bufs)) }
+    guard::void(|| {
+        if n > 0 && list.is_null() {
+            // SAFETY: forwarded C contract.
+            unsafe { set_last(q, |_| Err(libc::EINVAL)) };
+            return;
+        }
+        let bufs: &[IbvDataBuf] = if n == 0 {
+            &[]
+        } else {
+            // SAFETY: list holds n readable ibv_data_buf (C contract; checked
+            // non-NULL).
+            unsafe { std::slice::from_raw_parts(list, n) }
+        };
+        // SAFETY: each buffer is readable for its length (C contract).
+        unsafe { set_last(q, |b| b.set_inline(bufs)) }
+    })
 }
 
 unsafe extern "C" fn wr_start(q: *mut IbvQpExC) {
-    // SAFETY: forwarded C contract.
-    if let Some(x) = unsafe { ex_of(q) } {
-        lock(&x.batch).reset();
-    }
+    guard::void(|| {
+        // SAFETY: forwarded C contract.
+        if let Some(x) = unsafe { ex_of(q) } {
+            batch_of(x).reset();
+        }
+    })
 }
 
 unsafe extern "C" fn wr_abort(q: *mut IbvQpExC) {
-    // SAFETY: forwarded C contract.
-    if let Some(x) = unsafe { ex_of(q) } {
-        lock(&x.batch).reset();
-    }
+    guard::void(|| {
+        // SAFETY: forwarded C contract.
+        if let Some(x) = unsafe { ex_of(q) } {
+            batch_of(x).reset();
+        }
+    })
 }
 
 /// `wr_complete`: posts the batch; 0, or the errno of the first failed
 /// call or of the post (nothing is posted after an earlier call failed).
 unsafe extern "C" fn wr_complete(q: *mut IbvQpExC) -> c_int {
-    // SAFETY: a QP of ours (C contract).
-    let Some(b) = (unsafe { qp_of(q.cast::<IbvQp>()) }) else {
-        return libc::EINVAL;
-    };
-    let mut batch = lock(&b.ex.batch);
-    let r = post_batch(&mut batch, &b.qp);
-    batch.reset();
-    r
+    guard::errno(|| {
+        // SAFETY: a QP of ours (C contract).
+        let Some(b) = (unsafe { qp_of(q.cast::<IbvQp>()) }) else {
+            return libc::EINVAL;
+        };
+        let mut batch = batch_of(&b.ex);
+        let r = post_batch(&mut batch, &b.qp);
+        batch.reset();
+        r
+    })
 }
 
 /// Posts `batch` on `qp`: 0 or an errno.
@@ -780,47 +833,51 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
     c: *mut IbvContext,
     a: *mut IbvQpInitAttrEx,
 ) -> *mut IbvQp {
-    if a.is_null() {
-        return null_errno(libc::EINVAL);
-    }
-    // SAFETY: a readable init attr (C contract, non-NULL).
-    let mut x = match unsafe { read_init_ex(a) } {
-        Ok(x) => x,
-        Err(e) => return null_errno(e),
-    };
-    // SAFETY: a PD of ours (C contract); its first field is the ibv_pd.
-    if unsafe { (*x.pd).context } != c {
-        return null_errno(libc::EINVAL);
-    }
-    // SAFETY: an open context of ours (C contract, checked against the PD).
-    let Some(ctx) = (unsafe { crate::device::ctx_of(c) }) else {
-        return null_errno(libc::EINVAL);
-    };
-    let full = match ctx.dev.dev.driver() {
-        rverbs::Driver::Rxe => libc::ENOSPC,
-        _ => libc::ENOMEM,
-    };
-    let ex = |cap: &IbvQpCap| match x.send_ops {
-        Some(flags) => QpEx::extended(flags, cap, full),
-        None => QpEx::new(),
-    };
-    // SAFETY: forwarded C contract (a PD and CQs of ours).
-    let q = unsafe { new_qp(x.pd, &mut x.init, ex) };
-    if !q.is_null() {
-        // SAFETY: cap is in every version of the caller's writable struct.
-        unsafe { std::ptr::addr_of_mut!((*a).cap).write(x.init.cap) };
-    }
-    q
+    guard::null(|| {
+        if a.is_null() {
+            return null_errno(libc::EINVAL);
+        }
+        // SAFETY: a readable init attr (C contract, non-NULL).
+        let mut x = match unsafe { read_init_ex(a) } {
+            Ok(x) => x,
+            Err(e) => return null_errno(e),
+        };
+        // SAFETY: a PD of ours (C contract); its first field is the ibv_pd.
+        if unsafe { (*x.pd).context } != c {
+            return null_errno(libc::EINVAL);
+        }
+        // SAFETY: an open context of ours (C contract, checked against the PD).
+        let Some(ctx) = (unsafe { crate::device::ctx_of(c) }) else {
+            return null_errno(libc::EINVAL);
+        };
+        let full = match ctx.dev.dev.driver() {
+            rverbs::Driver::Rxe => libc::ENOSPC,
+            _ => libc::ENOMEM,
+        };
+        let ex = |cap: &IbvQpCap| match x.send_ops {
+            Some(flags) => QpEx::extended(flags, cap, full),
+            None => QpEx::new(),
+        };
+        // SAFETY: forwarded C contract (a PD and CQs of ours).
+        let q = unsafe { new_qp(x.pd, &mut x.init, ex) };
+        if !q.is_null() {
+            // SAFETY: cap is in every version of the caller's writable struct.
+            unsafe { std::ptr::addr_of_mut!((*a).cap).write(x.init.cap) };
+        }
+        q
+    })
 }
 
 /// `ibv_qp_to_qp_ex`: the QP's `ibv_qp_ex` if it was created with
 /// `send_ops_flags`, else NULL (as libibverbs).
 unsafe extern "C" fn qp_to_qp_ex(q: *mut IbvQp) -> *mut IbvQp {
-    // SAFETY: a QP of ours (C contract).
-    match unsafe { qp_of(q) } {
-        Some(b) if b.ex.enabled => q,
-        _ => std::ptr::null_mut(),
-    }
+    guard::null(|| {
+        // SAFETY: a QP of ours (C contract).
+        match unsafe { qp_of(q) } {
+            Some(b) if b.ex.enabled => q,
+            _ => std::ptr::null_mut(),
+        }
+    })
 }
 export!("ibv_qp_to_qp_ex" = qp_to_qp_ex);
 
@@ -922,6 +979,26 @@ mod tests {
         );
         b.reset();
         assert_eq!((b.error, b.reqs.len(), b.reqs.capacity()), (None, 0, 2));
+    }
+
+    /// A panic in a `wr_*` call while the batch is held (a bug, caught by
+    /// the entry point's guard) fails the batch, which then posts nothing.
+    #[test]
+    fn a_panic_mid_batch_fails_the_batch() {
+        let cap = IbvQpCap {
+            max_send_wr: 4,
+            max_send_sge: 1,
+            ..IbvQpCap::default()
+        };
+        let x = QpEx::extended(ops::SEND, &cap, libc::ENOSPC);
+        x.add(ops::SEND, SendOp::Send);
+        guard::void(|| {
+            let _held = batch_of(&x);
+            panic!("a bug");
+        });
+        assert_eq!(batch_of(&x).error, Some(guard::PANICKED));
+        batch_of(&x).reset();
+        assert_eq!(batch_of(&x).error, None, "the next batch starts clean");
     }
 
     /// The program sets `wr_id` and `wr_flags` through its own pointer

@@ -4,6 +4,7 @@
 //! data rate: 14 Gb/s FDR is 14062 Mb/s). One table, read both ways.
 
 use crate::export;
+use crate::guard;
 use std::ffi::c_int;
 
 /// (`enum ibv_rate` value, multiple of 2.5 Gb/s or -1, Mb/s).
@@ -39,28 +40,36 @@ const RATES: [(c_int, c_int, c_int); 24] = [
 const RATE_MAX: c_int = 0;
 
 extern "C" fn rate_to_mult(rate: c_int) -> c_int {
-    RATES.iter().find(|r| r.0 == rate).map_or(-1, |r| r.1)
+    guard::value(-1, || {
+        RATES.iter().find(|r| r.0 == rate).map_or(-1, |r| r.1)
+    })
 }
 export!("ibv_rate_to_mult" = rate_to_mult);
 
 extern "C" fn mult_to_rate(mult: c_int) -> c_int {
-    match RATES.iter().find(|r| r.1 == mult && mult > 0) {
-        Some(r) => r.0,
-        None => RATE_MAX,
-    }
+    guard::value(RATE_MAX, || {
+        match RATES.iter().find(|r| r.1 == mult && mult > 0) {
+            Some(r) => r.0,
+            None => RATE_MAX,
+        }
+    })
 }
 export!("mult_to_ibv_rate" = mult_to_rate);
 
 extern "C" fn rate_to_mbps(rate: c_int) -> c_int {
-    RATES.iter().find(|r| r.0 == rate).map_or(-1, |r| r.2)
+    guard::value(-1, || {
+        RATES.iter().find(|r| r.0 == rate).map_or(-1, |r| r.2)
+    })
 }
 export!("ibv_rate_to_mbps" = rate_to_mbps);
 
 extern "C" fn mbps_to_rate(mbps: c_int) -> c_int {
-    match RATES.iter().find(|r| r.2 == mbps && mbps > 0) {
-        Some(r) => r.0,
-        None => RATE_MAX,
-    }
+    guard::value(RATE_MAX, || {
+        match RATES.iter().find(|r| r.2 == mbps && mbps > 0) {
+            Some(r) => r.0,
+            None => RATE_MAX,
+        }
+    })
 }
 export!("mbps_to_ibv_rate" = mbps_to_rate);
 

@@ -5,28 +5,33 @@
 //! arguments in Rust (the caller's are ignored, which the C calling
 //! convention allows: the caller cleans up its own arguments).
 
+use crate::guard;
 use crate::{export, null_errno, set_errno};
 use std::ffi::{c_int, c_void};
 
 extern "C" fn null_eopnotsupp() -> *mut c_void {
-    null_errno(libc::EOPNOTSUPP)
+    guard::null(|| null_errno(libc::EOPNOTSUPP))
 }
 
 extern "C" fn errno_eopnotsupp() -> c_int {
-    set_errno(libc::EOPNOTSUPP);
-    libc::EOPNOTSUPP
+    guard::errno(|| {
+        set_errno(libc::EOPNOTSUPP);
+        libc::EOPNOTSUPP
+    })
 }
 
 extern "C" fn minus1_eopnotsupp() -> c_int {
-    set_errno(libc::EOPNOTSUPP);
-    -1
+    guard::minus1(|| {
+        set_errno(libc::EOPNOTSUPP);
+        -1
+    })
 }
 
 /// Calls with nothing to report (`void`), or whose work rverbs does not
 /// need (fork ranges: the kernels rverbs supports copy pinned pages on
 /// fork, so there is nothing to mark): they succeed doing nothing.
 extern "C" fn nothing() -> c_int {
-    0
+    guard::errno(|| 0)
 }
 
 // Constructors: NULL + errno.

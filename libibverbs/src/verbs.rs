@@ -20,6 +20,7 @@
 
 use crate::abi::*;
 use crate::device::ctx_of;
+use crate::guard;
 use crate::{errno_of, export, member, null_errno, ret_errno, set_errno};
 use rverbs::{Access, CompChannel, Cq, External, Mr, Mtu, Pd, Qp};
 use rverbs::{QpAttr, QpCaps, QpInit, QpState, QpType};
@@ -56,22 +57,24 @@ pub(crate) unsafe fn pd_of<'a>(p: *mut IbvPd) -> Option<&'a PdBox> {
 }
 
 unsafe extern "C" fn alloc_pd(c: *mut IbvContext) -> *mut IbvPd {
-    // SAFETY: an open context of ours (C contract).
-    let Some(b) = (unsafe { ctx_of(c) }) else {
-        return null_errno(libc::EINVAL);
-    };
-    match b.ctx.alloc_pd() {
-        Ok(pd) => Box::into_raw(Box::new(PdBox {
-            c: IbvPd {
-                context: c,
-                handle: 0,
-            },
-            pd,
-            users: AtomicUsize::new(0),
-        }))
-        .cast(),
-        Err(e) => null_errno(errno_of(&e)),
-    }
+    guard::null(|| {
+        // SAFETY: an open context of ours (C contract).
+        let Some(b) = (unsafe { ctx_of(c) }) else {
+            return null_errno(libc::EINVAL);
+        };
+        match b.ctx.alloc_pd() {
+            Ok(pd) => Box::into_raw(Box::new(PdBox {
+                c: IbvPd {
+                    context: c,
+                    handle: 0,
+                },
+                pd,
+                users: AtomicUsize::new(0),
+            }))
+            .cast(),
+            Err(e) => null_errno(errno_of(&e)),
+        }
+    })
 }
 export!("ibv_alloc_pd" = alloc_pd);
 
@@ -80,16 +83,18 @@ export!("ibv_alloc_pd" = alloc_pd);
 /// the PD goes (`DEALLOC_PD` once rverbs' last reference does: a refusal
 /// there cannot be reported, as rverbs destroys by `Drop`).
 unsafe extern "C" fn dealloc_pd(p: *mut IbvPd) -> c_int {
-    // SAFETY: a PD of ours (C contract).
-    let Some(b) = (unsafe { pd_of(p) }) else {
-        return ret_errno(libc::EINVAL);
-    };
-    if busy(&b.users) {
-        return ret_errno(libc::EBUSY);
-    }
-    // SAFETY: made by Box::into_raw in alloc_pd; unused (checked above).
-    drop(unsafe { Box::from_raw(p.cast::<PdBox>()) });
-    0
+    guard::errno(|| {
+        // SAFETY: a PD of ours (C contract).
+        let Some(b) = (unsafe { pd_of(p) }) else {
+            return ret_errno(libc::EINVAL);
+        };
+        if busy(&b.users) {
+            return ret_errno(libc::EBUSY);
+        }
+        // SAFETY: made by Box::into_raw in alloc_pd; unused (checked above).
+        drop(unsafe { Box::from_raw(p.cast::<PdBox>()) });
+        0
+    })
 }
 export!("ibv_dealloc_pd" = dealloc_pd);
 
@@ -161,8 +166,10 @@ unsafe extern "C" fn reg_mr(
     len: usize,
     access: c_int,
 ) -> *mut IbvMr {
-    // SAFETY: forwarded C contract.
-    unsafe { reg(p, addr, len, addr as u64, access as c_uint) }
+    guard::null(|| {
+        // SAFETY: forwarded C contract.
+        unsafe { reg(p, addr, len, addr as u64, access as c_uint) }
+    })
 }
 export!("ibv_reg_mr" = reg_mr);
 
@@ -173,8 +180,10 @@ unsafe extern "C" fn reg_mr_iova2(
     iova: u64,
     access: c_uint,
 ) -> *mut IbvMr {
-    // SAFETY: forwarded C contract.
-    unsafe { reg(p, addr, len, iova, access) }
+    guard::null(|| {
+        // SAFETY: forwarded C contract.
+        unsafe { reg(p, addr, len, iova, access) }
+    })
 }
 export!("ibv_reg_mr_iova2" = reg_mr_iova2);
 
@@ -185,8 +194,10 @@ unsafe extern "C" fn reg_mr_iova(
     iova: u64,
     access: c_int,
 ) -> *mut IbvMr {
-    // SAFETY: forwarded C contract.
-    unsafe { reg(p, addr, len, iova, access as c_uint) }
+    guard::null(|| {
+        // SAFETY: forwarded C contract.
+        unsafe { reg(p, addr, len, iova, access as c_uint) }
+    })
 }
 export!("ibv_reg_mr_iova" = reg_mr_iova);
 
@@ -228,19 +239,21 @@ fn deregister(state: &mut MrState) -> Result<(), c_int> {
 /// be asked again (rdma-core would succeed then); the memory stays
 /// registered until the context is closed.
 unsafe extern "C" fn dereg_mr(m: *mut IbvMr) -> c_int {
-    // SAFETY: an MR of ours (C contract); `c` is the first field.
-    let Some(b) = (unsafe { m.cast::<MrBox>().as_ref() }) else {
-        return ret_errno(libc::EINVAL);
-    };
-    if let Err(e) = deregister(&mut lock(&b.mr)) {
-        return ret_errno(e);
-    }
-    // SAFETY: the PD outlives its MRs: dealloc_pd refuses while users > 0.
-    unsafe { (*b.pd).users.fetch_sub(1, Ordering::AcqRel) };
-    // SAFETY: made by Box::into_raw in reg; deregistered now, and the C
-    // caller deregisters it once.
-    drop(unsafe { Box::from_raw(m.cast::<MrBox>()) });
-    0
+    guard::errno(|| {
+        // SAFETY: an MR of ours (C contract); `c` is the first field.
+        let Some(b) = (unsafe { m.cast::<MrBox>().as_ref() }) else {
+            return ret_errno(libc::EINVAL);
+        };
+        if let Err(e) = deregister(&mut lock(&b.mr)) {
+            return ret_errno(e);
+        }
+        // SAFETY: the PD outlives its MRs: dealloc_pd refuses while users > 0.
+        unsafe { (*b.pd).users.fetch_sub(1, Ordering::AcqRel) };
+        // SAFETY: made by Box::into_raw in reg; deregistered now, and the C
+        // caller deregisters it once.
+        drop(unsafe { Box::from_raw(m.cast::<MrBox>()) });
+        0
+    })
 }
 export!("ibv_dereg_mr" = dereg_mr);
 
@@ -255,38 +268,42 @@ pub(crate) struct ChanBox {
 }
 
 unsafe extern "C" fn create_comp_channel(c: *mut IbvContext) -> *mut IbvCompChannel {
-    // SAFETY: an open context of ours (C contract).
-    let Some(b) = (unsafe { ctx_of(c) }) else {
-        return null_errno(libc::EINVAL);
-    };
-    match b.ctx.create_comp_channel() {
-        Ok(ch) => Box::into_raw(Box::new(ChanBox {
-            c: IbvCompChannel {
-                context: c,
-                fd: ch.fd().as_raw_fd(),
-                refcnt: 0,
-            },
-            ch,
-            users: AtomicUsize::new(0),
-            reading: Mutex::new(()),
-        }))
-        .cast(),
-        Err(e) => null_errno(errno_of(&e)),
-    }
+    guard::null(|| {
+        // SAFETY: an open context of ours (C contract).
+        let Some(b) = (unsafe { ctx_of(c) }) else {
+            return null_errno(libc::EINVAL);
+        };
+        match b.ctx.create_comp_channel() {
+            Ok(ch) => Box::into_raw(Box::new(ChanBox {
+                c: IbvCompChannel {
+                    context: c,
+                    fd: ch.fd().as_raw_fd(),
+                    refcnt: 0,
+                },
+                ch,
+                users: AtomicUsize::new(0),
+                reading: Mutex::new(()),
+            }))
+            .cast(),
+            Err(e) => null_errno(errno_of(&e)),
+        }
+    })
 }
 export!("ibv_create_comp_channel" = create_comp_channel);
 
 unsafe extern "C" fn destroy_comp_channel(ch: *mut IbvCompChannel) -> c_int {
-    // SAFETY: a channel of ours (C contract); `c` is the first field.
-    let Some(b) = (unsafe { ch.cast::<ChanBox>().as_ref() }) else {
-        return ret_errno(libc::EINVAL);
-    };
-    if busy(&b.users) {
-        return ret_errno(libc::EBUSY);
-    }
-    // SAFETY: made by Box::into_raw; no CQ uses it (checked above).
-    drop(unsafe { Box::from_raw(ch.cast::<ChanBox>()) });
-    0
+    guard::errno(|| {
+        // SAFETY: a channel of ours (C contract); `c` is the first field.
+        let Some(b) = (unsafe { ch.cast::<ChanBox>().as_ref() }) else {
+            return ret_errno(libc::EINVAL);
+        };
+        if busy(&b.users) {
+            return ret_errno(libc::EBUSY);
+        }
+        // SAFETY: made by Box::into_raw; no CQ uses it (checked above).
+        drop(unsafe { Box::from_raw(ch.cast::<ChanBox>()) });
+        0
+    })
 }
 export!("ibv_destroy_comp_channel" = destroy_comp_channel);
 
@@ -316,81 +333,86 @@ pub(crate) unsafe extern "C" fn create_cq(
     channel: *mut IbvCompChannel,
     comp_vector: c_int,
 ) -> *mut IbvCq {
-    // SAFETY: an open context of ours (C contract).
-    let Some(b) = (unsafe { ctx_of(c) }) else {
-        return null_errno(libc::EINVAL);
-    };
-    if cqe <= 0 || comp_vector < 0 {
-        return null_errno(libc::EINVAL);
-    }
-    // SAFETY: NULL or a channel of ours (C contract).
-    let chan = unsafe { channel.cast::<ChanBox>().as_ref() };
-    let cq = match b
-        .ctx
-        .create_cq(cqe as u32, chan.map(|c| &c.ch), comp_vector as u32)
-    {
-        Ok(cq) => cq,
-        Err(e) => return null_errno(errno_of(&e)),
-    };
-    let handle = cq.user_handle();
-    let granted = cq.cqe().min(c_int::MAX as u32) as c_int;
-    let p = Box::into_raw(Box::new(CqBox {
-        c: UnsafeCell::new(IbvCq {
-            context: c,
-            channel,
-            cq_context,
-            handle: 0,
-            cqe: granted,
-            mutex: libc::PTHREAD_MUTEX_INITIALIZER,
-            cond: libc::PTHREAD_COND_INITIALIZER,
-            comp_events_completed: 0,
-            async_events_completed: 0,
-        }),
-        ex: crate::cq_ex::CqEx::new(),
-        cq: Mutex::new(cq),
-        handle,
-        chan: chan.map_or(std::ptr::null(), std::ptr::from_ref),
-        users: AtomicUsize::new(0),
-    }));
-    if let Some(ch) = chan {
-        ch.users.fetch_add(1, Ordering::AcqRel);
-    }
-    crate::async_event::register(crate::async_event::Kind::Cq, handle, p.cast());
-    p.cast()
+    guard::null(|| {
+        // SAFETY: an open context of ours (C contract).
+        let Some(b) = (unsafe { ctx_of(c) }) else {
+            return null_errno(libc::EINVAL);
+        };
+        if cqe <= 0 || comp_vector < 0 {
+            return null_errno(libc::EINVAL);
+        }
+        // SAFETY: NULL or a channel of ours (C contract).
+        let chan = unsafe { channel.cast::<ChanBox>().as_ref() };
+        let cq = match b
+            .ctx
+            .create_cq(cqe as u32, chan.map(|c| &c.ch), comp_vector as u32)
+        {
+            Ok(cq) => cq,
+            Err(e) => return null_errno(errno_of(&e)),
+        };
+        let handle = cq.user_handle();
+        let granted = cq.cqe().min(c_int::MAX as u32) as c_int;
+        let p = Box::into_raw(Box::new(CqBox {
+            c: UnsafeCell::new(IbvCq {
+                context: c,
+                channel,
+                cq_context,
+                handle: 0,
+                cqe: granted,
+                mutex: libc::PTHREAD_MUTEX_INITIALIZER,
+                cond: libc::PTHREAD_COND_INITIALIZER,
+                comp_events_completed: 0,
+                async_events_completed: 0,
+            }),
+            ex: crate::cq_ex::CqEx::new(),
+            cq: Mutex::new(cq),
+            handle,
+            chan: chan.map_or(std::ptr::null(), std::ptr::from_ref),
+            users: AtomicUsize::new(0),
+        }));
+        if let Some(ch) = chan {
+            ch.users.fetch_add(1, Ordering::AcqRel);
+        }
+        crate::async_event::register(crate::async_event::Kind::Cq, handle, p.cast());
+        p.cast()
+    })
 }
 export!("ibv_create_cq" = create_cq);
 
 unsafe extern "C" fn destroy_cq(c: *mut IbvCq) -> c_int {
-    // SAFETY: a CQ of ours (C contract).
-    let Some(b) = (unsafe { cq_of(c) }) else {
-        return ret_errno(libc::EINVAL);
-    };
-    if busy(&b.users) {
-        return ret_errno(libc::EBUSY);
-    }
-    // SAFETY: the channel outlives its CQs (destroy_comp_channel refuses
-    // while users > 0).
-    let chan = unsafe { b.chan.as_ref() };
-    // SAFETY: the context outlives its CQs (C contract: closed last); its
-    // pointer is written once, at creation.
-    let ctx = unsafe { ctx_of((*b.c.get()).context) };
-    // Waits for the completion and async events handed out for it to be
-    // acknowledged; no reader of its channel or of the async fd is between
-    // reading an event and counting it until DESTROY_CQ has dropped those
-    // still queued.
-    let held = crate::async_event::retire_holding(crate::async_event::Kind::Cq, b.handle, || {
-        (
-            chan.map(|ch| lock(&ch.reading)),
-            ctx.map(|x| lock(&x.async_reading)),
-        )
-    });
-    if let Some(ch) = chan {
-        ch.users.fetch_sub(1, Ordering::AcqRel);
-    }
-    // SAFETY: made by Box::into_raw in create_cq; no QP uses it.
-    drop(unsafe { Box::from_raw(c.cast::<CqBox>()) });
-    drop(held);
-    0
+    guard::errno(|| {
+        // SAFETY: a CQ of ours (C contract).
+        let Some(b) = (unsafe { cq_of(c) }) else {
+            return ret_errno(libc::EINVAL);
+        };
+        if busy(&b.users) {
+            return ret_errno(libc::EBUSY);
+        }
+        // SAFETY: the channel outlives its CQs (destroy_comp_channel refuses
+        // while users > 0).
+        let chan = unsafe { b.chan.as_ref() };
+        // SAFETY: the context outlives its CQs (C contract: closed last); its
+        // pointer is written once, at creation.
+        let ctx = unsafe { ctx_of((*b.c.get()).context) };
+        // Waits for the completion and async events handed out for it to be
+        // acknowledged; no reader of its channel or of the async fd is between
+        // reading an event and counting it until DESTROY_CQ has dropped those
+        // still queued.
+        let held =
+            crate::async_event::retire_holding(crate::async_event::Kind::Cq, b.handle, || {
+                (
+                    chan.map(|ch| lock(&ch.reading)),
+                    ctx.map(|x| lock(&x.async_reading)),
+                )
+            });
+        if let Some(ch) = chan {
+            ch.users.fetch_sub(1, Ordering::AcqRel);
+        }
+        // SAFETY: made by Box::into_raw in create_cq; no QP uses it.
+        drop(unsafe { Box::from_raw(c.cast::<CqBox>()) });
+        drop(held);
+        0
+    })
 }
 export!("ibv_destroy_cq" = destroy_cq);
 
@@ -401,42 +423,45 @@ unsafe extern "C" fn get_cq_event(
     cq_out: *mut *mut IbvCq,
     ctx_out: *mut *mut c_void,
 ) -> c_int {
-    // SAFETY: a channel of ours (C contract).
-    let Some(b) = (unsafe { ch.cast::<ChanBox>().as_ref() }) else {
-        set_errno(libc::EINVAL);
-        return -1;
-    };
-    // The lookup counts the event in the same critical section, so the CQ
-    // stays until the program acknowledges it, and it is read under the
-    // channel's reading lock, so a destroy sees it counted or not read.
-    let read_now = || loop {
-        let Some(h) = b.ch.get_event_timeout(0).map_err(|e| errno_of(&e))? else {
-            return Ok(None);
-        };
-        // None: a CQ not registered, which a destroy under this lock leaves
-        // no event of; dropped, never handed out.
-        if let Some(cq) = crate::async_event::take_comp_event(h) {
-            return Ok(Some(cq));
-        }
-    };
-    let cq = match crate::async_event::read_counted(b.ch.fd().as_raw_fd(), &b.reading, read_now) {
-        Ok(cq) => cq,
-        Err(e) => {
-            set_errno(e);
+    guard::minus1(|| {
+        // SAFETY: a channel of ours (C contract).
+        let Some(b) = (unsafe { ch.cast::<ChanBox>().as_ref() }) else {
+            set_errno(libc::EINVAL);
             return -1;
+        };
+        // The lookup counts the event in the same critical section, so the CQ
+        // stays until the program acknowledges it, and it is read under the
+        // channel's reading lock, so a destroy sees it counted or not read.
+        let read_now = || loop {
+            let Some(h) = b.ch.get_event_timeout(0).map_err(|e| errno_of(&e))? else {
+                return Ok(None);
+            };
+            // None: a CQ not registered, which a destroy under this lock leaves
+            // no event of; dropped, never handed out.
+            if let Some(cq) = crate::async_event::take_comp_event(h) {
+                return Ok(Some(cq));
+            }
+        };
+        let cq = match crate::async_event::read_counted(b.ch.fd().as_raw_fd(), &b.reading, read_now)
+        {
+            Ok(cq) => cq,
+            Err(e) => {
+                set_errno(e);
+                return -1;
+            }
+        };
+        if !cq_out.is_null() {
+            // SAFETY: a writable pointer slot (C contract).
+            unsafe { *cq_out = cq };
         }
-    };
-    if !cq_out.is_null() {
-        // SAFETY: a writable pointer slot (C contract).
-        unsafe { *cq_out = cq };
-    }
-    if !ctx_out.is_null() {
-        // SAFETY: cq is live until its event is acknowledged (counted
-        // above); its C struct is the box's UnsafeCell, read through the
-        // pointer; ctx_out is writable (C contract).
-        unsafe { *ctx_out = std::ptr::addr_of!((*cq).cq_context).read() };
-    }
-    0
+        if !ctx_out.is_null() {
+            // SAFETY: cq is live until its event is acknowledged (counted
+            // above); its C struct is the box's UnsafeCell, read through the
+            // pointer; ctx_out is writable (C contract).
+            unsafe { *ctx_out = std::ptr::addr_of!((*cq).cq_context).read() };
+        }
+        0
+    })
 }
 export!("ibv_get_cq_event" = get_cq_event);
 
@@ -445,11 +470,13 @@ export!("ibv_get_cq_event" = get_cq_event);
 /// one critical section, after which the CQ is not touched: a destroy
 /// waiting for this acknowledgement may free it at once.
 unsafe extern "C" fn ack_cq_events(c: *mut IbvCq, n: c_uint) {
-    // SAFETY: a CQ of ours (C contract), live until its events are
-    // acknowledged.
-    if let Some(b) = unsafe { cq_of(c) } {
-        crate::async_event::ack_comp_events(b.handle, n);
-    }
+    guard::void(|| {
+        // SAFETY: a CQ of ours (C contract), live until its events are
+        // acknowledged.
+        if let Some(b) = unsafe { cq_of(c) } {
+            crate::async_event::ack_comp_events(b.handle, n);
+        }
+    })
 }
 export!("ibv_ack_cq_events" = ack_cq_events);
 
@@ -483,8 +510,10 @@ pub(crate) unsafe fn qp_of<'a>(q: *mut IbvQp) -> Option<&'a QpBox> {
 }
 
 pub(crate) unsafe extern "C" fn create_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr) -> *mut IbvQp {
-    // SAFETY: forwarded C contract.
-    unsafe { new_qp(p, init, |_| crate::qp_ex::QpEx::new()) }
+    guard::null(|| {
+        // SAFETY: forwarded C contract.
+        unsafe { new_qp(p, init, |_| crate::qp_ex::QpEx::new()) }
+    })
 }
 export!("ibv_create_qp" = create_qp);
 
@@ -738,33 +767,35 @@ unsafe fn copy_masked(src: *const IbvQpAttr, mask: c_int, dst: &mut IbvQpAttr) {
 
 /// `ibv_modify_qp`: 0 or an errno (positive), as libibverbs returns.
 unsafe extern "C" fn modify_qp(q: *mut IbvQp, a: *mut IbvQpAttr, mask: c_int) -> c_int {
-    // SAFETY: a QP of ours (C contract).
-    let Some(b) = (unsafe { qp_of(q) }) else {
-        return ret_errno(libc::EINVAL);
-    };
-    if a.is_null() {
-        return ret_errno(libc::EINVAL);
-    }
-    let mut attr = IbvQpAttr::default();
-    // SAFETY: a readable attr, set where mask says (C contract, non-NULL).
-    unsafe { copy_masked(a, mask, &mut attr) };
-    let r = match qp_attr(&attr, mask) {
-        Ok(r) => r,
-        Err(e) => return ret_errno(e),
-    };
-    if let Err(e) = lock(&b.qp).modify(&r) {
-        return ret_errno(errno_of(&e));
-    }
-    // Remember what was set, for ibv_query_qp.
-    let mut keep = lock(&b.attr);
-    // SAFETY: attr is a local, wholly initialised struct.
-    unsafe { copy_masked(&attr, mask, &mut keep) };
-    if mask & qp_mask::STATE != 0 {
-        // SAFETY: the C-visible state member, in the box's UnsafeCell,
-        // written under the attr lock.
-        unsafe { (*b.c.get()).state = attr.qp_state };
-    }
-    0
+    guard::errno(|| {
+        // SAFETY: a QP of ours (C contract).
+        let Some(b) = (unsafe { qp_of(q) }) else {
+            return ret_errno(libc::EINVAL);
+        };
+        if a.is_null() {
+            return ret_errno(libc::EINVAL);
+        }
+        let mut attr = IbvQpAttr::default();
+        // SAFETY: a readable attr, set where mask says (C contract, non-NULL).
+        unsafe { copy_masked(a, mask, &mut attr) };
+        let r = match qp_attr(&attr, mask) {
+            Ok(r) => r,
+            Err(e) => return ret_errno(e),
+        };
+        if let Err(e) = lock(&b.qp).modify(&r) {
+            return ret_errno(errno_of(&e));
+        }
+        // Remember what was set, for ibv_query_qp.
+        let mut keep = lock(&b.attr);
+        // SAFETY: attr is a local, wholly initialised struct.
+        unsafe { copy_masked(&attr, mask, &mut keep) };
+        if mask & qp_mask::STATE != 0 {
+            // SAFETY: the C-visible state member, in the box's UnsafeCell,
+            // written under the attr lock.
+            unsafe { (*b.c.get()).state = attr.qp_state };
+        }
+        0
+    })
 }
 export!("ibv_modify_qp" = modify_qp);
 
@@ -776,78 +807,82 @@ unsafe extern "C" fn query_qp(
     _mask: c_int,
     init: *mut IbvQpInitAttr,
 ) -> c_int {
-    // SAFETY: a QP of ours (C contract).
-    let Some(b) = (unsafe { qp_of(q) }) else {
-        return ret_errno(libc::EINVAL);
-    };
-    if out.is_null() || init.is_null() {
-        return ret_errno(libc::EINVAL);
-    }
-    let qp = lock(&b.qp);
-    let state = match qp.query_state() {
-        Ok(s) => s,
-        Err(e) => return ret_errno(errno_of(&e)),
-    };
-    let g = qp.caps();
-    let cap = IbvQpCap {
-        max_send_wr: g.max_send_wr,
-        max_recv_wr: g.max_recv_wr,
-        max_send_sge: g.max_send_sge,
-        max_recv_sge: g.max_recv_sge,
-        max_inline_data: g.max_inline_data,
-    };
-    let mut a = *lock(&b.attr);
-    a.qp_state = state_raw(state);
-    a.cur_qp_state = a.qp_state;
-    a.cap = cap;
-    let mut i = b.init;
-    i.cap = cap;
-    // SAFETY: out and init are writable (C contract, non-NULL); the state
-    // member is in the box's UnsafeCell, written under the QP's lock.
-    unsafe {
-        out.write(a);
-        init.write(i);
-        (*b.c.get()).state = a.qp_state;
-    }
-    0
+    guard::errno(|| {
+        // SAFETY: a QP of ours (C contract).
+        let Some(b) = (unsafe { qp_of(q) }) else {
+            return ret_errno(libc::EINVAL);
+        };
+        if out.is_null() || init.is_null() {
+            return ret_errno(libc::EINVAL);
+        }
+        let qp = lock(&b.qp);
+        let state = match qp.query_state() {
+            Ok(s) => s,
+            Err(e) => return ret_errno(errno_of(&e)),
+        };
+        let g = qp.caps();
+        let cap = IbvQpCap {
+            max_send_wr: g.max_send_wr,
+            max_recv_wr: g.max_recv_wr,
+            max_send_sge: g.max_send_sge,
+            max_recv_sge: g.max_recv_sge,
+            max_inline_data: g.max_inline_data,
+        };
+        let mut a = *lock(&b.attr);
+        a.qp_state = state_raw(state);
+        a.cur_qp_state = a.qp_state;
+        a.cap = cap;
+        let mut i = b.init;
+        i.cap = cap;
+        // SAFETY: out and init are writable (C contract, non-NULL); the state
+        // member is in the box's UnsafeCell, written under the QP's lock.
+        unsafe {
+            out.write(a);
+            init.write(i);
+            (*b.c.get()).state = a.qp_state;
+        }
+        0
+    })
 }
 export!("ibv_query_qp" = query_qp);
 
 unsafe extern "C" fn destroy_qp(q: *mut IbvQp) -> c_int {
-    // SAFETY: a QP of ours, not yet freed (C contract).
-    let Some(b) = (unsafe { qp_of(q) }) else {
-        return ret_errno(libc::EINVAL);
-    };
-    // The kernel's refusal, foreseen: dropping rverbs' Qp would swallow
-    // it (and leak the QP the program still holds).
-    if !lock(&b.mcast).is_empty() {
-        return ret_errno(libc::EBUSY);
-    }
-    // SAFETY: the PD, and the context, outlive their QPs (dealloc_pd
-    // refuses while users > 0; C contract: the context is closed last).
-    let ctx = unsafe { ctx_of((*b.pd).c.context) };
-    // Waits for async events handed out for it to be acknowledged; no
-    // reader of the async fd is between reading an event and counting it
-    // until DESTROY_QP has dropped those still queued.
-    let handle = lock(&b.qp).user_handle();
-    let held = crate::async_event::retire_holding(crate::async_event::Kind::Qp, handle, || {
-        ctx.map(|x| lock(&x.async_reading))
-    });
-    // SAFETY: made by Box::into_raw in create_qp (C contract: once).
-    let b = unsafe { Box::from_raw(q.cast::<QpBox>()) };
-    // SAFETY: the PD and CQs outlive their QPs (their destroy refuses
-    // while users > 0).
-    unsafe {
-        (*b.pd).users.fetch_sub(1, Ordering::AcqRel);
-        (*b.send_cq).users.fetch_sub(1, Ordering::AcqRel);
-        (*b.recv_cq).users.fetch_sub(1, Ordering::AcqRel);
-        if let Some(s) = b.srq.as_ref() {
-            s.users.fetch_sub(1, Ordering::AcqRel);
+    guard::errno(|| {
+        // SAFETY: a QP of ours, not yet freed (C contract).
+        let Some(b) = (unsafe { qp_of(q) }) else {
+            return ret_errno(libc::EINVAL);
+        };
+        // The kernel's refusal, foreseen: dropping rverbs' Qp would swallow
+        // it (and leak the QP the program still holds).
+        if !lock(&b.mcast).is_empty() {
+            return ret_errno(libc::EBUSY);
         }
-    }
-    drop(b);
-    drop(held);
-    0
+        // SAFETY: the PD, and the context, outlive their QPs (dealloc_pd
+        // refuses while users > 0; C contract: the context is closed last).
+        let ctx = unsafe { ctx_of((*b.pd).c.context) };
+        // Waits for async events handed out for it to be acknowledged; no
+        // reader of the async fd is between reading an event and counting it
+        // until DESTROY_QP has dropped those still queued.
+        let handle = lock(&b.qp).user_handle();
+        let held = crate::async_event::retire_holding(crate::async_event::Kind::Qp, handle, || {
+            ctx.map(|x| lock(&x.async_reading))
+        });
+        // SAFETY: made by Box::into_raw in create_qp (C contract: once).
+        let b = unsafe { Box::from_raw(q.cast::<QpBox>()) };
+        // SAFETY: the PD and CQs outlive their QPs (their destroy refuses
+        // while users > 0).
+        unsafe {
+            (*b.pd).users.fetch_sub(1, Ordering::AcqRel);
+            (*b.send_cq).users.fetch_sub(1, Ordering::AcqRel);
+            (*b.recv_cq).users.fetch_sub(1, Ordering::AcqRel);
+            if let Some(s) = b.srq.as_ref() {
+                s.users.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        drop(b);
+        drop(held);
+        0
+    })
 }
 export!("ibv_destroy_qp" = destroy_qp);
 

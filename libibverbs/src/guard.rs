@@ -1,0 +1,160 @@
+//! The panic boundary. A panic unwinding out of an `extern "C"` function
+//! is undefined behaviour before Rust 1.81 and aborts the process from
+//! 1.81 on; neither is an answer a C caller of rdma-core's API can handle.
+//! Every entry point of this library therefore runs its body through one
+//! of these guards, which catch the unwind and answer the failure the
+//! function reports in its own convention (NULL, -1, an errno, ...), with
+//! `errno` set to [`PANICKED`].
+//!
+//! A panic here is a bug of this library, never a C caller's error: the
+//! panic hook prints it to stderr before the guard answers. Built with
+//! `panic = "abort"`, a panic aborts at once instead and the guards cost
+//! nothing: the backstop for a panic the guards do not cover (one inside
+//! a guard's own failure path).
+
+use crate::{null_errno, ret_errno, set_errno};
+use std::ffi::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// The errno of a caught panic: an internal error of this library.
+pub(crate) const PANICKED: c_int = libc::EIO;
+
+/// Runs `body`; if it panics, `on_panic()` answers instead.
+///
+/// Unwind safety is asserted: what a panic may leave half-done is behind
+/// this crate's locks, each of which is taken poison-tolerantly and holds
+/// state that is consistent between statements (no invariant spans a call
+/// that can panic).
+pub(crate) fn or_else<R>(body: impl FnOnce() -> R, on_panic: impl FnOnce() -> R) -> R {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| on_panic())
+}
+
+/// For a function that returns 0 or an errno.
+pub(crate) fn errno(body: impl FnOnce() -> c_int) -> c_int {
+    or_else(body, || ret_errno(PANICKED))
+}
+
+/// For a function that returns 0 (or a count), or -1 with `errno` set.
+pub(crate) fn minus1(body: impl FnOnce() -> c_int) -> c_int {
+    or_else(body, || {
+        set_errno(PANICKED);
+        -1
+    })
+}
+
+/// For a constructor: NULL with `errno` set.
+pub(crate) fn null<T>(body: impl FnOnce() -> *mut T) -> *mut T {
+    or_else(body, || null_errno(PANICKED))
+}
+
+/// For a function that returns nothing.
+pub(crate) fn void(body: impl FnOnce()) {
+    or_else(body, || set_errno(PANICKED))
+}
+
+/// For a function whose failure is the value `failed` (a negative errno,
+/// a "none" value); `errno` is set too.
+pub(crate) fn value<R>(failed: R, body: impl FnOnce() -> R) -> R {
+    or_else(body, || {
+        set_errno(PANICKED);
+        failed
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errno_now() -> c_int {
+        // SAFETY: the calling thread's errno slot.
+        unsafe { *libc::__errno_location() }
+    }
+
+    /// Each guard answers its convention's failure for a body that
+    /// panics, with errno set, and passes a body's answer through.
+    #[test]
+    fn a_panic_becomes_the_c_failure() {
+        let boom = || -> c_int { panic!("a bug") };
+        set_errno(0);
+        assert_eq!((errno(boom), errno_now()), (PANICKED, PANICKED));
+        set_errno(0);
+        assert_eq!((minus1(boom), errno_now()), (-1, PANICKED));
+        set_errno(0);
+        let p = null::<u8>(|| panic!("a bug"));
+        assert_eq!((p.is_null(), errno_now()), (true, PANICKED));
+        set_errno(0);
+        void(|| panic!("a bug"));
+        assert_eq!(errno_now(), PANICKED);
+        set_errno(0);
+        assert_eq!(value(-5isize, || panic!("a bug")), -5);
+        assert_eq!(errno_now(), PANICKED);
+        assert_eq!((errno(|| 7), minus1(|| 3), value(1u8, || 2)), (7, 3, 2));
+    }
+
+    /// The library's sources, to check each entry point's first statement.
+    const SOURCES: [(&str, &str); 16] = [
+        ("ah.rs", include_str!("ah.rs")),
+        ("async_event.rs", include_str!("async_event.rs")),
+        ("cq_ex.rs", include_str!("cq_ex.rs")),
+        ("device.rs", include_str!("device.rs")),
+        ("guard.rs", include_str!("guard.rs")),
+        ("lib.rs", include_str!("lib.rs")),
+        ("marshall.rs", include_str!("marshall.rs")),
+        ("misc.rs", include_str!("misc.rs")),
+        ("mw.rs", include_str!("mw.rs")),
+        ("post.rs", include_str!("post.rs")),
+        ("qp_ex.rs", include_str!("qp_ex.rs")),
+        ("rate.rs", include_str!("rate.rs")),
+        ("srq.rs", include_str!("srq.rs")),
+        ("strs.rs", include_str!("strs.rs")),
+        ("stubs.rs", include_str!("stubs.rs")),
+        ("verbs.rs", include_str!("verbs.rs")),
+    ];
+
+    /// The name of the `extern "C"` function a line defines, if it does
+    /// (a function pointer type, `extern "C" fn(`, names none).
+    fn defines(line: &str) -> Option<&str> {
+        let at = line.find("extern \"C\" fn ")? + "extern \"C\" fn ".len();
+        let name = line[at..].split('(').next()?;
+        (!name.is_empty() && !line.trim_start().starts_with("//")).then_some(name)
+    }
+
+    /// Every `extern "C"` function's body is one guarded call: a panic in
+    /// any entry point is caught, whatever it calls (a new entry point
+    /// without a guard fails this test).
+    #[test]
+    // A text check of the sources: no unsafe code for Miri to check, and
+    // minutes of string handling under its interpreter.
+    #[cfg_attr(miri, ignore)]
+    fn every_entry_point_runs_under_a_guard() {
+        let mut seen = 0;
+        for (file, src) in SOURCES {
+            let lines: Vec<&str> = src.lines().collect();
+            for (i, line) in lines.iter().enumerate() {
+                let Some(name) = defines(line) else { continue };
+                let open = (i..lines.len())
+                    .find(|&j| lines[j].trim_end().ends_with('{'))
+                    .unwrap_or_else(|| panic!("{file}: {name} has no body"));
+                let first = lines[open + 1].trim_start();
+                assert!(
+                    first.starts_with("guard::"),
+                    "{file}: {name} starts with `{first}`, not a guard"
+                );
+                seen += 1;
+            }
+        }
+        assert!(seen > 100, "only {seen} entry points found");
+        // Every module with code is checked (abi.rs: types; ctest.rs: tests).
+        for line in include_str!("lib.rs").lines() {
+            let Some(m) = line.trim_start_matches("pub ").strip_prefix("mod ") else {
+                continue;
+            };
+            let file = format!("{}.rs", m.trim_end_matches(';'));
+            let known = SOURCES.iter().any(|(f, _)| *f == file);
+            assert!(
+                known || ["abi.rs", "ctest.rs"].contains(&file.as_str()),
+                "{file}"
+            );
+        }
+    }
+}
