@@ -13,6 +13,7 @@
 //! | [`mlx5`] | `mlx5-abi.h`, `mlx5_user_ioctl_cmds.h`, `mlx5_user_ioctl_verbs.h` |
 //! | [`cm`] | `rdma_user_cm.h` |
 //! | [`netlink`] | `rdma_netlink.h` (the NLDEV part) |
+//! | [`sysfs`] | `Documentation/ABI/stable/sysfs-class-infiniband` (the text of the attributes read) |
 //! | [`errno`] | `asm-generic/errno-base.h`, `asm-generic/errno.h` ([`Errno`]) |
 //!
 //! Structs are `#[repr(C)]` with zerocopy derives, so reading a kernel
@@ -32,6 +33,7 @@ pub mod ioctl;
 pub mod mlx5;
 pub mod netlink;
 pub mod rxe;
+pub mod sysfs;
 pub mod verbs;
 
 pub use errno::Errno;

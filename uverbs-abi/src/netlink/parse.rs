@@ -44,6 +44,13 @@ pub enum NlParseError {
         /// Payload bytes.
         have: usize,
     },
+    /// An `NLMSG_ERROR` or `NLMSG_DONE` code that is neither 0 nor a
+    /// negative errno (a positive number, or below -4095: `-i32::MIN` does
+    /// not exist).
+    BadErrorCode {
+        /// The code read.
+        code: i32,
+    },
 }
 
 impl core::fmt::Display for NlParseError {
@@ -63,6 +70,9 @@ impl core::fmt::Display for NlParseError {
             }
             NlParseError::ShortError { have } => {
                 write!(f, "NLMSG_ERROR payload of {have} bytes (needs 20)")
+            }
+            NlParseError::BadErrorCode { code } => {
+                write!(f, "netlink error code {code}, not a negative errno")
             }
         }
     }
@@ -325,12 +335,13 @@ impl<'a> NlMessage<'a> {
             NLMSG_NOOP => NlMessage::Noop,
             NLMSG_OVERRUN => NlMessage::Overrun,
             NLMSG_DONE => {
+                // Kernels have always sent the code; a bare DONE is success.
                 let v = m
                     .payload
                     .first_chunk::<4>()
                     .map_or(0, |b| i32::from_ne_bytes(*b));
                 NlMessage::Done {
-                    errno: v.checked_neg().filter(|e| *e > 0).unwrap_or(0),
+                    errno: errno_of(v)?,
                 }
             }
             NLMSG_ERROR => {
@@ -344,7 +355,7 @@ impl<'a> NlMessage<'a> {
                 } else {
                     let (message, bad_attr_offset) = ext_ack(m.header.nlmsg_flags, &e, after);
                     NlMessage::Error {
-                        errno: e.error.checked_neg().unwrap_or(i32::MAX),
+                        errno: errno_of(e.error)?,
                         message,
                         bad_attr_offset,
                     }
@@ -352,6 +363,16 @@ impl<'a> NlMessage<'a> {
             }
             _ => NlMessage::Data(m),
         })
+    }
+}
+
+/// The positive errno of a kernel error code (`-errno`), or 0 for 0. The
+/// code is the kernel's word, not trusted: anything else is malformed.
+fn errno_of(code: i32) -> Result<i32, NlParseError> {
+    match code {
+        0 => Ok(0),
+        -4095..=-1 => Ok(-code),
+        _ => Err(NlParseError::BadErrorCode { code }),
     }
 }
 

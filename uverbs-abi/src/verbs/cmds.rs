@@ -16,6 +16,8 @@ macro_rules! write_cmds {
 
             impl WriteCmd for $name {
                 const CMD: u32 = $cmd;
+                const NAME: &'static str =
+                    strip_prefix(stringify!($cmd), "IB_USER_VERBS_CMD_");
                 type Req = $req;
                 type Resp = $resp;
             }
@@ -40,6 +42,8 @@ macro_rules! ex_write_cmds {
 
             impl ExWriteCmd for $name {
                 const CMD: u32 = $cmd;
+                const NAME: &'static str =
+                    strip_prefix(concat!(stringify!($cmd), "_EX"), "IB_USER_VERBS_EX_CMD_");
                 type Req = $req;
                 type Resp = $resp;
             }
@@ -51,6 +55,25 @@ macro_rules! ex_write_cmds {
             $(v.visit::<$name>(stringify!($name));)*
         }
     };
+}
+
+/// `name` without `prefix`, at compile time: a command constant that does
+/// not start with its family's prefix fails the build.
+const fn strip_prefix(name: &'static str, prefix: &'static str) -> &'static str {
+    let (n, p) = (name.as_bytes(), prefix.as_bytes());
+    assert!(
+        n.len() > p.len(),
+        "a command name is longer than its prefix"
+    );
+    let mut i = 0;
+    while i < p.len() {
+        assert!(n[i] == p[i], "a command name starts with its prefix");
+        i += 1;
+    }
+    match core::str::from_utf8(n.split_at(p.len()).1) {
+        Ok(s) => s,
+        Err(_) => panic!("a command name is ASCII"),
+    }
 }
 
 /// Something done for every non-extended command type (tests).

@@ -15,6 +15,9 @@ use super::cmd::{IbUverbsCmdHdr, IbUverbsExCmdHdr, IB_USER_VERBS_CMD_FLAG_EXTEND
 pub trait WriteCmd {
     /// `IB_USER_VERBS_CMD_*`.
     const CMD: u32;
+    /// The command's name, its C name without `IB_USER_VERBS_CMD_`
+    /// (`"CREATE_QP"`): what errors call it.
+    const NAME: &'static str;
     /// The core request. For a command with a response it begins with
     /// `__aligned_u64 response`, which [`encode_write`] fills in.
     type Req: IntoBytes + FromBytes + Immutable + KnownLayout;
@@ -26,6 +29,10 @@ pub trait WriteCmd {
 pub trait ExWriteCmd {
     /// `IB_USER_VERBS_EX_CMD_*` (without the extended flag).
     const CMD: u32;
+    /// The command's name: its C name without `IB_USER_VERBS_EX_CMD_`,
+    /// then `_EX` (`"QUERY_DEVICE_EX"`), so that it differs from the
+    /// non-extended command of the same object.
+    const NAME: &'static str;
     /// The core request (`struct ib_uverbs_ex_<cmd>`), a multiple of 8
     /// bytes.
     type Req: IntoBytes + FromBytes + Immutable + KnownLayout;

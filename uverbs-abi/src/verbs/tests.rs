@@ -155,6 +155,39 @@ fn commands_with_a_response_begin_with_the_response_address() {
     assert!(v.seen.len() >= 35);
 }
 
+/// Every command's name is its C name's tail, and no two commands, plain
+/// or extended, share one (errors name the command by it).
+struct Names(Vec<&'static str>);
+
+impl WriteVisitor for Names {
+    fn visit<C: WriteCmd>(&mut self, _: &'static str) {
+        self.0.push(C::NAME);
+    }
+}
+
+impl ExWriteVisitor for Names {
+    fn visit<C: ExWriteCmd>(&mut self, _: &'static str) {
+        self.0.push(C::NAME);
+    }
+}
+
+#[test]
+fn command_names_come_from_the_c_names_and_are_distinct() {
+    assert_eq!(cmds::DeallocMw::NAME, "DEALLOC_MW");
+    assert_eq!(cmds::GetContext::NAME, "GET_CONTEXT");
+    assert_eq!(cmds::PostSrqRecv::NAME, "POST_SRQ_RECV");
+    assert_eq!(cmds::ExQueryDevice::NAME, "QUERY_DEVICE_EX");
+    assert_eq!(cmds::ExCreateQp::NAME, "CREATE_QP_EX");
+    let mut v = Names(Vec::new());
+    cmds::visit_write(&mut v);
+    cmds::visit_ex_write(&mut v);
+    let n = v.0.len();
+    v.0.sort_unstable();
+    v.0.dedup();
+    assert_eq!(v.0.len(), n, "{:?}", v.0);
+    assert!(v.0.iter().all(|s| !s.is_empty() && !s.starts_with("IB_")));
+}
+
 #[test]
 fn rxe_send_doorbell_is_eight_words_in_one_out() {
     let req = IbUverbsPostSend {

@@ -246,6 +246,45 @@ fn errors_carry_errno_and_extended_ack() {
     );
 }
 
+/// An error code the kernel never sends (`i32::MIN`, whose negation
+/// overflows; a positive one; one past the errno range) is malformed, not
+/// a wrapped errno, in `NLMSG_ERROR` and `NLMSG_DONE` alike.
+#[test]
+fn error_codes_outside_the_errno_range_are_malformed() {
+    let req = NlMsgHdr {
+        nlmsg_len: 16,
+        nlmsg_type: nldev(1),
+        nlmsg_flags: 5,
+        nlmsg_seq: 4,
+        nlmsg_pid: 0,
+    };
+    for code in [i32::MIN, -4096, 1, 5, i32::MAX] {
+        let mut p = code.to_ne_bytes().to_vec();
+        p.extend_from_slice(zerocopy::IntoBytes::as_bytes(&req));
+        let e = reply(NLMSG_ERROR, NLM_F_CAPPED, 4, &p);
+        let mut r = ReplyReader::new(4, NLM_F_REQUEST | NLM_F_ACK);
+        let bad = NlReplyError::Malformed(NlParseError::BadErrorCode { code });
+        assert_eq!(r.feed(&e), Err(bad.clone()), "{code}");
+        let done = reply(NLMSG_DONE, NLM_F_MULTI, 4, &code.to_ne_bytes());
+        let mut r = ReplyReader::new(4, NLM_F_REQUEST | NLM_F_DUMP);
+        assert_eq!(r.feed(&done), Err(bad), "{code}");
+    }
+    // The edges of the range are errnos.
+    let done = reply(NLMSG_DONE, NLM_F_MULTI, 4, &(-4095i32).to_ne_bytes());
+    let mut r = ReplyReader::new(4, NLM_F_REQUEST | NLM_F_DUMP);
+    assert_eq!(
+        r.feed(&done),
+        Err(NlReplyError::Kernel {
+            errno: 4095,
+            message: None
+        })
+    );
+    let done = reply(NLMSG_DONE, NLM_F_MULTI, 4, &[]);
+    let mut r = ReplyReader::new(4, NLM_F_REQUEST | NLM_F_DUMP);
+    assert_eq!(r.feed(&done).unwrap().len(), 0);
+    assert!(r.is_done());
+}
+
 #[test]
 fn nested_attributes() {
     let inner = NlMsgBuilder::new(Vec::new(), 0, 0, 0)
