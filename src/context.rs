@@ -69,14 +69,14 @@ impl Context {
             what: format!("stat {}", dev.dev_path().display()),
             source: e,
         })?;
-        let (maj, min) = dev.dev_t;
+        let (maj, min) = dev.id.dev_t;
         if libc::major(meta.rdev()) != maj || libc::minor(meta.rdev()) != min {
             return Err(Error::bad_answer(format!(
                 "{} is not the character device {maj}:{min} sysfs names",
                 dev.dev_path().display()
             )));
         }
-        let (cmd_dev, opened, provider) = provider::open(dev, OwnedFd::from(file), path)?;
+        let (cmd_dev, opened, provider) = provider::open(&dev.id, OwnedFd::from(file), path)?;
         Ok(Context {
             inner: Arc::new(ContextInner {
                 dev: cmd_dev,

@@ -9,8 +9,9 @@
 //! Each field says where its answer comes from:
 //! - `QUERY_DEVICE_EX`: `device_cap_flags_ex`, `atomic_cap`, the ODP caps;
 //! - probes: an ioctl method that answers anything but "no such method"
-//!   (`ENOTTY`, `EPROTONOSUPPORT`, `EOPNOTSUPP`, the errnos rdma-core's
-//!   fallback also takes for absence) is present;
+//!   (`ENOTTY` and `EPROTONOSUPPORT`, which rdma-core's fallback reads as
+//!   absence, and the driver's `EOPNOTSUPP`) is present; a method the
+//!   context's kernel already said it lacks is not asked again;
 //! - netlink (`RDMA_NLDEV_CMD_SYS_GET`) and sysfs for the system-wide
 //!   answers (copy-on-fork, the rdma_cm ABI).
 
@@ -218,13 +219,13 @@ impl Context {
         let gid_len = self.query_port(1)?.gid_tbl_len as usize;
         Ok(Features {
             command_path: self.command_path(),
-            ioctl_query_port: cmd::context::query_port_ioctl(dev, 1)?.is_some(),
-            ioctl_query_gid_table: present(cmd::context::query_gid_table(
+            ioctl_query_port: cmd::method_present(cmd::port::query_port_ioctl(dev, 1))?,
+            ioctl_query_gid_table: cmd::method_present(cmd::port::gid_table_ioctl(
                 dev,
                 gid_len.clamp(1, 256),
             ))?,
             // Index 0 is populated on every port (the default GID).
-            ioctl_query_gid_entry: present(cmd::context::query_gid_entry(dev, 1, 0))?,
+            ioctl_query_gid_entry: cmd::method_present(cmd::port::gid_entry_ioctl(dev, 1, 0))?,
             advise_mr: self.probe_advise_mr()?,
             query_device_ex_len: attr.response_length,
             device_cap_flags_ex: caps,
@@ -236,10 +237,8 @@ impl Context {
                 || has(F::MEM_WINDOW_TYPE_2A)
                 || has(F::MEM_WINDOW_TYPE_2B),
             odp,
-            copy_on_fork: crate::netlink::kernel_copies_on_fork(),
-            rdma_cm_abi: std::fs::read_to_string("/sys/class/misc/rdma_cm/abi_version")
-                .ok()
-                .and_then(|s| s.trim().parse().ok()),
+            copy_on_fork: crate::sys::kernel_copies_on_fork(),
+            rdma_cm_abi: cmd::sysfs::rdma_cm_abi(),
         })
     }
 
@@ -254,24 +253,13 @@ impl Context {
             length: 1,
             lkey: 0,
         };
-        present(cmd::mr::advise(
+        cmd::method_present(cmd::mr::advise(
             &self.inner.dev,
             pd.inner.handle.raw(),
             IbUverbsAdviseMrAdvice::PREFETCH.0,
             crate::odp::FLAG_FLUSH,
             &[sge],
         ))
-    }
-}
-
-/// A probe's answer: "no such method" is absence; any other answer,
-/// success or a refusal of the arguments, means the method is there.
-fn present<T>(r: Result<T>) -> Result<bool> {
-    match r {
-        Ok(_) => Ok(true),
-        Err(e) if cmd::ioctl_unsupported(&e) => Ok(false),
-        Err(e) if e.errno().is_some() => Ok(true),
-        Err(e) => Err(e),
     }
 }
 
@@ -321,22 +309,5 @@ mod tests {
             .collect();
         assert_eq!(present, ["ODP", "ODP RC WRITE/READ"]);
         assert!(odp.to_string().contains("ODP RC SEND/RECV: no ("));
-    }
-
-    #[test]
-    fn probe_answers_are_read_as_the_kernel_means_them() {
-        let k = |errno| -> Result<()> {
-            Err(crate::Error::Kernel {
-                op: "X",
-                errno: crate::Errno(errno),
-            })
-        };
-        assert!(present(Ok(())).unwrap());
-        for absent in [libc::EOPNOTSUPP, libc::EPROTONOSUPPORT, libc::ENOTTY] {
-            assert!(!present(k(absent)).unwrap());
-        }
-        // The method looked at the arguments and refused them: it exists.
-        assert!(present(k(libc::EINVAL)).unwrap());
-        assert!(present::<()>(Err(crate::Error::invalid("x"))).is_err());
     }
 }

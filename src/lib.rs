@@ -180,10 +180,10 @@ pub mod device;
 pub mod error;
 pub mod event;
 pub mod features;
+pub mod link;
 #[allow(unsafe_code)] // MR memory, shared with the device
 pub mod mr;
 pub mod mw;
-pub mod netlink;
 pub mod odp;
 pub mod pd;
 #[allow(unsafe_code)]

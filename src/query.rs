@@ -1,12 +1,13 @@
-//! Device and port attributes (`QUERY_DEVICE(_EX)`, `QUERY_PORT`) and the
-//! GID table (the `QUERY_GID_TABLE`/`QUERY_GID_ENTRY` ioctl methods, or
-//! sysfs, which the kernel keeps in step with its own table, where the
-//! context uses the write path).
+//! Device and port attributes (`QUERY_DEVICE(_EX)`, `QUERY_PORT`), the
+//! GID table and the P_Key table. Which kernel interface answers — an
+//! ioctl method, the write command, or sysfs — is the command layer's
+//! choice (`cmd::port`); each query here is one call to it.
 
 use crate::cmd;
-use crate::context::{CommandPath, Context};
-use crate::error::{Error, Result};
-use uverbs_abi::ioctl::{IbUverbsGidEntry, IbUverbsGidType};
+use crate::cmd::port::Gid;
+use crate::context::Context;
+use crate::error::Result;
+use uverbs_abi::ioctl::{IbUverbsGidType, IbUverbsQueryPortRespEx};
 use uverbs_abi::verbs as v;
 
 /// Device attributes (`ibv_device_attr`), as the kernel reports them.
@@ -164,10 +165,6 @@ pub struct GidEntry {
     pub netdev: Option<String>,
 }
 
-/// Largest GID table read in one `QUERY_GID_TABLE` call: a pointer
-/// attribute's length is a `u16`.
-const MAX_GID_ENTRIES: usize = u16::MAX as usize / std::mem::size_of::<IbUverbsGidEntry>();
-
 impl Context {
     /// Queries the device (`QUERY_DEVICE`).
     pub fn query_device(&self) -> Result<DeviceAttr> {
@@ -210,37 +207,13 @@ impl Context {
     /// `port_cap_flags2` and `active_speed_ex`), or the write command where
     /// the context uses the write path or the kernel lacks the method.
     pub fn query_port(&self, port: u8) -> Result<PortAttr> {
-        if self.inner.dev.path == CommandPath::Ioctl {
-            if let Some(resp) = cmd::context::query_port_ioctl(&self.inner.dev, port)? {
-                let mut p = port_attr(&resp.legacy_resp);
-                p.port_cap_flags2 = resp.port_cap_flags2;
-                p.active_speed_ex = resp.active_speed_ex;
-                return Ok(p);
-            }
-        }
-        let r = cmd::context::query_port_write(&self.inner.dev, port)?;
-        Ok(port_attr(&r))
+        Ok(port_attr(&cmd::port::query_port(&self.inner.dev, port)?))
     }
 
     /// One GID of a port: the ioctl `QUERY_GID_ENTRY`, or sysfs
     /// `ports/P/gids/I` on the write path.
     pub fn query_gid(&self, port: u8, index: u32) -> Result<[u8; 16]> {
-        if self.inner.dev.path == CommandPath::Ioctl {
-            match self.query_gid_entry_ioctl(port, index) {
-                Ok(e) => return Ok(e.gid),
-                Err(e) if cmd::ioctl_unsupported(&e) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let p = format!(
-            "/sys/class/infiniband/{}/ports/{port}/gids/{index}",
-            self.device().name()
-        );
-        let s = std::fs::read_to_string(&p).map_err(|e| Error::Io {
-            what: format!("reading {p}"),
-            source: e,
-        })?;
-        parse_gid(&s).ok_or_else(|| Error::bad_answer(format!("{p}: {s:?}")))
+        cmd::port::query_gid(&self.inner.dev, port, index)
     }
 
     /// One GID table entry with its type and netdev
@@ -249,68 +222,22 @@ impl Context {
     /// the kernel's error (ENODATA / EINVAL), or `InvalidArgument` on the
     /// sysfs path.
     pub fn query_gid_entry(&self, port: u8, index: u32) -> Result<GidEntry> {
-        if self.inner.dev.path == CommandPath::Ioctl {
-            match self.query_gid_entry_ioctl(port, index) {
-                Err(e) if cmd::ioctl_unsupported(&e) => {}
-                r => return r,
-            }
-        }
-        self.gid_table(port)?
-            .into_iter()
-            .find(|e| e.index == index)
-            .ok_or_else(|| Error::invalid(format!("no GID at index {index} of port {port}")))
+        cmd::port::query_gid_entry(&self.inner.dev, port, index).map(gid_entry)
     }
 
     /// One P_Key of a port's table (`ibv_query_pkey`, which reads it from
     /// sysfs `ports/P/pkeys/I` too: uverbs has no command for it). RoCE
     /// ports have the one default P_Key, 0xffff, at index 0.
     pub fn query_pkey(&self, port: u8, index: u16) -> Result<u16> {
-        let p = format!(
-            "/sys/class/infiniband/{}/ports/{port}/pkeys/{index}",
-            self.device().name()
-        );
-        let s = std::fs::read_to_string(&p).map_err(|e| Error::Io {
-            what: format!("reading {p}"),
-            source: e,
-        })?;
-        parse_pkey(&s).ok_or_else(|| Error::bad_answer(format!("{p}: {s:?}")))
-    }
-
-    fn query_gid_entry_ioctl(&self, port: u8, index: u32) -> Result<GidEntry> {
-        Ok(gid_entry(&cmd::context::query_gid_entry(
-            &self.inner.dev,
-            port,
-            index,
-        )?))
+        cmd::port::query_pkey(&self.inner.dev, port, index)
     }
 
     /// Every populated GID of every port: one ioctl `QUERY_GID_TABLE`
     /// (`ibv_query_gid_table`), or sysfs on the write path. Sorted by port,
     /// then index.
     pub fn query_gid_table(&self) -> Result<Vec<GidEntry>> {
-        let ports = self.query_device()?.phys_port_cnt;
-        let mut total = 0usize;
-        let mut lens = Vec::with_capacity(usize::from(ports));
-        for port in 1..=ports {
-            let len = self.query_port(port)?.gid_tbl_len;
-            lens.push((port, len));
-            total += len as usize;
-        }
-        if self.inner.dev.path == CommandPath::Ioctl {
-            match self.gid_table_ioctl(total.clamp(1, MAX_GID_ENTRIES)) {
-                Ok(mut v) => {
-                    v.sort_by_key(|e| (e.port, e.index));
-                    return Ok(v);
-                }
-                Err(e) if cmd::ioctl_unsupported(&e) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let mut out = Vec::new();
-        for (port, len) in lens {
-            self.gid_table_sysfs(port, len, &mut out)?;
-        }
-        Ok(out)
+        let table = cmd::port::query_gid_table(&self.inner.dev)?;
+        Ok(table.into_iter().map(gid_entry).collect())
     }
 
     /// The populated entries of one port's GID table.
@@ -319,65 +246,16 @@ impl Context {
         all.retain(|e| e.port == u32::from(port));
         Ok(all)
     }
-
-    fn gid_table_ioctl(&self, max: usize) -> Result<Vec<GidEntry>> {
-        let entries = cmd::context::query_gid_table(&self.inner.dev, max)?;
-        Ok(entries.iter().map(gid_entry).collect())
-    }
-
-    fn gid_table_sysfs(&self, port: u8, len: u32, out: &mut Vec<GidEntry>) -> Result<()> {
-        let base = format!(
-            "/sys/class/infiniband/{}/ports/{port}",
-            self.device().name()
-        );
-        let ll = self.query_port(port)?.link_layer;
-        let ib = ll == v::IbLinkLayer::INFINIBAND.0 || ll == v::IbLinkLayer::UNSPECIFIED.0;
-        for index in 0..len {
-            let Ok(gid) = self.query_gid(port, index) else {
-                continue;
-            };
-            if gid == [0; 16] {
-                continue;
-            }
-            let ty = std::fs::read_to_string(format!("{base}/gid_attrs/types/{index}"))
-                .unwrap_or_default();
-            let gid_type = match (ty.trim(), ib) {
-                ("RoCE v2", _) => GidType::RoceV2,
-                ("IB/RoCE v1", true) => GidType::Ib,
-                ("IB/RoCE v1", false) => GidType::RoceV1,
-                _ => GidType::Other(u32::MAX),
-            };
-            let netdev = std::fs::read_to_string(format!("{base}/gid_attrs/ndevs/{index}"))
-                .ok()
-                .map(|s| s.trim().to_string());
-            out.push(GidEntry {
-                port: u32::from(port),
-                index,
-                gid,
-                gid_type,
-                netdev_ifindex: 0,
-                netdev,
-            });
-        }
-        Ok(())
-    }
 }
 
-/// A P_Key as sysfs prints it (`0xffff`).
-fn parse_pkey(s: &str) -> Option<u16> {
-    u16::from_str_radix(s.trim().strip_prefix("0x")?, 16).ok()
-}
-
-fn gid_entry(e: &IbUverbsGidEntry) -> GidEntry {
+fn gid_entry(g: Gid) -> GidEntry {
     GidEntry {
-        port: e.port_num,
-        index: e.gid_index,
-        gid: e.gid_bytes(),
-        gid_type: GidType::from_kernel(e.gid_type),
-        netdev_ifindex: e.netdev_ifindex,
-        netdev: (e.netdev_ifindex != 0)
-            .then(|| crate::sys::if_name(e.netdev_ifindex))
-            .flatten(),
+        port: g.port,
+        index: g.index,
+        gid: g.gid,
+        gid_type: GidType::from_kernel(g.gid_type),
+        netdev_ifindex: g.netdev_ifindex,
+        netdev: g.netdev,
     }
 }
 
@@ -427,7 +305,8 @@ fn device_attr(r: &v::IbUverbsQueryDeviceResp) -> DeviceAttr {
     }
 }
 
-fn port_attr(r: &v::IbUverbsQueryPortResp) -> PortAttr {
+fn port_attr(ex: &IbUverbsQueryPortRespEx) -> PortAttr {
+    let r = &ex.legacy_resp;
     PortAttr {
         state: r.state,
         max_mtu: r.max_mtu,
@@ -450,49 +329,7 @@ fn port_attr(r: &v::IbUverbsQueryPortResp) -> PortAttr {
         phys_state: r.phys_state,
         link_layer: r.link_layer,
         flags: r.flags,
-        port_cap_flags2: 0,
-        active_speed_ex: 0,
-    }
-}
-
-/// Parses sysfs's `fe80:0000:…` GID text; `None` for anything else (never
-/// panics: public, hidden, for the fuzz targets).
-#[doc(hidden)]
-pub fn parse_gid(s: &str) -> Option<[u8; 16]> {
-    let hex: String = s.trim().split(':').collect();
-    // ASCII only: the byte slicing below must not cut a character.
-    if hex.len() != 32 || !hex.is_ascii() {
-        return None;
-    }
-    let mut g = [0u8; 16];
-    for (i, b) in g.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(g)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{parse_gid, parse_pkey};
-
-    #[test]
-    fn pkey_text_parses_and_bad_text_is_none() {
-        assert_eq!(parse_pkey("0xffff\n"), Some(0xffff));
-        assert_eq!(parse_pkey("0x0001"), Some(1));
-        assert_eq!(parse_pkey("ffff"), None);
-        assert_eq!(parse_pkey("0x1ffff"), None);
-        assert_eq!(parse_pkey("0xé"), None);
-    }
-
-    #[test]
-    fn gid_text_parses_and_bad_text_is_none() {
-        let g = parse_gid("fe80:0000:0000:0000:5054:00ff:fe12:3456\n").unwrap();
-        assert_eq!(g[..2], [0xfe, 0x80]);
-        assert_eq!(g[15], 0x56);
-        assert_eq!(parse_gid("fe80::1"), None);
-        // A two-byte character among the 32 bytes used to panic ("byte
-        // index … is not a char boundary").
-        assert_eq!(parse_gid("fé0:0000:0000:0000:5054:00ff:fe12:345"), None);
-        assert_eq!(parse_gid(&"é".repeat(16)), None);
+        port_cap_flags2: ex.port_cap_flags2,
+        active_speed_ex: ex.active_speed_ex,
     }
 }

@@ -15,7 +15,7 @@ impl Kind for AhKind {
     fn destroy(dev: &Dev, handle: u32) -> Result<()> {
         let mut c = v::IbUverbsDestroyAh::new_zeroed();
         c.ah_handle = handle;
-        dev.write0::<cmds::DestroyAh>("DESTROY_AH", &c)
+        dev.write0::<cmds::DestroyAh>(&c)
     }
 }
 
@@ -30,6 +30,6 @@ pub(crate) fn create(
     let mut c = v::IbUverbsCreateAh::new_zeroed();
     c.pd_handle = pd;
     c.attr = *attr;
-    let r = dev.write::<cmds::CreateAh>("CREATE_AH", &c, &[], udata_out)?;
+    let r = dev.write::<cmds::CreateAh>(&c, &[], udata_out)?;
     Ok(Handle::new(dev, r.ah_handle))
 }

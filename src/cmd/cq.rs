@@ -17,16 +17,13 @@ impl Kind for CqKind {
     fn destroy(dev: &Dev, handle: u32) -> Result<()> {
         let mut c = v::IbUverbsDestroyCq::new_zeroed();
         c.cq_handle = handle;
-        dev.write0::<cmds::DestroyCq>("DESTROY_CQ", &c).map(drop)
+        dev.write0::<cmds::DestroyCq>(&c).map(drop)
     }
 }
 
 /// `CREATE_COMP_CHANNEL`: the channel's fd.
 pub(crate) fn create_comp_channel(dev: &Dev) -> Result<OwnedFd> {
-    let r = dev.write0::<cmds::CreateCompChannel>(
-        "CREATE_COMP_CHANNEL",
-        &v::IbUverbsCreateCompChannel::new_zeroed(),
-    )?;
+    let r = dev.write0::<cmds::CreateCompChannel>(&v::IbUverbsCreateCompChannel::new_zeroed())?;
     let fd = i32::try_from(r.fd)
         .ok()
         .filter(|&fd| fd >= 0)
@@ -58,7 +55,7 @@ pub(crate) fn create(
     c.cqe = req.cqe;
     c.comp_vector = req.comp_vector;
     c.comp_channel = req.channel;
-    let r = dev.write::<cmds::CreateCq>("CREATE_CQ", &c, udata_in, udata_out)?;
+    let r = dev.write::<cmds::CreateCq>(&c, udata_in, udata_out)?;
     Ok((Handle::new(dev, r.cq_handle), r.cqe))
 }
 
@@ -67,9 +64,7 @@ pub(crate) fn resize(dev: &Dev, cq: u32, cqe: u32, udata_out: &mut [u8]) -> Resu
     let mut c = v::IbUverbsResizeCq::new_zeroed();
     c.cq_handle = cq;
     c.cqe = cqe;
-    Ok(dev
-        .write::<cmds::ResizeCq>("RESIZE_CQ", &c, &[], udata_out)?
-        .cqe)
+    Ok(dev.write::<cmds::ResizeCq>(&c, &[], udata_out)?.cqe)
 }
 
 /// `REQ_NOTIFY_CQ`.
@@ -77,5 +72,5 @@ pub(crate) fn req_notify(dev: &Dev, cq: u32, solicited_only: bool) -> Result<()>
     let mut c = v::IbUverbsReqNotifyCq::new_zeroed();
     c.cq_handle = cq;
     c.solicited_only = solicited_only as u32;
-    dev.write0::<cmds::ReqNotifyCq>("REQ_NOTIFY_CQ", &c)
+    dev.write0::<cmds::ReqNotifyCq>(&c)
 }

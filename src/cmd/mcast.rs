@@ -14,7 +14,7 @@ pub(crate) fn attach(dev: &Dev, qp: u32, gid: &[u8; 16], lid: u16) -> Result<()>
     c.gid = *gid;
     c.qp_handle = qp;
     c.mlid = lid;
-    dev.write0::<cmds::AttachMcast>("ATTACH_MCAST", &c)
+    dev.write0::<cmds::AttachMcast>(&c)
 }
 
 /// `DETACH_MCAST`: undoes [`attach`].
@@ -23,5 +23,5 @@ pub(crate) fn detach(dev: &Dev, qp: u32, gid: &[u8; 16], lid: u16) -> Result<()>
     c.gid = *gid;
     c.qp_handle = qp;
     c.mlid = lid;
-    dev.write0::<cmds::DetachMcast>("DETACH_MCAST", &c)
+    dev.write0::<cmds::DetachMcast>(&c)
 }

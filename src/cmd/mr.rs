@@ -1,5 +1,6 @@
 //! Memory regions: `REG_MR` / `DEREG_MR`.
 
+use super::method::Method;
 use super::{Dev, Handle, Kind};
 use crate::error::Result;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ impl Kind for MrKind {
     fn destroy(dev: &Dev, handle: u32) -> Result<()> {
         let mut c = v::IbUverbsDeregMr::new_zeroed();
         c.mr_handle = handle;
-        dev.write0::<cmds::DeregMr>("DEREG_MR", &c)
+        dev.write0::<cmds::DeregMr>(&c)
     }
 }
 
@@ -42,7 +43,7 @@ pub(crate) fn reg(
     c.hca_va = iova;
     c.pd_handle = pd;
     c.access_flags = access;
-    let r = dev.write0::<cmds::RegMr>("REG_MR", &c)?;
+    let r = dev.write0::<cmds::RegMr>(&c)?;
     Ok(Registered {
         handle: Handle::new(dev, r.mr_handle),
         lkey: r.lkey,
@@ -66,16 +67,11 @@ pub(crate) fn advise(
     use uverbs_abi::ioctl as io;
     use zerocopy::IntoBytes;
     let mut storage = [0u64; io::attr_buf_words(4)];
-    let mut attrs = dev.attrs(
-        &mut storage,
-        io::UVERBS_OBJECT_MR,
-        io::UVERBS_METHOD_ADVISE_MR,
-    );
-    attrs
-        .idr_in(io::UVERBS_ATTR_ADVISE_MR_PD_HANDLE, pd)
+    let mut call = dev.call(Method::AdviseMr, &mut storage);
+    call.idr_in(io::UVERBS_ATTR_ADVISE_MR_PD_HANDLE, pd)
         .const_in(io::UVERBS_ATTR_ADVISE_MR_ADVICE, u64::from(advice))
         // FLAGS_IN: the kernel's uverbs_get_flags32() takes a u32 or a u64.
         .u64_in(io::UVERBS_ATTR_ADVISE_MR_FLAGS, u64::from(flags))
         .ptr_in(io::UVERBS_ATTR_ADVISE_MR_SGE_LIST, sges.as_bytes());
-    dev.ioctl("ADVISE_MR", &mut attrs)
+    dev.ioctl(&mut call)
 }

@@ -20,7 +20,7 @@ impl Kind for MwKind {
     fn destroy(dev: &Dev, handle: u32) -> Result<()> {
         let mut c = v::IbUverbsDeallocMw::new_zeroed();
         c.mw_handle = handle;
-        dev.write0::<cmds::DeallocMw>("DEALLOC_MW", &c)
+        dev.write0::<cmds::DeallocMw>(&c)
     }
 }
 
@@ -30,6 +30,6 @@ pub(crate) fn alloc(dev: &Arc<Dev>, pd: u32, mw_type: u8) -> Result<(MwHandle, u
     let mut c = v::IbUverbsAllocMw::new_zeroed();
     c.pd_handle = pd;
     c.mw_type = mw_type;
-    let r = dev.write0::<cmds::AllocMw>("ALLOC_MW", &c)?;
+    let r = dev.write0::<cmds::AllocMw>(&c)?;
     Ok((Handle::new(dev, r.mw_handle), r.rkey))
 }

@@ -15,17 +15,12 @@ impl Kind for PdKind {
     fn destroy(dev: &Dev, handle: u32) -> Result<()> {
         let mut c = v::IbUverbsDeallocPd::new_zeroed();
         c.pd_handle = handle;
-        dev.write0::<cmds::DeallocPd>("DEALLOC_PD", &c)
+        dev.write0::<cmds::DeallocPd>(&c)
     }
 }
 
 /// `ALLOC_PD`; the driver's answer (if any) goes to `udata_out`.
 pub(crate) fn alloc(dev: &Arc<Dev>, udata_out: &mut [u8]) -> Result<PdHandle> {
-    let r = dev.write::<cmds::AllocPd>(
-        "ALLOC_PD",
-        &v::IbUverbsAllocPd::new_zeroed(),
-        &[],
-        udata_out,
-    )?;
+    let r = dev.write::<cmds::AllocPd>(&v::IbUverbsAllocPd::new_zeroed(), &[], udata_out)?;
     Ok(Handle::new(dev, r.pd_handle))
 }

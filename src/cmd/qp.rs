@@ -19,7 +19,7 @@ impl Kind for QpKind {
     fn destroy(dev: &Dev, handle: u32) -> Result<()> {
         let mut c = v::IbUverbsDestroyQp::new_zeroed();
         c.qp_handle = handle;
-        dev.write0::<cmds::DestroyQp>("DESTROY_QP", &c).map(drop)
+        dev.write0::<cmds::DestroyQp>(&c).map(drop)
     }
 }
 
@@ -95,7 +95,7 @@ pub(crate) fn create(
     r.sq_sig_all = req.sq_sig_all as u8;
     r.qp_type = req.qp_type.raw();
     r.is_srq = req.srq.is_some() as u8;
-    let resp = dev.write::<cmds::CreateQp>("CREATE_QP", &r, udata_in, udata_out)?;
+    let resp = dev.write::<cmds::CreateQp>(&r, udata_in, udata_out)?;
     Ok(Created {
         handle: Handle::new(dev, resp.qp_handle),
         qpn: resp.qpn,
@@ -111,7 +111,7 @@ pub(crate) fn create(
 
 /// `MODIFY_QP` with an encoded request (its handle already set).
 pub(crate) fn modify(dev: &Dev, req: &v::IbUverbsModifyQp) -> Result<()> {
-    dev.write0::<cmds::ModifyQp>("MODIFY_QP", req)
+    dev.write0::<cmds::ModifyQp>(req)
 }
 
 /// `QUERY_QP` of the attributes in `attr_mask`.
@@ -119,7 +119,7 @@ pub(crate) fn query(dev: &Dev, qp: u32, attr_mask: u32) -> Result<v::IbUverbsQue
     let mut c = v::IbUverbsQueryQp::new_zeroed();
     c.qp_handle = qp;
     c.attr_mask = attr_mask;
-    dev.write0::<cmds::QueryQp>("QUERY_QP", &c)
+    dev.write0::<cmds::QueryQp>(&c)
 }
 
 /// A `POST_SEND` command with no work requests, framed once per QP: rxe's

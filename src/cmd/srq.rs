@@ -16,7 +16,7 @@ impl Kind for SrqKind {
     fn destroy(dev: &Dev, handle: u32) -> Result<()> {
         let mut c = v::IbUverbsDestroySrq::new_zeroed();
         c.srq_handle = handle;
-        dev.write0::<cmds::DestroySrq>("DESTROY_SRQ", &c).map(drop)
+        dev.write0::<cmds::DestroySrq>(&c).map(drop)
     }
 }
 
@@ -46,7 +46,7 @@ pub(crate) fn create(
     c.max_wr = req.max_wr;
     c.max_sge = req.max_sge;
     c.srq_limit = req.srq_limit;
-    let r = dev.write::<cmds::CreateSrq>("CREATE_SRQ", &c, udata_in, udata_out)?;
+    let r = dev.write::<cmds::CreateSrq>(&c, udata_in, udata_out)?;
     Ok((Handle::new(dev, r.srq_handle), r))
 }
 
@@ -62,12 +62,12 @@ pub(crate) fn modify(
     c.srq_handle = srq;
     c.attr_mask = attr_mask;
     c.srq_limit = srq_limit;
-    dev.write::<cmds::ModifySrq>("MODIFY_SRQ", &c, udata_in, &mut [])
+    dev.write::<cmds::ModifySrq>(&c, udata_in, &mut [])
 }
 
 /// `QUERY_SRQ`.
 pub(crate) fn query(dev: &Dev, srq: u32) -> Result<v::IbUverbsQuerySrqResp> {
     let mut c = v::IbUverbsQuerySrq::new_zeroed();
     c.srq_handle = srq;
-    dev.write0::<cmds::QuerySrq>("QUERY_SRQ", &c)
+    dev.write0::<cmds::QuerySrq>(&c)
 }

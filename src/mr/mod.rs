@@ -259,7 +259,7 @@ impl Pd {
     /// Allocates `len` bytes of zeroed, page-aligned memory and registers it
     /// (`REG_MR`) with `access`.
     pub fn alloc_mr(&self, len: usize, access: Access) -> Result<Mr> {
-        let map = crate::netlink::device_memory("mmap of MR memory", len)?;
+        let map = crate::sys::Mapping::for_device("mmap of MR memory", len)?;
         self.register(Pages { map }, access)
     }
 
@@ -273,15 +273,13 @@ impl Pd {
             .checked_next_multiple_of(HUGE)
             .filter(|&r| r > 0)
             .ok_or_else(|| Error::invalid(format!("huge-page MR of {len} bytes")))?;
-        let dont_fork = !crate::netlink::kernel_copies_on_fork();
         let op = "mmap(MAP_HUGETLB) of MR memory";
         let map =
-            crate::sys::Mapping::huge_for_device(op, rounded, dont_fork).map_err(|e| {
-                match e.errno() {
-                    Some(errno) if errno.0 == libc::ENOMEM => Error::ResourceLimit {
-                        op,
-                        errno,
-                        what: format!(
+            crate::sys::Mapping::huge_for_device(op, rounded).map_err(|e| match e.errno() {
+                Some(errno) if errno.0 == libc::ENOMEM => Error::ResourceLimit {
+                    op,
+                    errno,
+                    what: format!(
                         "{rounded} bytes need {} free 2 MiB huge pages and {}; reserve them with \
                          `sysctl vm.nr_hugepages=N` (or hugepages=N on the kernel command \
                          line)",
@@ -291,9 +289,8 @@ impl Pd {
                                 "{n} are free"
                             ))
                     ),
-                    },
-                    _ => e,
-                }
+                },
+                _ => e,
             })?;
         self.register(Pages { map }, access)
     }

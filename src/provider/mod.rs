@@ -15,11 +15,11 @@ pub(crate) mod rxe;
 use crate::cmd::ah::AhHandle;
 use crate::cmd::context::Opened;
 use crate::cmd::cq::{CqHandle, CqRequest};
+use crate::cmd::device::{DeviceId, Driver};
 use crate::cmd::pd::PdHandle;
 use crate::cmd::qp::{Created, QpCaps, QpRequest, QpType};
 use crate::cmd::srq::{SrqHandle, SrqRequest};
 use crate::cmd::{CommandPath, Dev};
-use crate::device::{Device, Driver};
 use crate::error::{Error, Result};
 use crate::wc::Wc;
 use crate::wr::Slice;
@@ -52,23 +52,23 @@ pub(crate) enum Ctx {
 /// Opens the provider's context on `fd` (the uverbs character device of
 /// `device`): `GET_CONTEXT` as the driver wants it.
 pub(crate) fn open(
-    device: &Device,
+    device: &DeviceId,
     fd: OwnedFd,
     path: CommandPath,
 ) -> Result<(Arc<Dev>, Opened, Ctx)> {
-    let abi = device.driver_abi();
+    let abi = device.driver_abi;
     let unsupported = |why: String| Error::UnsupportedDriver {
-        device: device.name().to_string(),
+        device: device.name.clone(),
         driver: why,
     };
-    match device.driver() {
-        Driver::Rxe if rxe::ABI.contains(&abi) => rxe::open(fd, path),
-        Driver::Mlx5 if mlx5::ABI.contains(&abi) => mlx5::open(fd),
+    match device.driver {
+        Driver::Rxe if rxe::ABI.contains(&abi) => rxe::open(device, fd, path),
+        Driver::Mlx5 if mlx5::ABI.contains(&abi) => mlx5::open(device, fd),
         Driver::Rxe | Driver::Mlx5 => Err(unsupported(format!(
             "{} with driver ABI {abi}",
-            device.driver_name()
+            device.driver_name
         ))),
-        Driver::Other => Err(unsupported(device.driver_name().to_string())),
+        Driver::Other => Err(unsupported(device.driver_name.clone())),
     }
 }
 

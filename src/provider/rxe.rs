@@ -8,6 +8,7 @@ use super::{AhParts, CqParts, CqShared, QpInit, QpParts};
 use super::{RecvRing, Registration, SendRing, SrqParts, SrqShared};
 use crate::cmd::context::{self, Opened};
 use crate::cmd::cq::CqRequest;
+use crate::cmd::device::DeviceId;
 use crate::cmd::qp::Doorbell;
 use crate::cmd::srq::SrqRequest;
 use crate::cmd::{self, CommandPath, Dev};
@@ -30,27 +31,14 @@ pub(crate) const ABI: std::ops::RangeInclusive<u32> = 1..=2;
 
 /// `GET_CONTEXT`: the ioctl method where asked for and present, else the
 /// write command; rxe takes no driver udata.
-pub(crate) fn open(fd: OwnedFd, path: CommandPath) -> Result<(Arc<Dev>, Opened, super::Ctx)> {
-    let driver_id = RdmaDriverId::RXE.0;
-    let ioctl = match path {
-        CommandPath::Ioctl => context::get_context_ioctl(&fd, driver_id)?,
-        CommandPath::Write => None,
-    };
-    let path = if ioctl.is_some() {
-        CommandPath::Ioctl
-    } else {
-        CommandPath::Write
-    };
-    let dev = Arc::new(Dev {
-        fd,
-        path,
-        driver_id,
-    });
-    let opened = match ioctl {
-        Some(o) => o,
-        None => context::get_context_write(&dev, &[], &mut [])?,
-    };
-    Ok((dev, opened, super::Ctx::Rxe))
+pub(crate) fn open(
+    id: &DeviceId,
+    fd: OwnedFd,
+    path: CommandPath,
+) -> Result<(Arc<Dev>, Opened, super::Ctx)> {
+    let mut dev = Dev::new(fd, &id.name, RdmaDriverId::RXE.0, path);
+    let opened = context::get_context(&mut dev, &[], &mut [])?;
+    Ok((Arc::new(dev), opened, super::Ctx::Rxe))
 }
 
 /// Maps the ring `mi` describes and checks its geometry for `elem` bytes

@@ -42,7 +42,7 @@ pub fn register_readable(
     fd: BorrowedFd<'_>,
     op: &'static str,
 ) -> Result<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
-    let dup = fd.try_clone_to_owned().map_err(|e| crate::Error::Io {
+    let dup = fd.try_clone_to_owned().map_err(|e| crate::error::Error::Io {
         what: format!("dup of the {op}"),
         source: e,
     })?;
@@ -50,7 +50,7 @@ pub fn register_readable(
     // on the same open file, until the AsyncFd drops it (after tokio
     // deregistered it), and `as_raw_fd` always returns that one fd.
     unsafe { tokio::io::unix::AsyncFd::register_with_interest(dup, tokio::io::Interest::READABLE) }
-        .map_err(|e| crate::Error::Io {
+        .map_err(|e| crate::error::Error::Io {
             what: format!("registering the {op} with the tokio reactor"),
             source: e.into(),
         })

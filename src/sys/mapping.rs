@@ -1,9 +1,29 @@
 //! An owned `mmap()` of memory the kernel shares with us (a queue ring) or
 //! that we hand to the device (an MR's buffer).
 
+use super::netlink;
 use crate::error::{Errno, Error, Result};
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
+use std::sync::OnceLock;
+use uverbs_abi::netlink as nl;
+
+/// Whether the kernel copies pinned pages into a child at fork
+/// (`RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK`, Linux 5.13 on), which decides how
+/// device memory is mapped ([`Mapping::for_device`]). Asked once per
+/// process (`RDMA_NLDEV_CMD_SYS_GET`); a kernel that does not say is taken
+/// not to.
+pub fn kernel_copies_on_fork() -> bool {
+    static ANSWER: OnceLock<bool> = OnceLock::new();
+    *ANSWER.get_or_init(|| {
+        let sys_get = nl::RDMA_NLDEV_CMD_SYS_GET;
+        let Ok(reply) = netlink::transact("RDMA_NLDEV_CMD_SYS_GET", sys_get, 0, |r| r) else {
+            return false;
+        };
+        let mut attrs = reply.messages().flatten();
+        attrs.any(|a| a.kind() == nl::RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK && a.u8() == Some(1))
+    })
+}
 
 /// An owned mapping, unmapped on drop.
 ///
@@ -94,19 +114,17 @@ impl Mapping {
     }
 
     /// Like [`Mapping::anonymous`], for memory the device will access
-    /// (MR buffers, queues, doorbell records). With `dont_fork` (a kernel
-    /// that does not copy pinned pages on fork) the range is marked
-    /// `MADV_DONTFORK`: a child gets no copy of it, so the parent's pages
-    /// never become copy-on-write, which would leave the device writing a
-    /// page the parent no longer sees.
-    pub fn for_device(op: &'static str, len: usize, dont_fork: bool) -> Result<Mapping> {
+    /// (MR buffers, queues, doorbell records). Where the kernel does not
+    /// copy pinned pages on fork ([`kernel_copies_on_fork`]) the range is
+    /// marked `MADV_DONTFORK`, as rdma-core's `ibv_fork_init` does: a child
+    /// gets no copy of it, so the parent's pages never become
+    /// copy-on-write, which would leave the device writing a page the
+    /// parent no longer sees.
+    pub fn for_device(op: &'static str, len: usize) -> Result<Mapping> {
+        let dont_fork = !kernel_copies_on_fork();
         let m = Self::anonymous(op, len)?;
         if dont_fork {
-            // SAFETY: the range is this fresh mapping, owned by `m`.
-            let r = unsafe { libc::madvise(m.ptr.as_ptr().cast(), len, libc::MADV_DONTFORK) };
-            if r != 0 {
-                return Err(Error::kernel("madvise(MADV_DONTFORK)", Errno::last()));
-            }
+            m.dont_fork()?;
         }
         Ok(m)
     }
@@ -115,8 +133,9 @@ impl Mapping {
     /// `len` must be a multiple of 2 MiB. The kernel takes the pages from
     /// its reserved pool (`vm.nr_hugepages`); with too few free, `mmap`
     /// fails with `ENOMEM`, which the caller turns into advice.
-    pub fn huge_for_device(op: &'static str, len: usize, dont_fork: bool) -> Result<Mapping> {
+    pub fn huge_for_device(op: &'static str, len: usize) -> Result<Mapping> {
         const HUGE_2M: usize = 2 << 20;
+        let dont_fork = !kernel_copies_on_fork();
         if len == 0 || len % HUGE_2M != 0 {
             return Err(Error::invalid(format!(
                 "{op}: {len} bytes is not a whole number of 2 MiB huge pages"
@@ -138,13 +157,20 @@ impl Mapping {
         };
         let m = Self::from_mmap(p, len, op)?;
         if dont_fork {
-            // SAFETY: the range is this fresh mapping, owned by `m`.
-            let r = unsafe { libc::madvise(m.ptr.as_ptr().cast(), len, libc::MADV_DONTFORK) };
-            if r != 0 {
-                return Err(Error::kernel("madvise(MADV_DONTFORK)", Errno::last()));
-            }
+            m.dont_fork()?;
         }
         Ok(m)
+    }
+
+    /// `MADV_DONTFORK` over the whole mapping.
+    fn dont_fork(&self) -> Result<()> {
+        // SAFETY: the range is this mapping, owned by `self`; the advice
+        // changes what a child inherits, not what this process sees.
+        let r = unsafe { libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_DONTFORK) };
+        if r != 0 {
+            return Err(Error::kernel("madvise(MADV_DONTFORK)", Errno::last()));
+        }
+        Ok(())
     }
 
     fn from_mmap(p: *mut libc::c_void, len: usize, op: &'static str) -> Result<Mapping> {

@@ -1,8 +1,8 @@
 //! Every system call the root crate makes, and the one place that retries
 //! on `EINTR`: `write()` of a uverbs command, the verbs `ioctl()`, `read()`
 //! and `poll()` of event fds (and their `O_NONBLOCK`, see [`fd`]), the
-//! RDMA netlink socket, `mmap()` (see [`Mapping`]), and a few queries
-//! (page size, random bytes, interface names). Everything above works
+//! RDMA netlink socket (see [`netlink`]), `mmap()` (see [`Mapping`]), and a
+//! few queries (page size, random bytes, interface names). Everything above works
 //! with the safe wrappers here.
 //!
 //! Why `libc` and not `rustix` or `nix`: what is left here is unsafe
@@ -16,15 +16,16 @@
 
 mod fd;
 mod mapping;
+pub mod netlink;
 
 #[cfg(feature = "tokio")]
 pub use fd::register_readable;
 pub use fd::set_nonblocking;
 
-pub use mapping::Mapping;
+pub use mapping::{kernel_copies_on_fork, Mapping};
 
 use crate::error::{Errno, Error, Result};
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 /// Runs `call` until it does not fail with `EINTR`; a negative return is
 /// the failure `op` names, with the errno.
@@ -134,86 +135,6 @@ pub fn poll_readable(fd: BorrowedFd<'_>, op: &'static str, timeout_ms: i32) -> R
     // SAFETY: one valid pollfd, the count given is 1.
     let n = retry(op, || unsafe { libc::poll(&mut p, 1, timeout_ms) as isize })?;
     Ok(n > 0)
-}
-
-/// A netlink socket of `protocol` whose receives time out after
-/// `timeout_secs` (a kernel that never answers must not hang the caller).
-pub fn netlink_socket(protocol: i32, timeout_secs: i64) -> Result<OwnedFd> {
-    // SAFETY: a plain socket(2) call; the fd is owned right below.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            protocol,
-        )
-    };
-    if fd < 0 {
-        return Err(Error::kernel("socket(AF_NETLINK)", Errno::last()));
-    }
-    // SAFETY: fd is a fresh socket nothing else owns.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    let tv = libc::timeval {
-        tv_sec: timeout_secs,
-        tv_usec: 0,
-    };
-    // SAFETY: tv is a valid timeval for the length given.
-    let r = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&tv as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as u32,
-        )
-    };
-    if r < 0 {
-        return Err(Error::kernel("setsockopt(SO_RCVTIMEO)", Errno::last()));
-    }
-    Ok(sock)
-}
-
-/// Sends `msg` to the kernel (netlink port 0).
-pub fn netlink_send(sock: BorrowedFd<'_>, op: &'static str, msg: &[u8]) -> Result<()> {
-    // SAFETY: an all-zero sockaddr_nl is valid; pid 0 is the kernel.
-    let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-    sa.nl_family = libc::AF_NETLINK as u16;
-    retry(op, || {
-        // SAFETY: msg and sa are valid for the lengths given.
-        unsafe {
-            libc::sendto(
-                sock.as_raw_fd(),
-                msg.as_ptr().cast(),
-                msg.len(),
-                0,
-                (&sa as *const libc::sockaddr_nl).cast(),
-                std::mem::size_of::<libc::sockaddr_nl>() as u32,
-            )
-        }
-    })
-    .map(drop)
-}
-
-/// Receives one netlink datagram into `buf`'s spare capacity and sets its
-/// length to the datagram's; a receive timeout is `ETIMEDOUT`. The buffer
-/// is never zeroed first: the kernel writes what is read (zeroing two
-/// 64 KiB buffers was a third of `rverbs devices`' start-up).
-pub fn netlink_recv(sock: BorrowedFd<'_>, op: &'static str, buf: &mut Vec<u8>) -> Result<()> {
-    buf.clear();
-    let spare = buf.spare_capacity_mut();
-    let n = retry(op, || {
-        // SAFETY: spare is writable (uninitialised) memory of its length;
-        // recv writes at most that many bytes into it.
-        unsafe { libc::recv(sock.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len(), 0) }
-    })
-    .map_err(|e| match e.errno() {
-        Some(Errno(libc::EAGAIN)) => Error::kernel(op, Errno(libc::ETIMEDOUT)),
-        _ => e,
-    })?;
-    let n = n.min(buf.capacity());
-    // SAFETY: recv initialised the first n bytes (n is at most the spare
-    // capacity, clamped again above).
-    unsafe { buf.set_len(n) };
-    Ok(())
 }
 
 /// The system's page size.

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{rverbs_bin, show};
-use rverbs::{netlink, Context, Device, Driver, EventType};
+use rverbs::{link, Context, Device, Driver, EventType};
 use std::process::Command;
 
 fn run(args: &[&str]) -> std::process::Output {
@@ -35,19 +35,19 @@ fn link_show_matches_rdma_link_and_netdevs_matches_ibdev2netdev_layout() {
 
 #[test]
 fn add_open_and_delete_a_link_from_the_library() {
-    netlink::link_add("rxe1", "rxe", "veth1").expect("link add rxe1");
+    link::add("rxe1", "rxe", "veth1").expect("link add rxe1");
     let dev = Device::find(Some("rxe1")).expect("rxe1 is listed");
     assert_eq!(dev.driver(), Driver::Rxe, "driver id over netlink");
     let ctx = Context::open(&dev).unwrap();
     assert_eq!(ctx.query_port(1).unwrap().link_layer, 2);
     drop(ctx);
     // A second link on the same netdev is refused, with the errno.
-    let e = netlink::link_add("rxe1", "rxe", "veth1").unwrap_err();
+    let e = link::add("rxe1", "rxe", "veth1").unwrap_err();
     assert_eq!(e.errno().map(|e| e.0), Some(17), "EEXIST: {e}");
-    netlink::link_delete("rxe1").expect("link delete rxe1");
+    link::delete("rxe1").expect("link delete rxe1");
     assert!(Device::find(Some("rxe1")).is_err(), "rxe1 is gone");
     assert!(matches!(
-        netlink::link_delete("rxe1"),
+        link::delete("rxe1"),
         Err(rverbs::Error::NoDevice { .. })
     ));
 }
@@ -96,12 +96,12 @@ fn cli_errors_name_what_is_wrong() {
 
 #[test]
 fn deleting_a_device_in_use_names_its_users_or_waits_for_them() {
-    netlink::link_add("rxe2", "rxe", "veth1").expect("link add rxe2");
+    link::add("rxe2", "rxe", "veth1").expect("link add rxe2");
     let ctx = Context::open_by_name(Some("rxe2")).unwrap();
     let pd = ctx.alloc_pd().unwrap();
     // Without waiting: refused at once, naming this process.
     let start = std::time::Instant::now();
-    match netlink::link_delete("rxe2") {
+    match link::delete("rxe2") {
         Err(rverbs::Error::DeviceInUse { device, holders }) => {
             assert_eq!(device, "rxe2");
             let me = std::process::id();
@@ -113,7 +113,7 @@ fn deleting_a_device_in_use_names_its_users_or_waits_for_them() {
     assert!(Device::find(Some("rxe2")).is_ok(), "still there");
     // rxe cannot disassociate a user context, so the kernel's unregister
     // waits for every user to close the device: the waiting delete blocks.
-    let deleter = std::thread::spawn(|| netlink::link_delete_wait("rxe2"));
+    let deleter = std::thread::spawn(|| link::delete_wait("rxe2"));
     let event = ctx.wait_async_event(3_000).unwrap();
     let ev = if event {
         Some(ctx.get_async_event().unwrap())

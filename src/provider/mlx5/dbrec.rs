@@ -58,7 +58,7 @@ impl DbPool {
     pub(crate) fn alloc(self: &Arc<DbPool>) -> Result<DbRecord> {
         let mut p = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if p.free.is_empty() {
-            let page = crate::netlink::device_memory("mlx5 doorbell record page", self.page_size)?;
+            let page = Mapping::for_device("mlx5 doorbell record page", self.page_size)?;
             let base = page.as_ptr().as_ptr() as usize;
             // Handed out from the page's start.
             p.free

@@ -32,6 +32,7 @@ use super::{AhParts, CqParts, CqRing, DeviceInfo, QpInit, QpParts, RecvRing};
 use super::{Registration as AnyRegistration, SendRing, SrqParts, SrqShared};
 use crate::cmd::context::{self, Opened};
 use crate::cmd::cq::CqRequest;
+use crate::cmd::device::DeviceId;
 use crate::cmd::pd::PdHandle;
 use crate::cmd::qp::QpCaps;
 use crate::cmd::srq::SrqRequest;
@@ -68,16 +69,13 @@ pub(crate) struct Ctx {
 
 /// `GET_CONTEXT` with the mlx5 request (through `write()`, which carries
 /// driver udata on every kernel), then the UAR `mmap()`s.
-pub(crate) fn open(fd: OwnedFd) -> Result<(Arc<Dev>, Opened, super::Ctx)> {
-    let dev = Arc::new(Dev {
-        fd,
-        path: CommandPath::Write,
-        driver_id: RdmaDriverId::MLX5.0,
-    });
+pub(crate) fn open(id: &DeviceId, fd: OwnedFd) -> Result<(Arc<Dev>, Opened, super::Ctx)> {
+    let mut dev = Dev::new(fd, &id.name, RdmaDriverId::MLX5.0, CommandPath::Write);
     let page = sys::page_size();
     let req = setup::ucontext_request(page);
     let mut out = [0u8; std::mem::size_of::<m::Mlx5IbAllocUcontextResp>()];
-    let opened = context::get_context_write(&dev, req.as_bytes(), &mut out)?;
+    let opened = context::get_context(&mut dev, req.as_bytes(), &mut out)?;
+    let dev = Arc::new(dev);
     let resp = m::Mlx5IbAllocUcontextResp::read_from_bytes(&out)
         .map_err(|_| Error::bad_answer("GET_CONTEXT: mlx5 response of the wrong size"))?;
     let uar = setup::uar_layout(&req, &resp, page)
@@ -165,7 +163,7 @@ impl Ctx {
     ) -> Result<CqParts> {
         let l = setup::cq_layout(req.cqe, &self.limits(info)?, self.page_size)
             .map_err(|e| bad("CREATE_CQ", &e))?;
-        let buf = crate::netlink::device_memory("mlx5 CQ buffer", l.buf_len)?;
+        let buf = Mapping::for_device("mlx5 CQ buffer", l.buf_len)?;
         let db = self.db_pool.alloc()?;
         let uar = self.uar_ptr(self.uar.cq_doorbell_page(), 0)?;
         let cfg = provider_mlx5::CqConfig {
@@ -257,7 +255,7 @@ impl Ctx {
                 "CREATE_QP: max_send_wr 0 (a receive-only QP) is not supported on mlx5 by rverbs yet",
             ));
         }
-        let buf = crate::netlink::device_memory("mlx5 QP buffer", l.buf_len)?;
+        let buf = Mapping::for_device("mlx5 QP buffer", l.buf_len)?;
         let db = self.db_pool.alloc()?;
         let udata = setup::create_qp_udata(
             &l,
@@ -368,7 +366,7 @@ impl Ctx {
     ) -> Result<SrqParts> {
         let l = setup::srq_layout(req.max_wr, req.max_sge, &self.limits(info)?, self.page_size)
             .map_err(|e| bad("CREATE_SRQ", &e))?;
-        let buf = crate::netlink::device_memory("mlx5 SRQ buffer", l.buf_len)?;
+        let buf = Mapping::for_device("mlx5 SRQ buffer", l.buf_len)?;
         let db = self.db_pool.alloc()?;
         // SAFETY: a fresh mapping and a record slot of ours, kept by the
         // SRQ's control half until after DESTROY_SRQ.

@@ -2,7 +2,7 @@
 //! `ibdev2netdev`), over RDMA netlink: no iproute2 needed.
 
 use clap::Subcommand;
-use rverbs::netlink;
+use rverbs::link;
 use rverbs::{Error, Result};
 use std::process::ExitCode;
 
@@ -64,7 +64,7 @@ fn phys_state(s: u8) -> &'static str {
 pub fn link(cmd: Option<&LinkCmd>) -> Result<ExitCode> {
     match cmd {
         None | Some(LinkCmd::Show) => {
-            for l in netlink::links()? {
+            for l in link::links()? {
                 let mut s = format!(
                     "link {}/{} state {} physical_state {}",
                     l.dev,
@@ -89,11 +89,10 @@ pub fn link(cmd: Option<&LinkCmd>) -> Result<ExitCode> {
                     what: format!("link add {name}: no network interface named {netdev}"),
                 });
             }
-            netlink::link_add(name, link_type, netdev)
-                .map_err(|e| explain(e, name, link_type, netdev))?;
+            link::add(name, link_type, netdev).map_err(|e| explain(e, name, link_type, netdev))?;
         }
-        Some(LinkCmd::Delete { name, wait: false }) => netlink::link_delete(name)?,
-        Some(LinkCmd::Delete { name, wait: true }) => netlink::link_delete_wait(name)?,
+        Some(LinkCmd::Delete { name, wait: false }) => link::delete(name)?,
+        Some(LinkCmd::Delete { name, wait: true }) => link::delete_wait(name)?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -120,7 +119,7 @@ fn explain(e: Error, name: &str, link_type: &str, netdev: &str) -> Error {
 
 /// `rxe0 port 1 ==> veth0 (Up)`, as ibdev2netdev prints it.
 pub fn netdevs() -> Result<ExitCode> {
-    for l in netlink::links()? {
+    for l in link::links()? {
         let Some(n) = &l.netdev else { continue };
         let oper =
             std::fs::read_to_string(format!("/sys/class/net/{n}/operstate")).unwrap_or_default();
