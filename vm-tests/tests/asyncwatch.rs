@@ -4,9 +4,10 @@
 
 mod common;
 
+use common::asyncwatch::{assert_same_events, Watcher};
 use common::{env, rverbs_bin, show};
 use rverbs::Context;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn run(args: &[&str]) {
@@ -15,52 +16,6 @@ fn run(args: &[&str]) {
         .output()
         .expect("run");
     assert!(o.status.success(), "{args:?}: {}", show(&o));
-}
-
-/// A watcher writing to a file (read while it runs: it runs until
-/// killed); killed when dropped.
-struct Watcher {
-    child: Child,
-    out: String,
-}
-
-impl Watcher {
-    fn spawn(name: &str, cmd: &mut Command) -> Watcher {
-        let out = format!("/tmp/asyncwatch-{name}.out");
-        let f = std::fs::File::create(&out).unwrap();
-        let child = cmd.stdout(f).stderr(Stdio::null()).spawn().expect("spawn");
-        Watcher { child, out }
-    }
-
-    fn text(&self) -> String {
-        std::fs::read_to_string(&self.out).unwrap_or_default()
-    }
-
-    /// Waits (at most 20 s) until it printed its first line: the device
-    /// is open and its async fd is being read.
-    fn wait_ready(&self) {
-        let until = Instant::now() + Duration::from_secs(20);
-        while !self.text().contains("async event FD") {
-            assert!(Instant::now() < until, "{} never started", self.out);
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The event lines, in order.
-    fn events(&self) -> Vec<String> {
-        self.text()
-            .lines()
-            .filter(|l| l.starts_with("  event_type "))
-            .map(str::to_string)
-            .collect()
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[test]
@@ -100,13 +55,7 @@ fn the_same_events_as_ibv_asyncwatch() {
     for w in [&theirs, &ours] {
         assert!(w.text().starts_with(&first), "{}", w.text());
     }
-    // Each reads the events at its own pace: give the slower one time.
-    let until = Instant::now() + Duration::from_secs(10);
-    while theirs.events() != ours.events() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let (t, o) = (theirs.events(), ours.events());
-    assert_eq!(t, o, "ours:\n{}\ntheirs:\n{}", ours.text(), theirs.text());
+    let o = assert_same_events(&theirs, &ours);
     for want in [
         "  event_type IBV_EVENT_PORT_ERR (10), port 1",
         "  event_type IBV_EVENT_PORT_ACTIVE (9), port 1",

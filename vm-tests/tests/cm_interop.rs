@@ -4,8 +4,9 @@
 
 mod common;
 
+use common::cm::{assert_lines, CMATOSE_CLIENT, CMATOSE_SERVER, UDADDY_CLIENT, UDADDY_SERVER};
 use common::{env, retry_until_ok, rverbs_bin, show, wait_cm_listening, Background};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
@@ -18,21 +19,6 @@ fn tool(bin: &str, sub: &str) -> Command {
         c.arg(sub);
     }
     c
-}
-
-/// Both ends succeeded and printed `lines` (each whole, in any order
-/// between the two processes; each process's own lines in its order).
-fn check(who: &str, out: &Output, lines: &[&str]) {
-    assert!(out.status.success(), "{who}: {}", show(out));
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut at = text.lines();
-    for l in lines {
-        assert!(
-            at.any(|t| t == *l),
-            "{who} lacks {l:?} (in order): {}",
-            show(out)
-        );
-    }
 }
 
 fn cmatose_pair(server: &str, client: &str, extra: &[&str]) {
@@ -51,34 +37,8 @@ fn cmatose_pair(server: &str, client: &str, extra: &[&str]) {
     });
     let s = s.wait(Duration::from_secs(60));
     let ctx = format!("{server} serving {client} {extra:?}");
-    check(
-        &format!("server ({ctx})"),
-        &s,
-        &[
-            "cmatose: starting server",
-            "initiating data transfers",
-            "completing sends",
-            "receiving data transfers",
-            "data transfers complete",
-            "cmatose: disconnecting",
-            "disconnected",
-            "test complete",
-            "return status 0",
-        ],
-    );
-    check(
-        &format!("client ({ctx})"),
-        &c,
-        &[
-            "cmatose: starting client",
-            "cmatose: connecting",
-            "receiving data transfers",
-            "sending replies",
-            "data transfers complete",
-            "test complete",
-            "return status 0",
-        ],
-    );
+    assert_lines(&format!("server ({ctx})"), &s, CMATOSE_SERVER);
+    assert_lines(&format!("client ({ctx})"), &c, CMATOSE_CLIENT);
 }
 
 #[test]
@@ -121,31 +81,8 @@ fn udaddy_pair(server: &str, client: &str, extra: &[&str]) {
     });
     let s = s.wait(Duration::from_secs(60));
     let ctx = format!("{server} serving {client} {extra:?}");
-    check(
-        &format!("server ({ctx})"),
-        &s,
-        &[
-            "udaddy: starting server",
-            "receiving data transfers",
-            "sending replies",
-            "data transfers complete",
-            "test complete",
-            "return status 0",
-        ],
-    );
-    check(
-        &format!("client ({ctx})"),
-        &c,
-        &[
-            "udaddy: starting client",
-            "udaddy: connecting",
-            "initiating data transfers",
-            "receiving data transfers",
-            "data transfers complete",
-            "test complete",
-            "return status 0",
-        ],
-    );
+    assert_lines(&format!("server ({ctx})"), &s, UDADDY_SERVER);
+    assert_lines(&format!("client ({ctx})"), &c, UDADDY_CLIENT);
 }
 
 /// udaddy's port is fixed (7174): one test runs every pair in turn.

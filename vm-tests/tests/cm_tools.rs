@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::cm::assert_rping_client;
 use common::{env, retry_until_ok, rverbs_bin, show, Background};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -106,11 +107,11 @@ fn args(bin: &str, rest: &[&str]) -> Vec<String> {
 /// `-C 100 -V -v`: the client validates every ping; both print each.
 fn rping_pair(server: &str, client: &str, addr: &str, port: u16, size: usize) {
     let port = port.to_string();
-    let size = size.to_string();
+    let size_s = size.to_string();
     // The server prints its pings only for small sizes: 100 lines of 64 KiB
     // would fill the pipe nobody reads until it exits.
-    let verbose = size.len() <= 3;
-    let mut sargs = vec!["-s", "-a", addr, "-p", &port, "-S", &size];
+    let verbose = size_s.len() <= 3;
+    let mut sargs = vec!["-s", "-a", addr, "-p", &port, "-S", &size_s];
     if verbose {
         sargs.push("-v");
     }
@@ -120,28 +121,13 @@ fn rping_pair(server: &str, client: &str, addr: &str, port: u16, size: usize) {
         c.args(args(
             client,
             &[
-                "-c", "-a", addr, "-p", &port, "-S", &size, "-C", "100", "-V", "-v",
+                "-c", "-a", addr, "-p", &port, "-S", &size_s, "-C", "100", "-V", "-v",
             ],
         ));
         c
     });
     let what = format!("{client} client -> {server} server, {size} B over {addr}");
-    assert!(out.status.success(), "{what}: {}", show(&out));
-    let text = String::from_utf8_lossy(&out.stdout);
-    let pings: Vec<&str> = text
-        .lines()
-        .filter(|l| l.starts_with("ping data: "))
-        .collect();
-    assert_eq!(pings.len(), 100, "{what}: {text}");
-    assert!(
-        pings[0].starts_with("ping data: rdma-ping-0: ABCDEFG"),
-        "{what}"
-    );
-    assert!(pings[99].starts_with("ping data: rdma-ping-99: "), "{what}");
-    assert_eq!(
-        pings[0].len(),
-        "ping data: ".len() + size.parse::<usize>().unwrap() - 1
-    );
+    assert_rping_client(&what, &out, size);
     let s = srv.wait(Duration::from_secs(20));
     assert!(s.status.success(), "{what}: server: {}", show(&s));
     let stext = String::from_utf8_lossy(&s.stdout);

@@ -3,32 +3,12 @@
 
 mod common;
 
-use common::{env, retry_until_ok, rverbs_bin, show, Background};
+use common::{env, pingpong_args, retry_until_ok, rverbs_bin, show, Background};
 use std::process::Command;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
 static PORT: AtomicU16 = AtomicU16::new(18700);
-
-fn args(size: u32, events: bool, port: u16) -> Vec<String> {
-    let e = env();
-    let mut a = vec![
-        "-d".to_string(),
-        e.dev,
-        "-g".into(),
-        e.gid.to_string(),
-        "-n".into(),
-        "1000".into(),
-        "-s".into(),
-        size.to_string(),
-        "-p".into(),
-        port.to_string(),
-    ];
-    if events {
-        a.push("-e".into());
-    }
-    a
-}
 
 /// `ibv_rc_pingpong`, or `rverbs pingpong`.
 fn tool(bin: &str) -> Command {
@@ -42,7 +22,7 @@ fn tool(bin: &str) -> Command {
 /// Runs `server_bin` as the server and `client_bin` as the client.
 fn run(server_bin: &str, client_bin: &str, size: u32, events: bool) {
     let port = PORT.fetch_add(1, Ordering::Relaxed);
-    let a = args(size, events, port);
+    let a = pingpong_args(1000, size, port, events);
     let addr = env().addr;
     let server = Background::spawn(tool(server_bin).args(&a));
     let client = retry_until_ok(Duration::from_secs(20), || {
@@ -99,7 +79,7 @@ fn validated_buffers_both_ways() {
         ("ibv_rc_pingpong", rverbs_bin()),
     ] {
         let port = PORT.fetch_add(1, Ordering::Relaxed);
-        let mut a = args(8192, false, port);
+        let mut a = pingpong_args(1000, 8192, port, false);
         a.push("-c".into());
         let addr = env().addr;
         let s = Background::spawn(tool(server).args(&a));

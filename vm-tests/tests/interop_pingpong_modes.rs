@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{env, retry_until_ok, rverbs_bin, show, Background};
+use common::{env, pingpong_args, retry_until_ok, rverbs_bin, show, Background};
 use std::process::Command;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
@@ -35,32 +35,12 @@ fn tool(bin: &str, mode: &[&str]) -> Command {
     c
 }
 
-fn args(size: u32, events: bool, port: u16) -> Vec<String> {
-    let e = env();
-    let mut a = vec![
-        "-d".to_string(),
-        e.dev,
-        "-g".into(),
-        e.gid.to_string(),
-        "-n".into(),
-        ITERS.to_string(),
-        "-s".into(),
-        size.to_string(),
-        "-p".into(),
-        port.to_string(),
-        "-c".into(),
-    ];
-    if events {
-        a.push("-e".into());
-    }
-    a
-}
-
 /// Runs one pair and checks both ends: success, the iteration count, the
 /// byte count, the address lines (one per QP), no `invalid data`.
 fn run(server_bin: &str, client_bin: &str, mode: &[&str], size: u32, events: bool) {
     let port = PORT.fetch_add(1, Ordering::Relaxed);
-    let a = args(size, events, port);
+    let mut a = pingpong_args(ITERS, size, port, events);
+    a.push("-c".into());
     let addr = env().addr;
     let server = Background::spawn(tool(server_bin, mode).args(&a));
     let client = retry_until_ok(Duration::from_secs(20), || {

@@ -6,8 +6,8 @@
 
 mod common;
 
-use common::ibverbs_so::{lib_dir, ours, run, stdout, theirs};
-use common::{env, retry_until_ok, show, Background};
+use common::ibverbs_so::{assert_loads_ours, lib_dir, ours, run, stdout, theirs};
+use common::{env, pingpong_args, retry_until_ok, show, Background};
 use std::process::Command;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
@@ -15,23 +15,9 @@ use std::time::Duration;
 static PORT: AtomicU16 = AtomicU16::new(18900);
 
 /// The loader's own account (`LD_DEBUG=libs`) of which libibverbs it
-/// initialised: ours, under `lib_dir()`.
+/// initialised: ours, under `lib_dir()`; and ldd's.
 fn assert_ours_loaded(prog: &str, args: &[&str]) {
-    let mut c = ours(prog);
-    c.args(args).env("LD_DEBUG", "libs");
-    let out = run(c);
-    let err = String::from_utf8_lossy(&out.stderr);
-    let want = format!("calling init: {}/libibverbs.so.1", lib_dir().display());
-    assert!(
-        err.lines().any(|l| l.contains(&want)),
-        "{prog} did not initialise our library ({want}):\n{}",
-        show(&out)
-    );
-    assert!(
-        !err.contains("/usr/lib/x86_64-linux-gnu/libibverbs.so.1"),
-        "{prog} also loaded rdma-core's libibverbs:\n{}",
-        show(&out)
-    );
+    assert_loads_ours(prog, args);
     // ldd agrees.
     let mut l = Command::new("ldd");
     l.arg(which(prog)).env("LD_LIBRARY_PATH", lib_dir());
@@ -102,31 +88,11 @@ fn ibv_devinfo_prints_the_same() {
     assert_ours_loaded("ibv_devinfo", &["-d", &dev]);
 }
 
-fn pingpong_args(size: u32, events: bool, port: u16) -> Vec<String> {
-    let e = env();
-    let mut a = vec![
-        "-d".to_string(),
-        e.dev,
-        "-g".into(),
-        e.gid.to_string(),
-        "-n".into(),
-        "500".into(),
-        "-s".into(),
-        size.to_string(),
-        "-p".into(),
-        port.to_string(),
-    ];
-    if events {
-        a.push("-e".into());
-    }
-    a
-}
-
 /// `ibv_rc_pingpong` with the server over `server_ours ? ours : rdma-core`
 /// and the client over the other.
 fn pingpong(server_ours: bool, size: u32, events: bool) {
     let port = PORT.fetch_add(1, Ordering::Relaxed);
-    let a = pingpong_args(size, events, port);
+    let a = pingpong_args(500, size, port, events);
     let side = |is_ours: bool| {
         if is_ours {
             ours("ibv_rc_pingpong")

@@ -10,52 +10,18 @@
 
 mod common;
 
+use common::asyncwatch::{assert_same_events, Watcher};
+use common::cm::{
+    assert_lines, assert_rping_client, CMATOSE_CLIENT, CMATOSE_SERVER, UDADDY_CLIENT, UDADDY_SERVER,
+};
+use common::ibverbs_so::{assert_loads_ours, over};
 use common::{env, retry_until_ok, show, wait_cm_listening, Background};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU16, Ordering};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 static PORT: AtomicU16 = AtomicU16::new(19600);
-
-/// A directory holding our library as `libibverbs.so.1`, as in
-/// `libibverbs.rs`: panics, never skips, if it was not built.
-fn lib_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test executable's path");
-        let profile = exe
-            .parent()
-            .filter(|d| d.ends_with("deps"))
-            .and_then(Path::parent)
-            .expect("cargo's profile directory");
-        let so = profile.join("libibverbs.so");
-        assert!(
-            so.is_file(),
-            "{} is missing: build it with `cargo build -p rverbs-libibverbs` \
-             (`cargo xtask test` does)",
-            so.display()
-        );
-        let dir = std::env::temp_dir().join(format!("rverbs-libibverbs-cm-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("create the library directory");
-        let link = dir.join("libibverbs.so.1");
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&so, &link).expect("link libibverbs.so.1");
-        dir
-    })
-}
-
-/// `prog` over our library (`ours`) or rdma-core's.
-fn over(prog: &str, ours: bool) -> Command {
-    let mut c = Command::new(prog);
-    if ours {
-        c.env("LD_LIBRARY_PATH", lib_dir());
-    } else {
-        c.env_remove("LD_LIBRARY_PATH");
-    }
-    c
-}
 
 fn who(ours: bool) -> &'static str {
     if ours {
@@ -68,26 +34,10 @@ fn who(ours: bool) -> &'static str {
 /// The loader's account (`LD_DEBUG=libs`): `prog` over ours initialised
 /// our libibverbs, and rdma-core's librdmacm, not Debian's libibverbs.
 fn assert_ours_loaded(prog: &str, args: &[&str]) {
-    let out = over(prog, true)
-        .args(args)
-        .env("LD_DEBUG", "libs")
-        .output()
-        .expect("run");
-    let err = String::from_utf8_lossy(&out.stderr);
-    let want = format!("calling init: {}/libibverbs.so.1", lib_dir().display());
+    let out = assert_loads_ours(prog, args);
     assert!(
-        err.lines().any(|l| l.contains(&want)),
-        "{prog} did not load ours: {}",
-        show(&out)
-    );
-    assert!(
-        err.contains("librdmacm.so.1"),
+        String::from_utf8_lossy(&out.stderr).contains("librdmacm.so.1"),
         "{prog} did not load librdmacm: {}",
-        show(&out)
-    );
-    assert!(
-        !err.contains("/usr/lib/x86_64-linux-gnu/libibverbs.so.1"),
-        "{prog} also loaded rdma-core's libibverbs: {}",
         show(&out)
     );
 }
@@ -99,10 +49,10 @@ fn rping_pair(server_ours: bool, size: usize) {
     let port = PORT.fetch_add(1, Ordering::Relaxed).to_string();
     let size_s = size.to_string();
     let srv = Background::spawn(
-        over("rping", server_ours).args(["-s", "-a", &e.addr, "-p", &port, "-S", &size_s, "-v"]),
+        over(server_ours, "rping").args(["-s", "-a", &e.addr, "-p", &port, "-S", &size_s, "-v"]),
     );
     let out = retry_until_ok(Duration::from_secs(20), || {
-        let mut c = over("rping", !server_ours);
+        let mut c = over(!server_ours, "rping");
         c.args([
             "-c", "-a", &e.addr, "-p", &port, "-S", &size_s, "-C", "100", "-V", "-v",
         ]);
@@ -113,19 +63,7 @@ fn rping_pair(server_ours: bool, size: usize) {
         who(server_ours),
         who(!server_ours)
     );
-    assert!(out.status.success(), "{what}: {}", show(&out));
-    let text = String::from_utf8_lossy(&out.stdout);
-    let pings: Vec<&str> = text
-        .lines()
-        .filter(|l| l.starts_with("ping data: "))
-        .collect();
-    assert_eq!(pings.len(), 100, "{what}: {text}");
-    assert!(
-        pings[0].starts_with("ping data: rdma-ping-0: ABCDEFG"),
-        "{what}"
-    );
-    assert!(pings[99].starts_with("ping data: rdma-ping-99: "), "{what}");
-    assert_eq!(pings[0].len(), "ping data: ".len() + size - 1, "{what}");
+    assert_rping_client(&what, &out, size);
     let s = srv.wait(Duration::from_secs(30));
     assert!(s.status.success(), "{what}: server: {}", show(&s));
     let n = String::from_utf8_lossy(&s.stdout)
@@ -144,31 +82,17 @@ fn rping_over_ours_against_rdma_core_both_roles() {
     }
 }
 
-/// Both ends succeeded and printed `lines` in this order.
-fn check(whom: &str, out: &Output, lines: &[&str]) {
-    assert!(out.status.success(), "{whom}: {}", show(out));
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut at = text.lines();
-    for l in lines {
-        assert!(
-            at.any(|t| t == *l),
-            "{whom} lacks {l:?} (in order): {}",
-            show(out)
-        );
-    }
-}
-
 fn ucmatose_pair(server_ours: bool, extra: &[&str]) {
     let port = PORT.fetch_add(1, Ordering::Relaxed);
     let (addr, port_s) = (env().addr, port.to_string());
     let mut s = Background::spawn(
-        over("ucmatose", server_ours)
+        over(server_ours, "ucmatose")
             .args(["-b", &addr, "-p", &port_s])
             .args(extra),
     );
     wait_cm_listening(&mut s, "TCP", port);
     let c = retry_until_ok(Duration::from_secs(20), || {
-        let mut c = over("ucmatose", !server_ours);
+        let mut c = over(!server_ours, "ucmatose");
         c.args(["-s", &addr, "-p", &port_s]).args(extra);
         c
     });
@@ -178,34 +102,8 @@ fn ucmatose_pair(server_ours: bool, extra: &[&str]) {
         who(server_ours),
         who(!server_ours)
     );
-    check(
-        &format!("server ({ctx})"),
-        &s,
-        &[
-            "cmatose: starting server",
-            "initiating data transfers",
-            "completing sends",
-            "receiving data transfers",
-            "data transfers complete",
-            "cmatose: disconnecting",
-            "disconnected",
-            "test complete",
-            "return status 0",
-        ],
-    );
-    check(
-        &format!("client ({ctx})"),
-        &c,
-        &[
-            "cmatose: starting client",
-            "cmatose: connecting",
-            "receiving data transfers",
-            "sending replies",
-            "data transfers complete",
-            "test complete",
-            "return status 0",
-        ],
-    );
+    assert_lines(&format!("server ({ctx})"), &s, CMATOSE_SERVER);
+    assert_lines(&format!("client ({ctx})"), &c, CMATOSE_CLIENT);
 }
 
 #[test]
@@ -216,57 +114,6 @@ fn ucmatose_over_ours_against_rdma_core_both_roles() {
     ucmatose_pair(false, &many);
 }
 
-/// `ibv_asyncwatch` writing to a file (it runs until killed).
-struct Watcher {
-    child: Child,
-    out: PathBuf,
-}
-
-impl Watcher {
-    fn spawn(ours: bool) -> Watcher {
-        let out = std::env::temp_dir().join(format!("ibv-asyncwatch-{}.out", who(ours)));
-        let f = std::fs::File::create(&out).expect("create the output file");
-        let child = over("ibv_asyncwatch", ours)
-            .args(["-d", &env().dev])
-            .stdout(f)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn ibv_asyncwatch");
-        Watcher { child, out }
-    }
-
-    fn text(&self) -> String {
-        std::fs::read_to_string(&self.out).unwrap_or_default()
-    }
-
-    fn wait_ready(&self) {
-        let until = Instant::now() + Duration::from_secs(20);
-        while !self.text().contains("async event FD") {
-            assert!(
-                Instant::now() < until,
-                "{} never started",
-                self.out.display()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn events(&self) -> Vec<String> {
-        self.text()
-            .lines()
-            .filter(|l| l.starts_with("  event_type "))
-            .map(str::to_string)
-            .collect()
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn ip(args: &[&str]) {
     let o = Command::new("ip").args(args).output().expect("ip");
     assert!(o.status.success(), "ip {args:?}: {}", show(&o));
@@ -274,8 +121,12 @@ fn ip(args: &[&str]) {
 
 #[test]
 fn ibv_asyncwatch_over_ours_sees_the_port_events() {
-    let theirs = Watcher::spawn(false);
-    let ours = Watcher::spawn(true);
+    let watcher = |ours: bool| {
+        let name = format!("ibv-{}", who(ours));
+        Watcher::spawn(&name, over(ours, "ibv_asyncwatch").args(["-d", &env().dev]))
+    };
+    let theirs = watcher(false);
+    let ours = watcher(true);
     theirs.wait_ready();
     ours.wait_ready();
     ip(&["link", "set", "veth0", "down"]);
@@ -292,12 +143,7 @@ fn ibv_asyncwatch_over_ours_sees_the_port_events() {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_millis(500));
-    let until = Instant::now() + Duration::from_secs(10);
-    while theirs.events() != ours.events() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let (t, o) = (theirs.events(), ours.events());
-    assert_eq!(o, t, "ours:\n{}\ntheirs:\n{}", ours.text(), theirs.text());
+    let o = assert_same_events(&theirs, &ours);
     for want in [
         "  event_type IBV_EVENT_PORT_ERR (10), port 1",
         "  event_type IBV_EVENT_PORT_ACTIVE (9), port 1",
@@ -312,7 +158,7 @@ fn ibv_asyncwatch_over_ours_sees_the_port_events() {
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no fd in {first:?}"));
-    let link = std::fs::read_link(format!("/proc/{}/fd/{fd}", ours.child.id()))
+    let link = std::fs::read_link(format!("/proc/{}/fd/{fd}", ours.pid()))
         .expect("the async fd is open in the process");
     assert!(
         link.to_string_lossy().contains("[infinibandevent]"),
@@ -446,7 +292,7 @@ fn qp_async_events_through_verbs_h_the_same_over_both() {
     let exe = compile("async", ASYNC_C);
     let e = env();
     let run = |ours: bool| {
-        let mut c = over(exe.to_str().expect("utf-8 path"), ours);
+        let mut c = over(ours, exe.to_str().expect("utf-8 path"));
         c.args([e.dev.as_str(), &e.gid.to_string()]);
         let o = c.output().expect("run the async program");
         assert!(o.status.success(), "over {}: {}", who(ours), show(&o));
@@ -528,7 +374,7 @@ fn perftest_pair(tool: &str, server_ours: bool, extra: &[&str]) -> (Output, Outp
     let rdma_cm = extra.contains(&"-R");
     let cmd = |ours: bool| {
         // perftest waits for its peer without limit.
-        let mut c = over("timeout", ours);
+        let mut c = over(ours, "timeout");
         c.args(["90", tool]).args(&args);
         c
     };
@@ -849,7 +695,7 @@ fn ibv_wr_api_and_cq_ex_the_same_over_both() {
     let exe = compile("wr", WR_C);
     let e = env();
     let run = |ours: bool, full: bool| {
-        let mut c = over(exe.to_str().expect("utf-8 path"), ours);
+        let mut c = over(ours, exe.to_str().expect("utf-8 path"));
         c.args([e.dev.as_str(), &e.gid.to_string()]);
         if full {
             c.arg("full");
@@ -877,10 +723,10 @@ fn ibv_wr_api_and_cq_ex_the_same_over_both() {
 fn udaddy_pair(server_ours: bool) {
     let addr = env().addr;
     let extra = ["-c", "2", "-C", "10", "-S", "500"];
-    let mut s = Background::spawn(over("udaddy", server_ours).args(["-b", &addr]).args(extra));
+    let mut s = Background::spawn(over(server_ours, "udaddy").args(["-b", &addr]).args(extra));
     wait_cm_listening(&mut s, "UDP", 7174);
     let c = retry_until_ok(Duration::from_secs(20), || {
-        let mut c = over("udaddy", !server_ours);
+        let mut c = over(!server_ours, "udaddy");
         c.args(["-s", &addr]).args(extra);
         c
     });
@@ -890,31 +736,8 @@ fn udaddy_pair(server_ours: bool) {
         who(server_ours),
         who(!server_ours)
     );
-    check(
-        &format!("server ({ctx})"),
-        &s,
-        &[
-            "udaddy: starting server",
-            "receiving data transfers",
-            "sending replies",
-            "data transfers complete",
-            "test complete",
-            "return status 0",
-        ],
-    );
-    check(
-        &format!("client ({ctx})"),
-        &c,
-        &[
-            "udaddy: starting client",
-            "udaddy: connecting",
-            "initiating data transfers",
-            "receiving data transfers",
-            "data transfers complete",
-            "test complete",
-            "return status 0",
-        ],
-    );
+    assert_lines(&format!("server ({ctx})"), &s, UDADDY_SERVER);
+    assert_lines(&format!("client ({ctx})"), &c, UDADDY_CLIENT);
 }
 
 #[test]

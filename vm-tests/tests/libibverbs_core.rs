@@ -15,7 +15,7 @@
 mod common;
 
 use common::ibverbs_so::{lib_dir, ours, over, run, stdout, theirs};
-use common::{env, retry_until_ok, show, Background};
+use common::{env, pingpong_args, retry_until_ok, show, Background};
 use std::process::Command;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
@@ -27,23 +27,9 @@ static PORT: AtomicU16 = AtomicU16::new(19300);
 fn pingpong(prog: &str, server_ours: bool, size: u32, events: bool) {
     let e = env();
     let port = PORT.fetch_add(1, Ordering::Relaxed);
-    let iters = 200u64;
-    let mut a = vec![
-        "-d".to_string(),
-        e.dev.clone(),
-        "-g".into(),
-        e.gid.to_string(),
-        "-n".into(),
-        iters.to_string(),
-        "-s".into(),
-        size.to_string(),
-        "-p".into(),
-        port.to_string(),
-        "-c".into(),
-    ];
-    if events {
-        a.push("-e".into());
-    }
+    let iters = 200;
+    let mut a = pingpong_args(iters, size, port, events);
+    a.push("-c".into());
     let server = Background::spawn(over(server_ours, prog).args(&a));
     let client = retry_until_ok(Duration::from_secs(20), || {
         let mut c = over(!server_ours, prog);
@@ -64,7 +50,10 @@ fn pingpong(prog: &str, server_ours: bool, size: u32, events: bool) {
             show(out)
         );
         assert!(
-            text.contains(&format!("{} bytes in", u64::from(size) * iters * 2)),
+            text.contains(&format!(
+                "{} bytes in",
+                u64::from(size) * u64::from(iters) * 2
+            )),
             "{who} ({what}): {}",
             show(out)
         );

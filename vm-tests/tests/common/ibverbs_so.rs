@@ -13,13 +13,7 @@ use std::sync::OnceLock;
 pub fn lib_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test executable's path");
-        let profile = exe
-            .parent()
-            .filter(|d| d.ends_with("deps"))
-            .and_then(Path::parent)
-            .expect("cargo's profile directory");
-        let so = profile.join("libibverbs.so");
+        let so = super::profile_dir().join("libibverbs.so");
         assert!(
             so.is_file(),
             "{} is missing: build it with `cargo build -p rverbs-libibverbs` \
@@ -62,6 +56,29 @@ pub fn over(is_ours: bool, prog: &str) -> Command {
 pub fn run(mut c: Command) -> Output {
     c.output()
         .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", c.get_program()))
+}
+
+/// Runs `prog args` over our library with the loader's account of what it
+/// initialised (`LD_DEBUG=libs`, on stderr), and asserts that it was ours,
+/// under [`lib_dir`], and not rdma-core's libibverbs as well. Returns the
+/// run, for what else the caller checks in the account.
+pub fn assert_loads_ours(prog: &str, args: &[&str]) -> Output {
+    let mut c = ours(prog);
+    c.args(args).env("LD_DEBUG", "libs");
+    let out = run(c);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = format!("calling init: {}/libibverbs.so.1", lib_dir().display());
+    assert!(
+        err.lines().any(|l| l.contains(&want)),
+        "{prog} did not initialise our library ({want}):\n{}",
+        super::show(&out)
+    );
+    assert!(
+        !err.contains("/usr/lib/x86_64-linux-gnu/libibverbs.so.1"),
+        "{prog} also loaded rdma-core's libibverbs:\n{}",
+        super::show(&out)
+    );
+    out
 }
 
 pub fn stdout(out: &Output) -> String {

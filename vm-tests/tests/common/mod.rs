@@ -3,11 +3,12 @@
 //! fail (never skip), naming what is missing.
 #![allow(dead_code)]
 
+pub mod asyncwatch;
 pub mod cm;
 pub mod ibverbs_so;
 pub mod rc;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -47,22 +48,30 @@ pub fn open() -> (rverbs::Context, u32) {
     (ctx, e.gid)
 }
 
-/// The `rverbs` tool the tests run: `rverbs` in the profile directory
-/// (`target/debug/`) whose `deps/` holds this test executable, which is where
-/// `cargo build -p rverbs-tool` puts it; `cargo xtask test` builds it before
-/// the tests. (Cargo's `CARGO_BIN_EXE_rverbs` names only binaries of the
-/// test's own package, and the tool is a package of its own.) Panics if it
-/// is missing, naming the path.
+/// Cargo's profile directory (`target/debug/`), whose `deps/` holds this
+/// test executable, and where `cargo xtask test` builds what the tests
+/// run. Panics if the test is not in a `deps/` directory.
+pub fn profile_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test executable's path");
+        exe.parent()
+            .filter(|d| d.ends_with("deps"))
+            .and_then(Path::parent)
+            .unwrap_or_else(|| panic!("{} is not in cargo's deps/ directory", exe.display()))
+            .to_path_buf()
+    })
+}
+
+/// The `rverbs` tool the tests run: `rverbs` in the [`profile_dir`],
+/// which is where `cargo build -p rverbs-tool` puts it; `cargo xtask test`
+/// builds it before the tests. (Cargo's `CARGO_BIN_EXE_rverbs` names only
+/// binaries of the test's own package, and the tool is a package of its
+/// own.) Panics if it is missing, naming the path.
 pub fn rverbs_bin() -> &'static str {
     static BIN: OnceLock<String> = OnceLock::new();
     BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test executable's path");
-        let profile = exe
-            .parent()
-            .filter(|d| d.ends_with("deps"))
-            .and_then(Path::parent)
-            .unwrap_or_else(|| panic!("{} is not in cargo's deps/ directory", exe.display()));
-        let bin = profile.join("rverbs");
+        let bin = profile_dir().join("rverbs");
         assert!(
             bin.is_file(),
             "{} is missing: build it with `cargo build -p rverbs-tool` (`cargo xtask test` does)",
@@ -75,22 +84,39 @@ pub fn rverbs_bin() -> &'static str {
 }
 
 /// The path of the root crate's example `name` (built by `cargo xtask
-/// test` before the VM tests), in the profile directory above this test's
-/// `deps/`.
+/// test` before the VM tests), in the [`profile_dir`].
 pub fn example_bin(name: &str) -> String {
-    let exe = std::env::current_exe().expect("the test executable's path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("cargo's profile directory")
-        .join("examples")
-        .join(name);
+    let dir = profile_dir().join("examples").join(name);
     assert!(
         dir.is_file(),
         "{} is missing: build it with `cargo build -p rverbs --examples` (`cargo xtask test` does)",
         dir.display()
     );
     dir.into_os_string().into_string().expect("UTF-8 path")
+}
+
+/// The arguments of an `ibv_*_pingpong` run (rdma-core's, or `rverbs
+/// pingpong`) on the test device and GID: `iters` round trips of `size`
+/// bytes, exchanging addresses on TCP port `port`, waiting on completion
+/// events (`-e`) if `events`.
+pub fn pingpong_args(iters: u32, size: u32, port: u16, events: bool) -> Vec<String> {
+    let e = env();
+    let mut a = vec![
+        "-d".to_string(),
+        e.dev,
+        "-g".into(),
+        e.gid.to_string(),
+        "-n".into(),
+        iters.to_string(),
+        "-s".into(),
+        size.to_string(),
+        "-p".into(),
+        port.to_string(),
+    ];
+    if events {
+        a.push("-e".into());
+    }
+    a
 }
 
 /// Kills a background process if the test panics before waiting for it.
