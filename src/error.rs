@@ -1,5 +1,6 @@
 //! Errors of the safe API: every failure names what failed.
 
+use crate::mr::Access;
 use std::fmt;
 
 pub use rverbs_types::PostError;
@@ -17,23 +18,24 @@ pub enum Error {
         errno: Errno,
     },
     /// A kernel call failed for want of something the process is limited
-    /// in (locked memory for REG_MR): which call, the errno, and the limit.
+    /// in (locked memory for REG_MR, reserved huge pages): which call, the
+    /// errno, and the limit.
     ResourceLimit {
         /// The command.
         op: &'static str,
         /// The errno the kernel returned.
         errno: Errno,
-        /// What the limit is and how to raise it.
-        what: String,
+        /// Which limit, with the figures (its `Display` says how to raise
+        /// it).
+        limit: Limit,
     },
-    /// The device (or the kernel) lacks what was asked for: which device,
-    /// and what, in words (an MR access flag the device does not offer, a
-    /// mapping the kernel will not pin).
+    /// The device (or its driver) lacks what was asked for: which device,
+    /// and what.
     Unsupported {
-        /// The device, when one is concerned.
+        /// The device.
         device: String,
-        /// What is missing.
-        what: String,
+        /// What it lacks.
+        feature: Feature,
     },
     /// An argument was rejected before anything reached the kernel.
     InvalidArgument {
@@ -107,6 +109,100 @@ pub enum Error {
     },
 }
 
+/// A process limit a kernel call ran into ([`Error::ResourceLimit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Limit {
+    /// Registering `len` bytes pins them, beyond `RLIMIT_MEMLOCK`
+    /// (`limit` bytes).
+    Memlock {
+        /// The bytes asked for.
+        len: usize,
+        /// `RLIMIT_MEMLOCK`'s soft value.
+        limit: u64,
+    },
+    /// `len` bytes of huge pages need `pages` free 2 MiB pages of the
+    /// kernel's reserved pool; `free` were (if known).
+    HugePages {
+        /// The bytes asked for (a whole number of pages).
+        len: usize,
+        /// The pages they need.
+        pages: usize,
+        /// The pages free, from `/proc/meminfo`.
+        free: Option<u64>,
+    },
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Limit::Memlock { len, limit } => write!(
+                f,
+                "registering {len} bytes pins them, and RLIMIT_MEMLOCK is {limit} bytes (raise it \
+                 with ulimit -l, or run with CAP_IPC_LOCK)"
+            ),
+            Limit::HugePages { len, pages, free } => {
+                write!(f, "{len} bytes need {pages} free 2 MiB huge pages and ")?;
+                match free {
+                    Some(n) => write!(f, "{n} are free")?,
+                    None => write!(f, "the number free is unknown")?,
+                }
+                write!(
+                    f,
+                    "; reserve them with `sysctl vm.nr_hugepages=N` (or hugepages=N on the \
+                     kernel command line)"
+                )
+            }
+        }
+    }
+}
+
+/// What a device lacks ([`Error::Unsupported`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Feature {
+    /// MR access flags that need a capability the device does not report
+    /// (refused before the kernel is asked).
+    MrAccess {
+        /// The flags.
+        access: Access,
+        /// The capability, in words.
+        needs: &'static str,
+    },
+    /// MR access flags the driver refused at `REG_MR` (rxe: `ZERO_BASED`,
+    /// `HUGETLB`; `FLUSH_PERSISTENT` over memory that is not persistent).
+    MrAccessRefused {
+        /// The flags.
+        access: Access,
+        /// The driver's errno.
+        errno: Errno,
+        /// Why, in words.
+        why: &'static str,
+    },
+    /// MR prefetch (`ibv_advise_mr`; rxe has it with on-demand paging, from
+    /// Linux 6.14): the kernel answered `errno`.
+    AdviseMr {
+        /// The kernel's errno.
+        errno: Errno,
+    },
+}
+
+impl fmt::Display for Feature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Feature::MrAccess { access, needs } => write!(f, "MR access {access:?}: {needs}"),
+            Feature::MrAccessRefused { access, errno, why } => {
+                write!(f, "MR access {access:?}: REG_MR failed with {errno}: {why}")
+            }
+            Feature::AdviseMr { errno } => write!(
+                f,
+                "ADVISE_MR failed with {errno}: the device offers no MR prefetch (ibv_advise_mr; \
+                 rxe has it with on-demand paging, Linux 6.14 on)"
+            ),
+        }
+    }
+}
+
 impl Error {
     pub(crate) fn kernel(op: &'static str, errno: Errno) -> Error {
         Error::Kernel { op, errno }
@@ -124,6 +220,10 @@ impl Error {
     pub fn errno(&self) -> Option<Errno> {
         match self {
             Error::Kernel { errno, .. } | Error::ResourceLimit { errno, .. } => Some(*errno),
+            Error::Unsupported {
+                feature: Feature::MrAccessRefused { errno, .. } | Feature::AdviseMr { errno },
+                ..
+            } => Some(*errno),
             Error::Io { source, .. } => source.raw_os_error().map(Errno),
             Error::Cm(e) => e.errno(),
             _ => None,
@@ -135,12 +235,13 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Kernel { op, errno } => write!(f, "{op} failed: {errno}"),
-            Error::ResourceLimit { op, errno, what } => write!(f, "{op} failed: {errno}: {what}"),
-            Error::InvalidArgument { what } => write!(f, "invalid argument: {what}"),
-            Error::Unsupported { device, what } if device.is_empty() => {
-                write!(f, "not supported: {what}")
+            Error::ResourceLimit { op, errno, limit } => {
+                write!(f, "{op} failed: {errno}: {limit}")
             }
-            Error::Unsupported { device, what } => write!(f, "{device}: not supported: {what}"),
+            Error::InvalidArgument { what } => write!(f, "invalid argument: {what}"),
+            Error::Unsupported { device, feature } => {
+                write!(f, "{device}: not supported: {feature}")
+            }
             Error::NoDevice { name: Some(n) } => write!(f, "no RDMA device named {n}"),
             Error::NoDevice { name: None } => write!(f, "no RDMA device found"),
             Error::UnsupportedDriver { device, driver } => {

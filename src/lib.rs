@@ -200,7 +200,7 @@ pub use ah::{Ah, GRH_LEN};
 pub use context::{CommandPath, Context};
 pub use cq::{CompChannel, Cq, CqEntry};
 pub use device::{format_guid, Device, Driver, NodeType};
-pub use error::{Errno, Error, PostError, Result};
+pub use error::{Errno, Error, Feature, Limit, PostError, Result};
 pub use event::{AsyncEvent, EventType};
 pub use features::Features;
 #[cfg(feature = "memmap2")]

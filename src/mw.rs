@@ -121,6 +121,21 @@ impl Mw {
         self.mw_type
     }
 
+    /// Deallocates the window now (`DEALLOC_MW`) and lets go of the MRs it
+    /// kept. If the kernel refuses, the window is handed back with the
+    /// error, still allocated, to try again (as `ibv_dealloc_mw` leaves a C
+    /// program its window); dropping it tries once more, and leaks the
+    /// MRs if the kernel still refuses.
+    // The window travels back by value on the (cold) refusal: that is what
+    // lets the caller try again.
+    #[allow(clippy::result_large_err)]
+    pub fn dealloc(mut self) -> std::result::Result<(), (Mw, Error)> {
+        match self.handle.try_close() {
+            Ok(()) => Ok(()),
+            Err(e) => Err((self, e)),
+        }
+    }
+
     /// Keeps `mr` until after DEALLOC_MW (once per MR).
     fn keep<B: MrMemory>(&mut self, mr: &Mr<B>) {
         let addr = Arc::as_ptr(&mr.inner) as usize;

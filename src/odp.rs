@@ -7,7 +7,7 @@
 //! a range in ahead of use, so the first access does not pay for it.
 
 use crate::cmd;
-use crate::error::{Error, Result};
+use crate::error::{Errno, Error, Feature, Result};
 use crate::pd::Pd;
 use crate::wr::Slice;
 use uverbs_abi::ioctl::{IbUverbsAdviseMrAdvice, IbUverbsAdviseMrFlag};
@@ -66,10 +66,9 @@ impl Pd {
         match cmd::mr::advise(dev, self.inner.handle.raw(), advice.raw(), flags, &sges) {
             Err(e) if cmd::ioctl_unsupported(&e) => Err(Error::Unsupported {
                 device: self.inner.ctx.device.name().to_string(),
-                what: format!(
-                    "{e}: the device offers no MR prefetch (ibv_advise_mr; rxe has it with \
-                     on-demand paging, Linux 6.14 on)"
-                ),
+                feature: Feature::AdviseMr {
+                    errno: e.errno().unwrap_or(Errno::EOPNOTSUPP),
+                },
             }),
             r => r,
         }

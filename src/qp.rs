@@ -377,6 +377,20 @@ impl Qp {
         r
     }
 
+    /// Posts `wrs` only if all of them can be: every request valid and
+    /// room for all of them in the send queue; otherwise nothing is posted
+    /// and the error names the first request that is invalid or does not
+    /// fit. What a batch API needs (`ibv_wr_complete`: rdma-core's
+    /// providers roll the whole batch back), and what a program that must
+    /// not reuse a buffer the device may still read should use.
+    pub fn post_send_all(&mut self, wrs: &[SendWr<'_>]) -> Result<()> {
+        if !self.inner.can_send() {
+            return Err(self.not_ready());
+        }
+        self.send.check_all(wrs)?;
+        self.post_send(wrs)
+    }
+
     #[cold]
     fn not_ready(&self) -> Error {
         Error::InvalidWorkRequest {

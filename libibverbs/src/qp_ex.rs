@@ -12,8 +12,8 @@
 //! `wr_start` opens a batch, each `wr_<op>` adds a request with the QP's
 //! `wr_id`/`wr_flags` at that moment, `wr_set_*` give the last one its
 //! payload, and `wr_complete` posts the batch through rverbs'
-//! `Qp::post_send` (the provider's own ring code) or reports the first
-//! error; `wr_abort` drops it. Memory named by SGEs must stay valid until
+//! `Qp::post_send_all` (the provider's own ring code, all or nothing) or
+//! reports the first error; `wr_abort` drops it. Memory named by SGEs must stay valid until
 //! completion, as with `ibv_post_send`; inline data is copied when set,
 //! as the API allows the caller to reuse it at once.
 //!
@@ -26,11 +26,10 @@
 //! it in rdma-core: `ENOSPC` from rxe's, `ENOMEM` from mlx5's.
 //!
 //! A batch that fits the storage but not the room left in the send queue
-//! (sends still outstanding) is where rdma-core's providers post nothing
-//! and this library cannot yet: rverbs' `Qp::post_send` posts the requests
-//! that fit and refuses the rest, and offers no way to ask for the room
-//! first. `wr_complete` then returns the provider's errno with some of the
-//! batch posted (see `post_batch`).
+//! (sends still outstanding), or holds an invalid request, posts nothing
+//! either, as rdma-core's providers roll the batch back:
+//! `Qp::post_send_all` checks every request and the room before it writes
+//! the first.
 
 use crate::abi::{IbvContext, IbvQp, IbvQpCap, IbvQpInitAttr, IbvSge};
 use crate::guard;
@@ -752,9 +751,9 @@ fn post_batch(batch: &mut Batch, qp: &Mutex<rverbs::Qp>) -> c_int {
         return libc::EINVAL;
     }
     batch.translate();
-    // Not all or nothing: a batch that does not fit the room left has its
-    // first requests posted (see the module docs).
-    let rc = match lock(qp).post_send(&batch.wrs) {
+    // All or nothing, as rdma-core's providers roll a batch back: a batch
+    // with an invalid request, or longer than the room left, posts none.
+    let rc = match lock(qp).post_send_all(&batch.wrs) {
         Ok(()) => 0,
         Err(rverbs::Error::QueueFull { .. }) => batch.full,
         Err(e) => errno_of(&e),

@@ -224,8 +224,8 @@ fn deregister(state: &mut MrState) -> Result<(), c_int> {
             *state = MrState::Registered(mr);
             Err(libc::EINVAL)
         }
-        Err(D::Kernel(e)) => {
-            *state = MrState::Refused(errno_of(&e));
+        Err(D::Kernel(mr, e)) => {
+            *state = MrState::Registered(mr);
             Err(errno_of(&e))
         }
     }
@@ -233,11 +233,8 @@ fn deregister(state: &mut MrState) -> Result<(), c_int> {
 
 /// `ibv_dereg_mr`: 0 once the kernel has deregistered the MR; else its
 /// errno, and the MR stays (rxe refuses with `EINVAL` while a window is
-/// bound to it: the program must not free the memory then). A refused MR
-/// answers the same errno again, even once the window is gone: rverbs'
-/// `Mr::deregister` drops the MR with the kernel's refusal, so it cannot
-/// be asked again (rdma-core would succeed then); the memory stays
-/// registered until the context is closed.
+/// bound to it: the program must not free the memory then). A later call,
+/// once the window is gone, deregisters it, as with rdma-core.
 unsafe extern "C" fn dereg_mr(m: *mut IbvMr) -> c_int {
     guard::errno(|| {
         // SAFETY: an MR of ours (C contract); `c` is the first field.

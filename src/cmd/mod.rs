@@ -241,11 +241,18 @@ impl<K: Kind> Handle<K> {
         self.keep.push(Box::new(mem));
     }
 
-    /// Destroys the object now and says whether the kernel agreed: on
-    /// success what it kept is freed; on failure it is leaked (the kernel
-    /// still has the object). Either way nothing is left to do on drop.
-    pub(crate) fn close(mut self) -> Result<()> {
-        self.destroy_now()
+    /// Destroys the object now if the kernel agrees; if it refuses (an MR
+    /// a window is bound to, a PD still in use), the handle stays live and
+    /// keeps its memory, so that a later try, or the drop, destroys it —
+    /// what rdma-core's `ibv_dereg_mr` and `ibv_dealloc_*` leave a program.
+    pub(crate) fn try_close(&mut self) -> Result<()> {
+        if !self.live {
+            return Ok(());
+        }
+        K::destroy(&self.dev, self.handle)?;
+        self.live = false;
+        self.keep.clear();
+        Ok(())
     }
 
     fn destroy_now(&mut self) -> Result<()> {

@@ -57,7 +57,7 @@
 //! child lives.
 
 use crate::cmd::{self, mr::MrHandle};
-use crate::error::{Error, Result};
+use crate::error::{Error, Feature, Limit, Result};
 use crate::pd::{Pd, PdInner};
 use bitflags::bitflags;
 use std::ptr::NonNull;
@@ -163,31 +163,32 @@ impl<B: MrMemory> MrInner<B> {
         &self._pd
     }
 
-    /// Deregisters now; the buffer back if the kernel agreed, or None
-    /// (leaked: the device may still reach it).
+    /// Deregisters now; the buffer back if the kernel agreed (`None` if
+    /// it was already), or the kernel's error with the MR still
+    /// registered and its buffer still held, so that it can be tried
+    /// again.
     fn deregister(&mut self) -> Result<Option<B::Back>> {
-        let Some(handle) = self.handle.take() else {
+        let Some(handle) = self.handle.as_mut() else {
             return Ok(None);
         };
-        match handle.close() {
-            Ok(()) => Ok(self.raw.take().map(|raw| {
-                // SAFETY: `raw` was taken from B for ptr..ptr + len in
-                // register_at(), and DEREG_MR has just succeeded: the
-                // device cannot reach it.
-                unsafe { B::give_back(raw, self.ptr, self.len) }
-            })),
-            Err(e) => {
-                std::mem::forget(self.raw.take());
-                Err(e)
-            }
-        }
+        handle.try_close()?;
+        self.handle = None;
+        Ok(self.raw.take().map(|raw| {
+            // SAFETY: `raw` was taken from B for ptr..ptr + len in
+            // register_at(), and DEREG_MR has just succeeded: the device
+            // cannot reach it.
+            unsafe { B::give_back(raw, self.ptr, self.len) }
+        }))
     }
 }
 
 impl<B: MrMemory> Drop for MrInner<B> {
     fn drop(&mut self) {
-        // Dropping the buffer frees it; a failed DEREG_MR leaks it.
-        let _ = self.deregister();
+        // Dropping the buffer frees it; a failed DEREG_MR leaks it (the
+        // handle's drop tries once more and leaks what it keeps).
+        if self.deregister().is_err() {
+            std::mem::forget(self.raw.take());
+        }
     }
 }
 
@@ -212,9 +213,12 @@ pub enum DeregisterError<B: MrMemory> {
     /// MR it was bound to until `DEALLOC_MW`): nothing was done; here it
     /// is, with the windows' indices (their rkeys shifted right by 8).
     Windows(Mr<B>, Vec<u32>),
-    /// The kernel refused `DEREG_MR`: the buffer is leaked, since the
-    /// device may still reach it.
-    Kernel(Error),
+    /// The kernel refused `DEREG_MR` (rxe: a window is bound to the MR):
+    /// the MR is still registered, and here it is, to try again once the
+    /// cause is gone (as `ibv_dereg_mr` leaves a C program its MR). If it
+    /// is dropped while the kernel still refuses, its buffer is leaked,
+    /// since the device may still reach it.
+    Kernel(Mr<B>, Error),
 }
 
 impl<B: MrMemory> std::fmt::Display for DeregisterError<B> {
@@ -224,7 +228,7 @@ impl<B: MrMemory> std::fmt::Display for DeregisterError<B> {
                 write!(f, "DEREG_MR not attempted: other clones of the MR exist")
             }
             DeregisterError::Windows(_, w) => write!(f, "{}", windows_text(w)),
-            DeregisterError::Kernel(e) => write!(f, "{e} (the buffer is leaked)"),
+            DeregisterError::Kernel(_, e) => write!(f, "{e} (the MR is still registered)"),
         }
     }
 }
@@ -250,7 +254,7 @@ impl<B: MrMemory> From<DeregisterError<B>> for Error {
                 Error::invalid("deregister: other clones of the MR still exist")
             }
             DeregisterError::Windows(_, w) => Error::invalid(windows_text(&w)),
-            DeregisterError::Kernel(e) => e,
+            DeregisterError::Kernel(_, e) => e,
         }
     }
 }
@@ -279,16 +283,11 @@ impl Pd {
                 Some(errno) if errno.0 == libc::ENOMEM => Error::ResourceLimit {
                     op,
                     errno,
-                    what: format!(
-                        "{rounded} bytes need {} free 2 MiB huge pages and {}; reserve them with \
-                         `sysctl vm.nr_hugepages=N` (or hugepages=N on the kernel command \
-                         line)",
-                        rounded / HUGE,
-                        crate::sys::free_huge_pages()
-                            .map_or("the number free is unknown".into(), |n| format!(
-                                "{n} are free"
-                            ))
-                    ),
+                    limit: Limit::HugePages {
+                        len: rounded,
+                        pages: rounded / HUGE,
+                        free: crate::sys::free_huge_pages(),
+                    },
                 },
                 _ => e,
             })?;
@@ -477,11 +476,14 @@ fn check_access(pd: &Pd, access: Access) -> Result<()> {
     let attr = ctx.query_device_ex()?;
     let caps = attr.device_cap_flags_ex;
     use uverbs_abi::verbs::{IbAtomicCap, IbOdpGeneralCaps, IbUverbsDeviceCapFlags as F};
-    let lacks = |flag: Access, has: bool, what: &str| -> Result<()> {
+    let lacks = |flag: Access, has: bool, needs: &'static str| -> Result<()> {
         if access.contains(flag) && !has {
             return Err(Error::Unsupported {
                 device: ctx.device().name().to_string(),
-                what: format!("MR access {flag:?}: {what}"),
+                feature: Feature::MrAccess {
+                    access: flag,
+                    needs,
+                },
             });
         }
         Ok(())
@@ -520,7 +522,7 @@ fn check_access(pd: &Pd, access: Access) -> Result<()> {
 /// FLUSH_PERSISTENT over memory that is not persistent (EINVAL).
 fn reg_hint(e: Error, pd: &Pd, access: Access, len: usize) -> Error {
     let e = memlock_hint(e, len);
-    let Error::Kernel { op, errno } = &e else {
+    let Error::Kernel { errno, .. } = &e else {
         return e;
     };
     let basic = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
@@ -529,17 +531,20 @@ fn reg_hint(e: Error, pd: &Pd, access: Access, len: usize) -> Error {
     match errno.0 {
         libc::EOPNOTSUPP if !extra.is_empty() => Error::Unsupported {
             device,
-            what: format!(
-                "MR access {extra:?}: {op} failed with {errno}: the driver does not take \
-                 these flags for MRs"
-            ),
+            feature: Feature::MrAccessRefused {
+                access: extra,
+                errno: *errno,
+                why: "the driver does not take these flags for MRs",
+            },
         },
         libc::EINVAL if access.contains(Access::FLUSH_PERSISTENT) => Error::Unsupported {
             device,
-            what: format!(
-                "MR access FLUSH_PERSISTENT: {op} failed with {errno}: the buffer is not \
-                 persistent memory (pmem), which FLUSH to persistence needs"
-            ),
+            feature: Feature::MrAccessRefused {
+                access: Access::FLUSH_PERSISTENT,
+                errno: *errno,
+                why: "the buffer is not persistent memory (pmem), which FLUSH to persistence \
+                      needs",
+            },
         },
         _ => e,
     }
@@ -553,10 +558,7 @@ fn memlock_hint(e: Error, len: usize) -> Error {
             Error::ResourceLimit {
                 op,
                 errno: *errno,
-                what: format!(
-                    "registering {len} bytes pins them, and RLIMIT_MEMLOCK is {limit} bytes \
-                     (raise it with ulimit -l, or run with CAP_IPC_LOCK)"
-                ),
+                limit: Limit::Memlock { len, limit },
             }
         }
         _ => e,
@@ -633,10 +635,18 @@ impl<B: MrMemory> Mr<B> {
         match inner.deregister() {
             Ok(Some(buf)) => Ok(buf),
             // The handle is taken only here and in Drop: this is the first.
-            Ok(None) => Err(DeregisterError::Kernel(Error::invalid(
-                "MR already deregistered",
-            ))),
-            Err(e) => Err(DeregisterError::Kernel(e)),
+            Ok(None) => Err(DeregisterError::Kernel(
+                Mr {
+                    inner: Arc::new(inner),
+                },
+                Error::invalid("MR already deregistered"),
+            )),
+            Err(e) => Err(DeregisterError::Kernel(
+                Mr {
+                    inner: Arc::new(inner),
+                },
+                e,
+            )),
         }
     }
 
@@ -807,7 +817,8 @@ mod tests {
         };
         let e = memlock_hint(enomem, 1 << 20);
         assert!(
-            matches!(&e, Error::ResourceLimit { what, .. } if what.contains("RLIMIT_MEMLOCK")),
+            matches!(&e, Error::ResourceLimit { limit: Limit::Memlock { len: 1_048_576, .. }, .. }
+                if e.to_string().contains("RLIMIT_MEMLOCK")),
             "{e}"
         );
         assert_eq!(e.errno(), Some(Errno(libc::ENOMEM)));

@@ -248,6 +248,39 @@ pub(crate) fn post_list<W>(
 }
 
 impl SendRing {
+    /// Checks that every request of `wrs` is valid and that all of them
+    /// fit the queue now, writing nothing: what an all-or-nothing post
+    /// (`ibv_wr_complete`'s batch) needs before it posts. The room only
+    /// grows meanwhile (the device consumes), so a list that fits here
+    /// fits when posted.
+    pub(crate) fn check_all<A: AddressHandle>(
+        &self,
+        wrs: &[SendWr<'_, Slice<'_>, A>],
+    ) -> Result<()> {
+        const QUEUE: &str = "send queue";
+        match self {
+            SendRing::Rxe(q) => {
+                for (index, wr) in wrs.iter().enumerate() {
+                    q.sq.validate(wr).map_err(|r| refused(r, QUEUE, index))?;
+                }
+                let room = (q.sq.capacity() - q.sq.outstanding()) as usize;
+                if wrs.len() > room {
+                    return Err(refused(PostError::QueueFull, QUEUE, room));
+                }
+            }
+            SendRing::Mlx5(q) => {
+                let (free, mut need) = (q.free_wqebbs(), 0u32);
+                for (index, wr) in wrs.iter().enumerate() {
+                    need += q.plan(wr).map_err(|r| refused(r, QUEUE, index))?.bbs;
+                    if need > free {
+                        return Err(refused(PostError::QueueFull, QUEUE, index));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Where the next send goes, as (slot, number of slots), for a ring
     /// whose requests name objects the kernel looks up only when it runs
     /// them: rxe's UD sends name their AH by number. `None` where nothing

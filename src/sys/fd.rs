@@ -42,10 +42,12 @@ pub fn register_readable(
     fd: BorrowedFd<'_>,
     op: &'static str,
 ) -> Result<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
-    let dup = fd.try_clone_to_owned().map_err(|e| crate::error::Error::Io {
-        what: format!("dup of the {op}"),
-        source: e,
-    })?;
+    let dup = fd
+        .try_clone_to_owned()
+        .map_err(|e| crate::error::Error::Io {
+            what: format!("dup of the {op}"),
+            source: e,
+        })?;
     // SAFETY: `dup` is an OwnedFd moved into the AsyncFd: it stays open,
     // on the same open file, until the AsyncFd drops it (after tokio
     // deregistered it), and `as_raw_fd` always returns that one fd.

@@ -53,8 +53,9 @@ fn assert_bytes(got: &[u8], want: &[u8], what: &str) {
 /// An error that names the device and says `why`.
 fn assert_unsupported<T: std::fmt::Debug>(r: rverbs::Result<T>, why: &str) {
     match r {
-        Err(Error::Unsupported { device, what }) => {
+        Err(Error::Unsupported { device, feature }) => {
             assert_eq!(device, common::env().dev);
+            let what = feature.to_string();
             assert!(what.contains(why), "{what:?} does not say {why:?}");
         }
         r => panic!("expected Unsupported ({why}), got {r:?}"),

@@ -5,8 +5,7 @@
 //! file for what each case does).
 //!
 //! - item 6, a destroy that the kernel refuses answers its errno and keeps
-//!   the object: `mr_window` (and `mr_retry`, ignored: see its comment),
-//!   `qp_mcast`;
+//!   the object: `mr_window`, `mr_retry`, `qp_mcast`;
 //! - item 8, events against destroys: `cq_events` (the order rdma-core
 //!   keeps: destroy_cq waits for the acknowledgement) and `cq_race` (a
 //!   stress). Both passed on the code before the fix too: the windows the
@@ -14,7 +13,7 @@
 //!   is pinned by the host tests in `libibverbs/src/async_event.rs`; these
 //!   hold the whole path to rdma-core's answers;
 //! - item 9, an `ibv_wr_*` batch that does not fit posts nothing:
-//!   `wr_batch` (ignored: see its comment).
+//!   `wr_batch`.
 
 mod common;
 
@@ -88,14 +87,9 @@ fn dereg_mr_under_a_bound_window_is_refused_and_the_mr_stays() {
     same_answers("mr_window");
 }
 
-/// After the window is gone, rdma-core deregisters the refused MR. Ours
-/// answers the first refusal again: rverbs' `Mr::deregister` gives nothing
-/// back when the kernel refuses `DEREG_MR`, so the MR cannot be asked
-/// again (it stays registered, truthfully reported, until the context is
-/// closed). Needs a root-crate `Mr` deregistration that hands the MR back
-/// with the kernel's error.
+/// After the window is gone, the refused MR deregisters, as with
+/// rdma-core (`Mr::deregister` hands the MR back with the kernel's error).
 #[test]
-#[ignore = "needs a fallible Mr deregistration that keeps the MR (rverbs root crate)"]
 fn a_refused_mr_goes_once_the_window_is_gone() {
     same_answers("mr_retry");
 }
@@ -115,12 +109,10 @@ fn events_and_destroys_race_without_a_stale_cq() {
     same_answers("cq_race");
 }
 
-/// rdma-core's providers post a batch all or nothing. Ours posts the
-/// requests that fit and answers the provider's errno: rverbs' `Qp` offers
-/// no way to know the room left in the send queue before posting, nor a
-/// post that checks it for a whole list first.
+/// rdma-core's providers post a batch all or nothing, and so does ours
+/// (`Qp::post_send_all`): a batch longer than the room left posts nothing
+/// and answers the provider's errno.
 #[test]
-#[ignore = "needs an all-or-nothing post or the send queue's room from rverbs' Qp (root crate)"]
 fn a_batch_longer_than_the_room_left_posts_nothing() {
     same_answers("wr_batch");
 }

@@ -9,7 +9,10 @@ mod common;
 use common::rc::{contents, ok, pair, pattern, wait, Pair, RW};
 
 use memmap2::{MmapMut, MmapOptions};
-use rverbs::{Access, Error, Mr, MrMemory, RecvWr, Remote, SendOp, SendWr, WcOpcode, WcStatus};
+use rverbs::{
+    Access, Errno, Error, Feature, Limit, Mr, MrMemory, RecvWr, Remote, SendOp, SendWr, WcOpcode,
+    WcStatus,
+};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 /// `mr` (of any kind, `len` bytes) receives a SEND, is the target of an
@@ -188,7 +191,19 @@ fn huge_pages_are_used_and_running_out_says_how_to_reserve_more() {
 
     // More than are left: a named error with the way out.
     match p.pd.alloc_mr_huge(64 << 20, RW) {
-        Err(Error::ResourceLimit { what, .. }) => {
+        Err(e @ Error::ResourceLimit { limit, .. }) => {
+            assert!(
+                matches!(
+                    limit,
+                    Limit::HugePages {
+                        pages: 32,
+                        free: Some(_),
+                        ..
+                    }
+                ),
+                "{limit:?}"
+            );
+            let what = e.to_string();
             assert!(what.contains("nr_hugepages"), "{what}");
             assert!(what.contains("free"), "{what}");
         }
@@ -277,9 +292,12 @@ fn access_flags_are_taken_or_refused_by_name() {
         let r = p.pd.alloc_mr(4096, access);
         match (&r, offered) {
             (Ok(mr), true) => assert_eq!(mr.access(), access),
-            (Err(Error::Unsupported { device, what }), false) => {
+            (Err(Error::Unsupported { device, feature }), false) => {
                 assert_eq!(device, &common::env().dev);
-                assert!(what.contains("MR access"), "{what}");
+                assert!(
+                    matches!(feature, Feature::MrAccess { access: a, .. } if access.contains(*a)),
+                    "{feature:?}"
+                );
             }
             _ => panic!("{access:?} (device offers it: {offered}): {r:?}"),
         }
@@ -289,10 +307,14 @@ fn access_flags_are_taken_or_refused_by_name() {
     for flag in [Access::ZERO_BASED, Access::HUGETLB] {
         match p.pd.alloc_mr(4096, lw | flag) {
             Ok(mr) => assert!(mr.access().contains(flag)),
-            Err(Error::Unsupported { what, .. }) => {
-                assert!(what.contains(&format!("{flag:?}")), "{what}");
-                assert!(what.contains("EOPNOTSUPP"), "{what}");
-            }
+            Err(Error::Unsupported { feature, .. }) => assert!(
+                matches!(
+                    feature,
+                    Feature::MrAccessRefused { access, errno, .. }
+                        if access == flag && errno == Errno::EOPNOTSUPP
+                ),
+                "{flag:?}: {feature:?}"
+            ),
             Err(e) => panic!("{flag:?}: {e}"),
         }
     }
@@ -300,7 +322,8 @@ fn access_flags_are_taken_or_refused_by_name() {
     // where it has it, refused by name over ordinary RAM (no pmem here).
     let has_flush_persistent = caps & (1 << 39) != 0;
     match p.pd.alloc_mr(4096, lw | Access::FLUSH_PERSISTENT) {
-        Err(Error::Unsupported { what, .. }) => {
+        Err(Error::Unsupported { feature, .. }) => {
+            let what = feature.to_string();
             let why = if has_flush_persistent {
                 "persistent memory"
             } else {

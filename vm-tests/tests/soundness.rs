@@ -3,14 +3,16 @@
 //! drop order never matters for a posted UD send's address handle; a CQ
 //! resize moves the overrun budget with it; an IOVA range that leaves the
 //! 64-bit space is refused before the kernel; an MR kept by a memory
-//! window says so when deregistration is refused.
+//! window says so when deregistration is refused, and one the kernel
+//! refuses to deregister comes back to try again; a list posted
+//! all-or-nothing is posted whole or not at all.
 
 mod common;
 
 use common::rc::{caps, ok, pair, self_av, wait, RW};
 use rverbs::{
-    Access, DeregisterError, Error, MwType, QpInit, QpState, QpType, RecvWr, SendOp, SendWr,
-    WcOpcode, WcStatus,
+    Access, DeregisterError, Error, MwBind, MwType, QpInit, QpState, QpType, RecvWr, Remote,
+    SendOp, SendWr, WcOpcode, WcStatus,
 };
 
 /// Issue 25, item 4, as a new user writes it: every UD send gets a fresh
@@ -160,4 +162,87 @@ fn deregistering_an_mr_a_window_keeps_names_the_window() {
     };
     drop(mw);
     assert_eq!(mr.deregister().unwrap(), vec![7u8; 8192]);
+}
+
+/// A deregistration the kernel refuses hands the MR back, still
+/// registered, to try again once the cause is gone — as `ibv_dereg_mr`
+/// leaves a C program its MR (issue 25, item 6: the C ABI needs this to
+/// answer as rdma-core does). The refusal here is rxe's: a type 1 window
+/// bound to the MR by a raw `BIND_MW` request, which the safe API's
+/// window bookkeeping does not see.
+#[test]
+fn a_refused_deregistration_keeps_the_mr_to_try_again() {
+    let mut p = pair();
+    let mr =
+        p.pd.register(vec![9u8; 8192], Access::LOCAL_WRITE | Access::MW_BIND)
+            .unwrap();
+    let mw = p.pd.alloc_mw(MwType::Type1).unwrap();
+    let bind = MwBind {
+        mw_rkey: mw.rkey(),
+        new_rkey: (mw.rkey() & !0xff) | ((mw.rkey() + 1) & 0xff),
+        mr_lkey: mr.lkey(),
+        addr: mr.iova(),
+        length: 4096,
+        access: Access::REMOTE_READ.bits(),
+    };
+    p.b.qp
+        .post_send(&[SendWr::new(1, SendOp::BindMw(bind), &[])])
+        .unwrap();
+    ok(&wait(&mut p.b.cq, 1)[0], WcOpcode::BIND_MW);
+    let mr = match mr.deregister() {
+        Err(DeregisterError::Kernel(mr, e)) => {
+            assert_eq!(e.errno().map(|e| e.0), Some(libc_einval()), "{e}");
+            mr
+        }
+        other => panic!("expected the kernel's refusal, got {other:?}"),
+    };
+    // Still registered: the memory is reachable through the MR.
+    mr.write(0, b"still here").unwrap();
+    mw.dealloc().unwrap();
+    let back = mr.deregister().unwrap();
+    assert_eq!(&back[..10], b"still here");
+}
+
+fn libc_einval() -> i32 {
+    22
+}
+
+/// An all-or-nothing post (`Qp::post_send_all`, what `ibv_wr_complete`
+/// needs) posts nothing when one request is invalid or the queue cannot
+/// take them all, and names the first one that does not go.
+#[test]
+fn post_send_all_posts_a_whole_list_or_nothing() {
+    let mut p = pair();
+    let src = p.pd.alloc_mr(4096, RW).unwrap();
+    let dst = p.pd.alloc_mr(4096, RW).unwrap();
+    let r = Remote {
+        addr: dst.iova(),
+        rkey: dst.rkey(),
+    };
+    let s = [src.slice(0, 8).unwrap()];
+    let three = [s[0]; 3];
+    let bad = [
+        SendWr::new(1, SendOp::Write(r), &s),
+        SendWr::new(2, SendOp::Write(r), &s),
+        SendWr::new(3, SendOp::Write(r), &three),
+    ];
+    match p.a.qp.post_send_all(&bad).unwrap_err() {
+        Error::InvalidWorkRequest { index: 2, .. } => {}
+        e => panic!("expected request 2 refused, got {e}"),
+    }
+    let many: Vec<SendWr> = (0..p.a.qp.caps().max_send_wr as u64 + 40)
+        .map(|i| SendWr::new(10 + i, SendOp::Write(r), &s).signaled(true))
+        .collect();
+    match p.a.qp.post_send_all(&many).unwrap_err() {
+        Error::QueueFull { .. } => {}
+        e => panic!("expected a full queue, got {e}"),
+    }
+    // Neither list reached the ring: no completion comes.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut out = [rverbs::Wc::default(); 4];
+    assert_eq!(p.a.cq.poll(&mut out), 0, "{:?}", &out[..]);
+    // A list that fits goes whole.
+    p.a.qp.post_send_all(&many[..4]).unwrap();
+    let done = wait(&mut p.a.cq, 4);
+    assert!(done.iter().all(|w| w.is_ok()), "{done:?}");
 }

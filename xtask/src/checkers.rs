@@ -34,13 +34,21 @@ use std::time::Instant;
 const MIRI_PROPTEST_CASES: &str = "4";
 
 /// The Miri runs: what each is called, and `cargo miri test`'s arguments.
-const MIRI_RUNS: [(&str, &[&str]); 3] = [
+const MIRI_RUNS: [(&str, &[&str]); 4] = [
     ("miri: provider-rxe tests", &["-p", "provider-rxe"]),
     // The MR copy engine and its racing copies, the buffers' raw parts,
     // the IOVA and bounds checks: every host test of src/mr/.
     (
         "miri: rverbs src/mr tests",
         &["-p", "rverbs", "--lib", "--", "mr::"],
+    ),
+    // The C ABI's host tests: C structs read member by member, the
+    // extended CQ's and QP's C tails written through UnsafeCells, events
+    // against destroys, the panic guards (those that compile C programs
+    // are ignored under Miri, which cannot run them).
+    (
+        "miri: rverbs-libibverbs tests",
+        &["-p", "rverbs-libibverbs", "--lib"],
     ),
     (
         "miri: provider-mlx5 unit tests, model_directed, model_errors, model_registry",

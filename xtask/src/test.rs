@@ -98,7 +98,15 @@ fn build_vm_tests() -> Result<Vec<(String, PathBuf)>> {
     ]))?;
     // rverbs' libibverbs.so (vm-tests/tests/libibverbs.rs runs rdma-core's
     // tools over it).
-    crate::host::run(cargo().args(["build", "--quiet", "-p", "rverbs-libibverbs"]))?;
+    // Built with panic = "abort" (the cshim profile), as C programs get it.
+    crate::host::run(cargo().args([
+        "build",
+        "--quiet",
+        "-p",
+        "rverbs-libibverbs",
+        "--profile",
+        "cshim",
+    ]))?;
     let out = cargo()
         .args(["test", "-p", VM_TESTS_PACKAGE, "--tests", "--no-run"])
         .stdout(Stdio::null())
