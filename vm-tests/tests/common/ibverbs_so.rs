@@ -7,16 +7,19 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 /// A directory holding our library as `libibverbs.so.1` (the name the
-/// programs' `NEEDED` entry asks for): `target/debug/libibverbs.so`, which
-/// `cargo xtask test` builds, linked under /tmp (the VM's writable
-/// tmpfs). Panics, never skips, if the library was not built.
+/// programs' `NEEDED` entry asks for): `target/cshim/libibverbs.so`, built
+/// with `panic = "abort"` as C programs get it (`cargo xtask test` builds
+/// it), linked under /tmp (the VM's writable tmpfs). Panics, never skips,
+/// if the library was not built.
 pub fn lib_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let so = super::profile_dir().join("libibverbs.so");
+        let so = super::profile_dir()
+            .with_file_name("cshim")
+            .join("libibverbs.so");
         assert!(
             so.is_file(),
-            "{} is missing: build it with `cargo build -p rverbs-libibverbs` \
+            "{} is missing: build it with `cargo build -p rverbs-libibverbs --profile cshim` \
              (`cargo xtask test` does)",
             so.display()
         );
