@@ -196,18 +196,21 @@ mod sys;
 pub mod wc;
 pub mod wr;
 
-pub use ah::{Ah, GRH_LEN};
+pub use ah::{Ah, NetworkHeader, GRH_LEN};
 pub use context::{CommandPath, Context};
 pub use cq::{CompChannel, Cq, CqEntry};
 pub use device::{format_guid, Device, Driver, NodeType};
 pub use error::{Errno, Error, Feature, Limit, PostError, Result};
 pub use event::{AsyncEvent, EventType};
-pub use features::Features;
+pub use features::{Features, Odp, OdpOps, Row};
 #[cfg(feature = "memmap2")]
 /// The `memmap2` crate, whose `MmapMut` [`Pd::register`] takes (feature
 /// `memmap2`): the version rverbs was built with.
 pub use memmap2;
-pub use mr::{Access, DeregisterError, External, Mr, MrBuffer, MrMemory, Pages, Released};
+pub use mr::{
+    Access, BoxParts, ByteCell, CellIter, Cells, DeregisterError, External, Mr, MrBuffer, MrMemory,
+    Pages, Released, VecParts,
+};
 pub use mw::{Mw, MwType};
 pub use odp::Advice;
 pub use pd::Pd;
@@ -218,4 +221,4 @@ pub use qp::{
 pub use query::{DeviceAttr, DeviceAttrEx, GidEntry, GidType, PortAttr};
 pub use srq::{Srq, SrqAttr};
 pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};
-pub use wr::{FlushLevel, FlushType, MwBind, Slice};
+pub use wr::{FlushLevel, FlushType, MwBind, Sge, Slice, MAX_SGE};
