@@ -20,7 +20,7 @@
 //! Nothing here touches an object after publishing an acknowledgement,
 //! which may let its destroy go on and free it.
 
-use crate::abi::{IbvContext, IbvCq, IbvQp, IbvSrq};
+use crate::abi::{IbvAsyncEvent, IbvContext, IbvCq, IbvQp, IbvSrq};
 use crate::device::ctx_of;
 use crate::guard;
 use crate::{errno_of, export, set_errno};
@@ -209,17 +209,6 @@ fn wait_readable(fd: std::os::fd::RawFd) -> Result<(), c_int> {
             return Err(e);
         }
     }
-}
-
-/// `struct ibv_async_event`: the object (a pointer, or the port number
-/// for port events) and `enum ibv_event_type`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct IbvAsyncEvent {
-    /// `element`: `cq`/`qp`/`srq`/`wq` pointer, or `port_num` in the low
-    /// 4 bytes.
-    pub element: usize,
-    pub event_type: c_int,
 }
 
 /// Which kind of object an `enum ibv_event_type` names; `None` for port

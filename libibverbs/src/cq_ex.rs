@@ -14,7 +14,10 @@
 //! while other threads may hold a `&CqBox` (any verb on the same CQ), and
 //! this module writes `status` and `wr_id` with such a reference in hand.
 
-use crate::abi::{IbvCompChannel, IbvContext, IbvCq, IbvPd};
+use crate::abi::{
+    IbvCompChannel, IbvContext, IbvCq, IbvCqExC, IbvCqExOps, IbvCqExTail, IbvCqInitAttrEx, Slot,
+    CQ_INIT_ATTR_FLAGS, WC_STANDARD_FLAGS,
+};
 use crate::guard;
 use crate::verbs::cq_of;
 use crate::{member, null_errno};
@@ -22,54 +25,6 @@ use rverbs::Wc;
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::{Mutex, MutexGuard};
-
-/// `struct ibv_cq_init_attr_ex`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct IbvCqInitAttrEx {
-    pub cqe: u32,
-    pub cq_context: *mut c_void,
-    pub channel: *mut IbvCompChannel,
-    pub comp_vector: u32,
-    pub wc_flags: u64,
-    pub comp_mask: u32,
-    pub flags: u32,
-    pub parent_domain: *mut IbvPd,
-}
-
-/// `IBV_WC_STANDARD_FLAGS`: byte_len, imm, qp_num, src_qp, slid, sl,
-/// dlid_path_bits: what a `struct ibv_wc` holds, so what rverbs reports.
-const WC_STANDARD_FLAGS: u64 = 0x7f;
-
-/// A function slot of `struct ibv_cq_ex` (stored untyped, as C sees it).
-type Slot = *const c_void;
-
-/// `struct ibv_cq_ex` after the members it shares with `struct ibv_cq`.
-#[repr(C)]
-pub struct IbvCqExTail {
-    pub comp_mask: u32,
-    /// `enum ibv_wc_status` of the current completion.
-    pub status: c_int,
-    pub wr_id: u64,
-    pub start_poll: Slot,
-    pub next_poll: Slot,
-    pub end_poll: Slot,
-    pub read_opcode: Slot,
-    pub read_vendor_err: Slot,
-    pub read_byte_len: Slot,
-    pub read_imm_data: Slot,
-    pub read_qp_num: Slot,
-    pub read_src_qp: Slot,
-    pub read_wc_flags: Slot,
-    pub read_slid: Slot,
-    pub read_sl: Slot,
-    pub read_dlid_path_bits: Slot,
-    pub read_completion_ts: Slot,
-    pub read_cvlan: Slot,
-    pub read_flow_tag: Slot,
-    pub read_tm_info: Slot,
-    pub read_completion_wallclock_ns: Slot,
-}
 
 /// What a CQ box carries for the `ibv_cq_ex` view (its second field).
 #[repr(C)]
@@ -86,26 +41,28 @@ impl CqEx {
                 comp_mask: 0,
                 status: 0,
                 wr_id: 0,
-                start_poll: start_poll as Slot,
-                next_poll: next_poll as Slot,
-                end_poll: end_poll as Slot,
-                read_opcode: read_opcode as Slot,
-                read_vendor_err: read_vendor_err as Slot,
-                read_byte_len: read_byte_len as Slot,
-                read_imm_data: read_imm_data as Slot,
-                read_qp_num: read_qp_num as Slot,
-                read_src_qp: read_src_qp as Slot,
-                read_wc_flags: read_wc_flags as Slot,
-                read_slid: read_slid as Slot,
-                read_sl: read_sl as Slot,
-                read_dlid_path_bits: read_dlid_path_bits as Slot,
-                // Not offered (create_cq_ex refuses the flags that ask for
-                // them); present so a stray call returns 0, not a crash.
-                read_completion_ts: read_zero as Slot,
-                read_cvlan: read_zero as Slot,
-                read_flow_tag: read_zero as Slot,
-                read_tm_info: read_zero as Slot,
-                read_completion_wallclock_ns: read_zero as Slot,
+                ops: IbvCqExOps {
+                    start_poll: start_poll as Slot,
+                    next_poll: next_poll as Slot,
+                    end_poll: end_poll as Slot,
+                    read_opcode: read_opcode as Slot,
+                    read_vendor_err: read_vendor_err as Slot,
+                    read_byte_len: read_byte_len as Slot,
+                    read_imm_data: read_imm_data as Slot,
+                    read_qp_num: read_qp_num as Slot,
+                    read_src_qp: read_src_qp as Slot,
+                    read_wc_flags: read_wc_flags as Slot,
+                    read_slid: read_slid as Slot,
+                    read_sl: read_sl as Slot,
+                    read_dlid_path_bits: read_dlid_path_bits as Slot,
+                    // Not offered (create_cq_ex refuses the flags that ask for
+                    // them); present so a stray call returns 0, not a crash.
+                    read_completion_ts: read_zero as Slot,
+                    read_cvlan: read_zero as Slot,
+                    read_flow_tag: read_zero as Slot,
+                    read_tm_info: read_zero as Slot,
+                    read_completion_wallclock_ns: read_zero as Slot,
+                },
             }),
             cur: Mutex::new(Wc::default()),
         }
@@ -129,12 +86,6 @@ impl CqEx {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The `struct ibv_cq_ex` C passes to the slots: a CQ box's address.
-#[repr(C)]
-pub struct IbvCqExC {
-    _private: [u8; 0],
 }
 
 /// Polls one completion into the current one: 0, or `ENOENT` if the CQ
@@ -260,9 +211,6 @@ extern "C" fn read_zero(_c: *mut IbvCqExC) -> u64 {
     guard::value(0, || 0)
 }
 
-/// `enum ibv_cq_init_attr_mask`: `IBV_CQ_INIT_ATTR_MASK_FLAGS`.
-const INIT_ATTR_FLAGS: u32 = 1;
-
 /// What `ibv_create_cq_ex` asks for: (cqe, cq_context, channel,
 /// comp_vector).
 type CqInit = (c_int, *mut c_void, *mut IbvCompChannel, c_int);
@@ -288,11 +236,11 @@ unsafe fn read_cq_init_ex(a: *const IbvCqInitAttrEx) -> Result<CqInit, c_int> {
             member!(a, comp_mask),
         )
     };
-    if wc_flags & !WC_STANDARD_FLAGS != 0 || mask & !INIT_ATTR_FLAGS != 0 {
+    if wc_flags & !WC_STANDARD_FLAGS != 0 || mask & !CQ_INIT_ATTR_FLAGS != 0 {
         return Err(libc::EOPNOTSUPP);
     }
     // SAFETY: read only when comp_mask names it (short-circuit).
-    if mask & INIT_ATTR_FLAGS != 0 && unsafe { member!(a, flags) } != 0 {
+    if mask & CQ_INIT_ATTR_FLAGS != 0 && unsafe { member!(a, flags) } != 0 {
         return Err(libc::EOPNOTSUPP);
     }
     let cqe = c_int::try_from(cqe).map_err(|_| libc::EINVAL)?;
@@ -320,15 +268,12 @@ unsafe extern "C" fn create_cq_ex(c: *mut IbvContext, a: *mut IbvCqInitAttrEx) -
 
 /// Fills the `verbs_context` slot this module implements.
 pub(crate) fn fill_verbs_ops(v: &mut crate::abi::VerbsContext) {
-    // `create_cq_ex`: the last of the slots before `priv` (checked by
-    // the layout test below).
-    v.ops_a[24] = create_cq_ex as *const c_void;
+    v.create_cq_ex = Some(create_cq_ex);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::abi::VerbsContext;
     use std::mem::{offset_of, size_of};
 
     /// Reads member `off` of the tail at `p` as C does: through its own
@@ -391,100 +336,27 @@ mod tests {
         let got = unsafe { read_cq_init_ex(p) };
         assert_eq!(got, Ok((16, null, null.cast(), 0)));
         // SAFETY: flags lies before parent_domain.
-        unsafe { crate::put!(p, comp_mask = INIT_ATTR_FLAGS, flags = 1) };
+        unsafe { crate::put!(p, comp_mask = CQ_INIT_ATTR_FLAGS, flags = 1) };
         // SAFETY: comp_mask names flags, which is set.
         let got = unsafe { read_cq_init_ex(p) };
         assert_eq!(got, Err(libc::EOPNOTSUPP), "creation flags are refused");
     }
 
+    /// The tail lies in a CQ box where C finds `struct ibv_cq_ex`'s
+    /// members after those it shares with `struct ibv_cq` (the tail itself
+    /// is checked against `verbs.h` in `abi/layout.rs`).
     #[test]
     // Miri cannot run the C compiler.
     #[cfg_attr(miri, ignore)]
     fn structs_match_verbs_h() {
-        let base = offset_of!(crate::verbs::CqBox, ex);
-        let mut checks: Vec<(String, usize)> = vec![
+        let at = offset_of!(crate::verbs::CqBox, ex) + offset_of!(CqEx, c);
+        let checks = [
+            ("offsetof(struct ibv_cq_ex, comp_mask)".to_string(), at),
             (
-                "offsetof(struct ibv_cq_ex, comp_mask)".into(),
-                base + offset_of!(IbvCqExTail, comp_mask),
-            ),
-            (
-                "sizeof(struct ibv_cq_ex)".into(),
-                base + size_of::<IbvCqExTail>(),
-            ),
-            (
-                "offsetof(struct verbs_context, create_cq_ex)".into(),
-                offset_of!(VerbsContext, ops_a) + 24 * 8,
-            ),
-            (
-                "sizeof(struct ibv_cq_init_attr_ex)".into(),
-                size_of::<IbvCqInitAttrEx>(),
+                "sizeof(struct ibv_cq_ex)".to_string(),
+                at + size_of::<IbvCqExTail>(),
             ),
         ];
-        macro_rules! tail {
-            ($($f:ident),*) => {$(
-                checks.push((
-                    format!("offsetof(struct ibv_cq_ex, {})", stringify!($f)),
-                    base + offset_of!(IbvCqExTail, $f),
-                ));
-            )*};
-        }
-        tail!(
-            status,
-            wr_id,
-            start_poll,
-            next_poll,
-            end_poll,
-            read_opcode,
-            read_vendor_err,
-            read_byte_len,
-            read_imm_data,
-            read_qp_num,
-            read_src_qp,
-            read_wc_flags,
-            read_slid,
-            read_sl,
-            read_dlid_path_bits,
-            read_completion_ts,
-            read_cvlan,
-            read_flow_tag,
-            read_tm_info,
-            read_completion_wallclock_ns
-        );
-        macro_rules! init {
-            ($($f:ident),*) => {$(
-                checks.push((
-                    format!("offsetof(struct ibv_cq_init_attr_ex, {})", stringify!($f)),
-                    offset_of!(IbvCqInitAttrEx, $f),
-                ));
-            )*};
-        }
-        init!(
-            cqe,
-            cq_context,
-            channel,
-            comp_vector,
-            wc_flags,
-            comp_mask,
-            flags,
-            parent_domain
-        );
-        // The members shared with struct ibv_cq sit where ibv_cq has them.
-        for f in [
-            "context",
-            "channel",
-            "cq_context",
-            "handle",
-            "cqe",
-            "mutex",
-            "cond",
-            "comp_events_completed",
-            "async_events_completed",
-        ] {
-            checks.push((
-                format!("offsetof(struct ibv_cq_ex, {f}) - offsetof(struct ibv_cq, {f})"),
-                0,
-            ));
-        }
         crate::ctest::assert_c_values("cq-ex", &["infiniband/verbs.h"], &checks);
     }
 }

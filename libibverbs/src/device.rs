@@ -234,9 +234,9 @@ unsafe extern "C" fn open_device(d: *mut IbvDevice) -> *mut IbvContext {
         };
         let mut ops: IbvContextOps = IbvContextOps {
             compat_a: [std::ptr::null(); 7],
-            alloc_mw: std::ptr::null(),
-            bind_mw: std::ptr::null(),
-            dealloc_mw: std::ptr::null(),
+            alloc_mw: None,
+            bind_mw: None,
+            dealloc_mw: None,
             compat_create_cq: std::ptr::null(),
             poll_cq: None,
             req_notify_cq: None,
@@ -251,10 +251,13 @@ unsafe extern "C" fn open_device(d: *mut IbvDevice) -> *mut IbvContext {
         let b = Box::new(CtxBox {
             v: VerbsContext {
                 query_port: Some(query_port_ex),
-                ops_a: [std::ptr::null(); 25],
+                ops_a: [std::ptr::null(); 24],
+                create_cq_ex: None,
                 priv_: std::ptr::null_mut(),
                 query_device_ex: Some(query_device_ex),
-                ops_b: [std::ptr::null(); 10],
+                ops_b: [std::ptr::null(); 5],
+                create_qp_ex: None,
+                ops_c: [std::ptr::null(); 4],
                 abi_placeholder3: 0,
                 sz: std::mem::size_of::<VerbsContext>(),
                 context: IbvContext {

@@ -5,41 +5,14 @@
 //! reads the rdma_cm ABI version through it).
 //!
 //! The kernel structs are uverbs-abi's (layout-checked there against the
-//! uapi headers); the C API's `struct ibv_sa_path_rec` is defined here and
-//! checked against `<infiniband/sa.h>` below.
+//! uapi headers); the C API's are in `abi/`.
 
-use crate::abi::{IbvAhAttr, IbvGid, IbvGlobalRoute, IbvQpAttr, IbvQpCap};
+use crate::abi::{IbvAhAttr, IbvGid, IbvGlobalRoute, IbvQpAttr, IbvQpCap, IbvSaPathRec};
 use crate::guard;
 use crate::{export, put};
 use std::ffi::{c_char, c_int};
 use uverbs_abi::cm::IbUserPathRec;
 use uverbs_abi::verbs::{IbUverbsAhAttr, IbUverbsQpAttr};
-
-/// `struct ibv_sa_path_rec` of `<infiniband/sa.h>`. `__be` fields hold
-/// network-order values, copied as they are.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-pub struct IbvSaPathRec {
-    pub dgid: IbvGid,
-    pub sgid: IbvGid,
-    pub dlid: u16,
-    pub slid: u16,
-    pub raw_traffic: c_int,
-    pub flow_label: u32,
-    pub hop_limit: u8,
-    pub traffic_class: u8,
-    pub reversible: c_int,
-    pub numb_path: u8,
-    pub pkey: u16,
-    pub sl: u8,
-    pub mtu_selector: u8,
-    pub mtu: u8,
-    pub rate_selector: u8,
-    pub rate: u8,
-    pub packet_life_time_selector: u8,
-    pub packet_life_time: u8,
-    pub preference: u8,
-}
 
 fn ah_from_kern(s: &IbUverbsAhAttr) -> IbvAhAttr {
     IbvAhAttr {
@@ -223,73 +196,6 @@ export!("ibv_get_sysfs_path" = get_sysfs_path);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::async_event::IbvAsyncEvent;
-    use std::mem::{offset_of, size_of};
-
-    /// `struct ibv_sa_path_rec` and `struct ibv_async_event` against the
-    /// installed headers, by a C program compiled now (as abi.rs does).
-    #[test]
-    // Miri cannot run the C compiler.
-    #[cfg_attr(miri, ignore)]
-    fn structs_match_sa_h_and_verbs_h() {
-        let fields: &[(&str, usize)] = &[
-            ("dgid", offset_of!(IbvSaPathRec, dgid)),
-            ("sgid", offset_of!(IbvSaPathRec, sgid)),
-            ("dlid", offset_of!(IbvSaPathRec, dlid)),
-            ("slid", offset_of!(IbvSaPathRec, slid)),
-            ("raw_traffic", offset_of!(IbvSaPathRec, raw_traffic)),
-            ("flow_label", offset_of!(IbvSaPathRec, flow_label)),
-            ("hop_limit", offset_of!(IbvSaPathRec, hop_limit)),
-            ("traffic_class", offset_of!(IbvSaPathRec, traffic_class)),
-            ("reversible", offset_of!(IbvSaPathRec, reversible)),
-            ("numb_path", offset_of!(IbvSaPathRec, numb_path)),
-            ("pkey", offset_of!(IbvSaPathRec, pkey)),
-            ("sl", offset_of!(IbvSaPathRec, sl)),
-            ("mtu_selector", offset_of!(IbvSaPathRec, mtu_selector)),
-            ("mtu", offset_of!(IbvSaPathRec, mtu)),
-            ("rate_selector", offset_of!(IbvSaPathRec, rate_selector)),
-            ("rate", offset_of!(IbvSaPathRec, rate)),
-            (
-                "packet_life_time_selector",
-                offset_of!(IbvSaPathRec, packet_life_time_selector),
-            ),
-            (
-                "packet_life_time",
-                offset_of!(IbvSaPathRec, packet_life_time),
-            ),
-            ("preference", offset_of!(IbvSaPathRec, preference)),
-        ];
-        let mut checks: Vec<(String, usize)> = vec![
-            (
-                "sizeof(struct ibv_sa_path_rec)".into(),
-                size_of::<IbvSaPathRec>(),
-            ),
-            (
-                "sizeof(struct ibv_async_event)".into(),
-                size_of::<IbvAsyncEvent>(),
-            ),
-            (
-                "offsetof(struct ibv_async_event, element.qp)".into(),
-                offset_of!(IbvAsyncEvent, element),
-            ),
-            (
-                "offsetof(struct ibv_async_event, element.port_num)".into(),
-                offset_of!(IbvAsyncEvent, element),
-            ),
-            (
-                "offsetof(struct ibv_async_event, event_type)".into(),
-                offset_of!(IbvAsyncEvent, event_type),
-            ),
-        ];
-        for (f, off) in fields {
-            checks.push((format!("offsetof(struct ibv_sa_path_rec, {f})"), *off));
-        }
-        crate::ctest::assert_c_values(
-            "marshall",
-            &["infiniband/verbs.h", "infiniband/sa.h"],
-            &checks,
-        );
-    }
 
     /// librdmacm passes an `ibv_qp_attr` of which it set only `qp_state`:
     /// the copy writes the other members and reads none (Miri reports a

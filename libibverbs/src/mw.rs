@@ -16,7 +16,7 @@ use crate::verbs::{pd_of, PdBox};
 use crate::{errno_of, null_errno, set_errno};
 use rverbs::{Mw, MwType};
 use std::cell::UnsafeCell;
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 use std::sync::atomic::Ordering;
 
 #[repr(C)]
@@ -148,9 +148,9 @@ unsafe extern "C" fn bind_mw(q: *mut IbvQp, m: *mut IbvMw, bind: *mut IbvMwBind)
 
 /// Fills the context's window slots.
 pub(crate) fn fill_ops(ops: &mut IbvContextOps) {
-    ops.alloc_mw = alloc_mw as *const c_void;
-    ops.dealloc_mw = dealloc_mw as *const c_void;
-    ops.bind_mw = bind_mw as *const c_void;
+    ops.alloc_mw = Some(alloc_mw);
+    ops.dealloc_mw = Some(dealloc_mw);
+    ops.bind_mw = Some(bind_mw);
 }
 
 #[cfg(test)]

@@ -31,7 +31,10 @@
 //! `Qp::post_send_all` checks every request and the room before it writes
 //! the first.
 
-use crate::abi::{IbvContext, IbvQp, IbvQpCap, IbvQpInitAttr, IbvSge};
+use crate::abi::{
+    init_mask, send_ops as ops, IbvContext, IbvDataBuf, IbvQp, IbvQpCap, IbvQpExC, IbvQpExOps,
+    IbvQpExTail, IbvQpInitAttr, IbvQpInitAttrEx, IbvSge, Slot,
+};
 use crate::guard;
 use crate::verbs::{new_qp, qp_of};
 use crate::{errno_of, export, member, null_errno};
@@ -39,106 +42,6 @@ use rverbs::{QpState, Remote, SendOp, SendWr, Slice};
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
 use std::sync::{Mutex, MutexGuard};
-
-/// `struct ibv_rx_hash_conf`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct IbvRxHashConf {
-    pub rx_hash_function: u8,
-    pub rx_hash_key_len: u8,
-    pub rx_hash_key: *mut u8,
-    pub rx_hash_fields_mask: u64,
-}
-
-/// `struct ibv_qp_init_attr_ex`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct IbvQpInitAttrEx {
-    pub qp_context: *mut c_void,
-    pub send_cq: *mut crate::abi::IbvCq,
-    pub recv_cq: *mut crate::abi::IbvCq,
-    pub srq: *mut c_void,
-    pub cap: IbvQpCap,
-    pub qp_type: c_int,
-    pub sq_sig_all: c_int,
-    pub comp_mask: u32,
-    pub pd: *mut crate::abi::IbvPd,
-    pub xrcd: *mut c_void,
-    pub create_flags: u32,
-    pub max_tso_header: u16,
-    pub rwq_ind_tbl: *mut c_void,
-    pub rx_hash_conf: IbvRxHashConf,
-    pub source_qpn: u32,
-    pub send_ops_flags: u64,
-}
-
-/// `enum ibv_qp_init_attr_mask` bits.
-mod init_mask {
-    pub const PD: u32 = 1;
-    pub const CREATE_FLAGS: u32 = 1 << 2;
-    pub const SEND_OPS_FLAGS: u32 = 1 << 6;
-}
-
-/// `enum ibv_qp_create_send_ops_flags` this library posts.
-mod ops {
-    pub const RDMA_WRITE: u64 = 1;
-    pub const RDMA_WRITE_WITH_IMM: u64 = 1 << 1;
-    pub const SEND: u64 = 1 << 2;
-    pub const SEND_WITH_IMM: u64 = 1 << 3;
-    pub const RDMA_READ: u64 = 1 << 4;
-    pub const ATOMIC_CMP_AND_SWP: u64 = 1 << 5;
-    pub const ATOMIC_FETCH_AND_ADD: u64 = 1 << 6;
-    pub const LOCAL_INV: u64 = 1 << 7;
-    pub const BIND_MW: u64 = 1 << 8;
-    pub const SEND_WITH_INV: u64 = 1 << 9;
-    pub const ATOMIC_WRITE: u64 = 1 << 12;
-    pub const SUPPORTED: u64 = RDMA_WRITE
-        | RDMA_WRITE_WITH_IMM
-        | SEND
-        | SEND_WITH_IMM
-        | RDMA_READ
-        | ATOMIC_CMP_AND_SWP
-        | ATOMIC_FETCH_AND_ADD
-        | LOCAL_INV
-        | BIND_MW
-        | SEND_WITH_INV
-        | ATOMIC_WRITE;
-}
-
-/// A function slot of `struct ibv_qp_ex` (each has its own C signature;
-/// stored as an untyped code pointer, as C sees a slot).
-type Slot = *const c_void;
-
-/// `struct ibv_qp_ex` after its `qp_base`: `comp_mask`, the `wr_id` and
-/// `wr_flags` the program sets before each `wr_<op>`, and the function
-/// slots, in the header's order.
-#[repr(C)]
-pub struct IbvQpExTail {
-    pub comp_mask: u64,
-    pub wr_id: u64,
-    pub wr_flags: u32,
-    pub wr_atomic_cmp_swp: Slot,
-    pub wr_atomic_fetch_add: Slot,
-    pub wr_bind_mw: Slot,
-    pub wr_local_inv: Slot,
-    pub wr_rdma_read: Slot,
-    pub wr_rdma_write: Slot,
-    pub wr_rdma_write_imm: Slot,
-    pub wr_send: Slot,
-    pub wr_send_imm: Slot,
-    pub wr_send_inv: Slot,
-    pub wr_send_tso: Slot,
-    pub wr_set_ud_addr: Slot,
-    pub wr_set_xrc_srqn: Slot,
-    pub wr_set_inline_data: Slot,
-    pub wr_set_inline_data_list: Slot,
-    pub wr_set_sge: Slot,
-    pub wr_set_sge_list: Slot,
-    pub wr_start: Slot,
-    pub wr_complete: Slot,
-    pub wr_abort: Slot,
-    pub wr_atomic_write: Slot,
-}
 
 /// One request of a batch, until `wr_complete`.
 #[derive(Clone, Copy)]
@@ -337,27 +240,29 @@ impl QpEx {
                 comp_mask: 0,
                 wr_id: 0,
                 wr_flags: 0,
-                wr_atomic_cmp_swp: wr_atomic_cmp_swp as Slot,
-                wr_atomic_fetch_add: wr_atomic_fetch_add as Slot,
-                wr_bind_mw: wr_bind_mw as Slot,
-                wr_local_inv: wr_local_inv as Slot,
-                wr_rdma_read: wr_rdma_read as Slot,
-                wr_rdma_write: wr_rdma_write as Slot,
-                wr_rdma_write_imm: wr_rdma_write_imm as Slot,
-                wr_send: wr_send as Slot,
-                wr_send_imm: wr_send_imm as Slot,
-                wr_send_inv: wr_send_inv as Slot,
-                wr_send_tso: unsupported as Slot,
-                wr_set_ud_addr: wr_set_ud_addr as Slot,
-                wr_set_xrc_srqn: unsupported as Slot,
-                wr_set_inline_data: wr_set_inline_data as Slot,
-                wr_set_inline_data_list: wr_set_inline_data_list as Slot,
-                wr_set_sge: wr_set_sge as Slot,
-                wr_set_sge_list: wr_set_sge_list as Slot,
-                wr_start: wr_start as Slot,
-                wr_complete: wr_complete as Slot,
-                wr_abort: wr_abort as Slot,
-                wr_atomic_write: wr_atomic_write as Slot,
+                ops: IbvQpExOps {
+                    wr_atomic_cmp_swp: wr_atomic_cmp_swp as Slot,
+                    wr_atomic_fetch_add: wr_atomic_fetch_add as Slot,
+                    wr_bind_mw: wr_bind_mw as Slot,
+                    wr_local_inv: wr_local_inv as Slot,
+                    wr_rdma_read: wr_rdma_read as Slot,
+                    wr_rdma_write: wr_rdma_write as Slot,
+                    wr_rdma_write_imm: wr_rdma_write_imm as Slot,
+                    wr_send: wr_send as Slot,
+                    wr_send_imm: wr_send_imm as Slot,
+                    wr_send_inv: wr_send_inv as Slot,
+                    wr_send_tso: unsupported as Slot,
+                    wr_set_ud_addr: wr_set_ud_addr as Slot,
+                    wr_set_xrc_srqn: unsupported as Slot,
+                    wr_set_inline_data: wr_set_inline_data as Slot,
+                    wr_set_inline_data_list: wr_set_inline_data_list as Slot,
+                    wr_set_sge: wr_set_sge as Slot,
+                    wr_set_sge_list: wr_set_sge_list as Slot,
+                    wr_start: wr_start as Slot,
+                    wr_complete: wr_complete as Slot,
+                    wr_abort: wr_abort as Slot,
+                    wr_atomic_write: wr_atomic_write as Slot,
+                },
             }),
             enabled: false,
             send_ops: 0,
@@ -410,12 +315,6 @@ impl QpEx {
             ud: None,
         });
     }
-}
-
-/// The `struct ibv_qp_ex` C passes to the slots: a QP box's address.
-#[repr(C)]
-pub struct IbvQpExC {
-    _private: [u8; 0],
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -666,14 +565,6 @@ unsafe extern "C" fn wr_set_sge_list(q: *mut IbvQpExC, n: usize, list: *const Ib
     })
 }
 
-/// `struct ibv_data_buf`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct IbvDataBuf {
-    pub addr: *mut c_void,
-    pub length: usize,
-}
-
 unsafe extern "C" fn wr_set_inline_data(q: *mut IbvQpExC, addr: *mut c_void, length: usize) {
     guard::void(|| {
         let buf = [IbvDataBuf { addr, length }];
@@ -882,15 +773,12 @@ export!("ibv_qp_to_qp_ex" = qp_to_qp_ex);
 
 /// Fills the `verbs_context` slots this module implements.
 pub(crate) fn fill_verbs_ops(v: &mut crate::abi::VerbsContext) {
-    // `create_qp_ex`: the sixth slot after `query_device_ex` (checked by
-    // the layout test below).
-    v.ops_b[5] = create_qp_ex as *const c_void;
+    v.create_qp_ex = Some(create_qp_ex);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::abi::VerbsContext;
     use std::mem::{offset_of, size_of};
 
     fn req(wr_id: u64) -> Req {
@@ -1098,136 +986,22 @@ mod tests {
         }
     }
 
-    /// `struct ibv_qp_ex`'s tail right after `struct ibv_qp` in a QP box,
-    /// `struct ibv_qp_init_attr_ex`, and the two `verbs_context` slots this
-    /// module fills, against `verbs.h` (a C program compiled now).
+    /// The tail lies in a QP box right after its `struct ibv_qp`, where C
+    /// finds `struct ibv_qp_ex`'s own members (the tail itself is checked
+    /// against `verbs.h` in `abi/layout.rs`).
     #[test]
     // Miri cannot run the C compiler.
     #[cfg_attr(miri, ignore)]
     fn structs_match_verbs_h() {
-        let base = offset_of!(crate::verbs::QpBox, ex);
-        let mut checks: Vec<(String, usize)> = vec![
-            ("sizeof(struct ibv_qp)".into(), base),
+        let at = offset_of!(crate::verbs::QpBox, ex) + offset_of!(QpEx, c);
+        let checks = [
+            ("sizeof(struct ibv_qp)".to_string(), at),
+            ("offsetof(struct ibv_qp_ex, comp_mask)".to_string(), at),
             (
-                "offsetof(struct ibv_qp_ex, comp_mask)".into(),
-                base + offset_of!(IbvQpExTail, comp_mask),
-            ),
-            (
-                "sizeof(struct ibv_qp_ex)".into(),
-                base + size_of::<IbvQpExTail>(),
-            ),
-            (
-                "offsetof(struct verbs_context, create_cq_ex)".into(),
-                offset_of!(VerbsContext, ops_a) + 24 * 8,
-            ),
-            (
-                "offsetof(struct verbs_context, create_qp_ex)".into(),
-                offset_of!(VerbsContext, ops_b) + 5 * 8,
-            ),
-            (
-                "sizeof(struct ibv_qp_init_attr_ex)".into(),
-                size_of::<IbvQpInitAttrEx>(),
-            ),
-            (
-                "sizeof(struct ibv_data_buf)".into(),
-                size_of::<IbvDataBuf>(),
+                "sizeof(struct ibv_qp_ex)".to_string(),
+                at + size_of::<IbvQpExTail>(),
             ),
         ];
-        macro_rules! tail {
-            ($($f:ident),*) => {$(
-                checks.push((
-                    format!("offsetof(struct ibv_qp_ex, {})", stringify!($f)),
-                    base + offset_of!(IbvQpExTail, $f),
-                ));
-            )*};
-        }
-        tail!(
-            wr_id,
-            wr_flags,
-            wr_atomic_cmp_swp,
-            wr_atomic_fetch_add,
-            wr_bind_mw,
-            wr_local_inv,
-            wr_rdma_read,
-            wr_rdma_write,
-            wr_rdma_write_imm,
-            wr_send,
-            wr_send_imm,
-            wr_send_inv,
-            wr_send_tso,
-            wr_set_ud_addr,
-            wr_set_xrc_srqn,
-            wr_set_inline_data,
-            wr_set_inline_data_list,
-            wr_set_sge,
-            wr_set_sge_list,
-            wr_start,
-            wr_complete,
-            wr_abort,
-            wr_atomic_write
-        );
-        macro_rules! init {
-            ($($f:ident $(. $g:ident)*),*) => {$(
-                checks.push((
-                    format!("offsetof(struct ibv_qp_init_attr_ex, {})",
-                        stringify!($f $(. $g)*).replace(' ', "")),
-                    offset_of!(IbvQpInitAttrEx, $f $(. $g)*),
-                ));
-            )*};
-        }
-        init!(
-            qp_context,
-            send_cq,
-            recv_cq,
-            srq,
-            cap,
-            qp_type,
-            sq_sig_all,
-            comp_mask,
-            pd,
-            xrcd,
-            create_flags,
-            max_tso_header,
-            rwq_ind_tbl,
-            rx_hash_conf.rx_hash_function,
-            rx_hash_conf.rx_hash_key_len,
-            rx_hash_conf.rx_hash_key,
-            rx_hash_conf.rx_hash_fields_mask,
-            source_qpn,
-            send_ops_flags
-        );
-        let mut prog = String::from(
-            "#include <stdio.h>\n#include <stddef.h>\n#include <infiniband/verbs.h>\n\
-             int main(void) {\n",
-        );
-        for (c, _) in &checks {
-            prog += &format!("printf(\"%zu\\n\", (size_t){c});\n");
-        }
-        prog += "return 0; }\n";
-        let dir = std::env::temp_dir().join(format!("rverbs-qp-ex-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let (src, exe) = (dir.join("l.c"), dir.join("l"));
-        std::fs::write(&src, prog).expect("write l.c");
-        let cc = std::process::Command::new("cc")
-            .arg("-o")
-            .arg(&exe)
-            .arg(&src)
-            .output()
-            .expect("the layout test needs `cc` and libibverbs-dev");
-        assert!(
-            cc.status.success(),
-            "{}",
-            String::from_utf8_lossy(&cc.stderr)
-        );
-        let out = std::process::Command::new(&exe).output().expect("run");
-        let got: Vec<usize> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| l.parse().expect("a number"))
-            .collect();
-        for ((c, want), got) in checks.iter().zip(&got) {
-            assert_eq!(got, want, "{c}");
-        }
-        assert_eq!(got.len(), checks.len());
-        let _ = std::fs::remove_dir_all(&dir);
+        crate::ctest::assert_c_values("qp-ex", &["infiniband/verbs.h"], &checks);
     }
 }
