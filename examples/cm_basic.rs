@@ -138,8 +138,9 @@ impl Connection {
 
 fn unexpected(ev: &rverbs::cm::CmEvent) -> Error {
     Error::CmEvent {
-        expected: "a connection event",
-        got: ev.name(),
+        expected: None,
+        got: ev.kind,
+        other_id: false,
         status: ev.status,
         private_data: ev.conn.private_data.clone(),
     }

@@ -593,12 +593,9 @@ impl CmId {
         let ev = self.chan.get_event()?;
         if ev.kind != expected || (ev.uid != self.uid && ev.kind != EventType::CONNECT_REQUEST) {
             return Err(Error::CmEvent {
-                expected: expected.name().unwrap_or("an event"),
-                got: if ev.uid == self.uid {
-                    ev.name()
-                } else {
-                    format!("{} of another id", ev.name())
-                },
+                expected: Some(expected),
+                got: ev.kind,
+                other_id: ev.uid != self.uid,
                 status: ev.status,
                 private_data: ev.conn.private_data.clone(),
             });

@@ -1,6 +1,7 @@
 //! Errors of the safe API: every failure names what failed.
 
 use crate::mr::Access;
+use rverbs_cm::EventType as CmEventType;
 use std::fmt;
 
 pub use rverbs_types::PostError;
@@ -91,10 +92,12 @@ pub enum Error {
     /// An rdma_cm id got another event than the one it waited for (an
     /// error event such as `ADDR_ERROR`, `REJECTED`, `UNREACHABLE`).
     CmEvent {
-        /// What was awaited.
-        expected: &'static str,
+        /// What was awaited (`None`: one of several events, not this one).
+        expected: Option<CmEventType>,
         /// What came (`RDMA_CM_EVENT_REJECTED`).
-        got: String,
+        got: CmEventType,
+        /// Whether it came for another id of the channel.
+        other_id: bool,
         /// Its status: a negative errno or a reject reason.
         status: i32,
         /// Private data that came with it (a reject's).
@@ -277,9 +280,17 @@ impl fmt::Display for Error {
             Error::CmEvent {
                 expected,
                 got,
+                other_id,
                 status,
                 ..
-            } => write!(f, "waiting for {expected}: got {got} (status {status})"),
+            } => {
+                let whose = if *other_id { " of another id" } else { "" };
+                match expected {
+                    Some(e) => write!(f, "waiting for {e}: ")?,
+                    None => write!(f, "unexpected event: ")?,
+                }
+                write!(f, "got {got}{whose} (status {status})")
+            }
             Error::Io { what, source } => write!(f, "{what}: {source}"),
         }
     }

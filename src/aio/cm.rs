@@ -47,8 +47,9 @@ fn expect(ev: CmEvent, expected: EventType) -> Result<CmEvent> {
         return Ok(ev);
     }
     Err(Error::CmEvent {
-        expected: expected.name().unwrap_or("an event"),
-        got: ev.name(),
+        expected: Some(expected),
+        got: ev.kind,
+        other_id: false,
         status: ev.status,
         private_data: ev.conn.private_data.clone(),
     })

@@ -182,7 +182,7 @@ fn a_rejected_request_carries_the_private_data() {
             private_data,
             ..
         }) => {
-            assert_eq!(got, "RDMA_CM_EVENT_REJECTED");
+            assert_eq!(got, EventType::REJECTED);
             assert_eq!(status, 28, "IB_CM_REJ_CONSUMER_DEFINED");
             assert_eq!(private_data[..7], *b"go away");
         }

@@ -270,8 +270,9 @@ pub(crate) fn expect_event(
     let ev = chan.get_event()?;
     if ev.kind != want {
         return Err(Error::CmEvent {
-            expected: want.name().unwrap_or("an event"),
-            got: ev.name(),
+            expected: Some(want),
+            got: ev.kind,
+            other_id: false,
             status: ev.status,
             private_data: ev.conn.private_data.clone(),
         });

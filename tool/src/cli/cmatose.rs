@@ -63,8 +63,9 @@ pub fn cmatose(a: &CmatoseArgs) -> Result<ExitCode> {
 fn connect_failed(ev: &CmEvent) -> Error {
     println!("cmatose: event: {}, error: {}", ev.name(), ev.status);
     Error::CmEvent {
-        expected: "ESTABLISHED",
-        got: ev.name(),
+        expected: Some(EventType::ESTABLISHED),
+        got: ev.kind,
+        other_id: false,
         status: ev.status,
         private_data: ev.conn.private_data.clone(),
     }

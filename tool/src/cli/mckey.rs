@@ -185,8 +185,9 @@ fn join_all(
             EventType::ADDR_ERROR | EventType::ROUTE_ERROR | EventType::MULTICAST_ERROR => {
                 println!("mckey: event: {}, error: {}", ev.name(), ev.status);
                 return Err(Error::CmEvent {
-                    expected: "MULTICAST_JOIN",
-                    got: ev.name(),
+                    expected: Some(EventType::MULTICAST_JOIN),
+                    got: ev.kind,
+                    other_id: false,
                     status: ev.status,
                     private_data: Vec::new(),
                 });

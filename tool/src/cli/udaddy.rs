@@ -152,8 +152,9 @@ fn run_client(a: &UdaddyArgs) -> Result<()> {
 fn failed(ev: &CmEvent) -> Error {
     println!("udaddy: event: {}, error: {}", ev.name(), ev.status);
     Error::CmEvent {
-        expected: "ESTABLISHED",
-        got: ev.name(),
+        expected: Some(EventType::ESTABLISHED),
+        got: ev.kind,
+        other_id: false,
         status: ev.status,
         private_data: ev.conn.private_data.clone(),
     }

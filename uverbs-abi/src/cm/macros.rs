@@ -38,6 +38,13 @@ macro_rules! named_values {
                 }
             }
         }
+
+        /// The C name, as librdmacm's `rdma_event_str` prints it.
+        impl core::fmt::Display for $name {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                core::fmt::Debug::fmt(self, f)
+            }
+        }
     };
 }
 

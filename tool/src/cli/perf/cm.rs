@@ -84,7 +84,14 @@ fn server_addr(host: &str, port: u16) -> Result<SocketAddr> {
 /// Whether an error is the peer not listening yet (a connection refused:
 /// `REJECTED` with status 8), which is worth another try.
 fn refused(e: &Error) -> bool {
-    matches!(e, Error::CmEvent { got, status: 8, .. } if got == "RDMA_CM_EVENT_REJECTED")
+    matches!(
+        e,
+        Error::CmEvent {
+            got: EventType::REJECTED,
+            status: 8,
+            ..
+        }
+    )
 }
 
 /// The out-of-band exchange over rdma_cm.
@@ -465,8 +472,9 @@ pub fn connect_qps(
                     EventType::ESTABLISHED => established += 1,
                     _ => {
                         return Err(Error::CmEvent {
-                            expected: "RDMA_CM_EVENT_ESTABLISHED",
-                            got: ev.name(),
+                            expected: Some(EventType::ESTABLISHED),
+                            got: ev.kind,
+                            other_id: false,
                             status: ev.status,
                             private_data: ev.conn.private_data.clone(),
                         })
