@@ -73,17 +73,25 @@ pub fn work_request<'a>(
 }
 
 impl Bench {
-    /// Polls (or waits for an event, then polls) until at least one
-    /// completion, at most the timeout; fails on an error status. `what`
-    /// names what is awaited, for the timeout's error.
+    /// Polls (or, with events, polls and waits for an event only when the
+    /// CQ is empty) until at least one completion, at most the timeout;
+    /// fails on an error status. `what` names what is awaited, for the
+    /// timeout's error.
+    ///
+    /// With events, completions already in the CQ raise no new event: so
+    /// the CQ is polled before waiting, and re-armed before the poll that
+    /// follows an event (a completion after the arm raises the next one).
     pub fn next_completions(&mut self, wc: &mut [Wc], what: impl Fn() -> String) -> Result<usize> {
         loop {
             let n = match &self.channel {
-                Some(ch) => {
-                    self.timeout.event(ch, &what)?;
-                    self.cq.req_notify(false)?;
-                    bench_poll(&mut self.cq, wc)
-                }
+                Some(ch) => match bench_poll(&mut self.cq, wc) {
+                    0 => {
+                        self.timeout.event(ch, &what)?;
+                        self.cq.req_notify(false)?;
+                        bench_poll(&mut self.cq, wc)
+                    }
+                    n => n,
+                },
                 None => {
                     let cq = &mut self.cq;
                     self.timeout.spin(&what, || {
