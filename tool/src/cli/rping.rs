@@ -11,6 +11,7 @@
 //! Unlike rdma-core's, no wait after the connection request is unbounded
 //! (`--timeout`): a peer that dies or stops answering ends the program.
 
+use super::cm_common::{get_addr, invalid};
 use super::wait::{parse_timeout, Timeout, DEFAULT_SECS};
 use clap::Args;
 use rverbs::cm::{CmChannel, CmId, ConnParam, EventType, PortSpace};
@@ -19,7 +20,7 @@ use rverbs::{
     SendWr, Wc, WcOpcode, WcStatus,
 };
 use rverbs_tool::wire::rping::{Info, INFO_LEN};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -71,23 +72,8 @@ pub struct RpingArgs {
     timeout: Timeout,
 }
 
-fn invalid(what: impl Into<String>) -> Error {
-    Error::InvalidArgument { what: what.into() }
-}
-
 macro_rules! debug {
     ($a:expr, $($t:tt)*) => { if $a.debug { println!($($t)*); } };
-}
-
-fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
-    (host, port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| Error::Io {
-            what: format!("getaddrinfo failed - invalid hostname or IP address {host}"),
-            source: std::io::Error::other("no address"),
-        })
 }
 
 /// The buffers and verbs objects of one connection.
@@ -311,7 +297,7 @@ fn run_server(a: &RpingArgs) -> Result<()> {
     let chan = CmChannel::new()?;
     let listen = chan.create_id(PortSpace::TCP)?;
     let addr = match &a.addr {
-        Some(h) => resolve(h, a.port)?,
+        Some(h) => get_addr(h, a.port)?,
         None => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), a.port),
     };
     listen.bind(&addr)?;
@@ -395,8 +381,8 @@ fn run_client(a: &RpingArgs) -> Result<()> {
         .addr
         .as_deref()
         .ok_or_else(|| invalid("the client needs -a ADDR"))?;
-    let dst = resolve(host, a.port)?;
-    let src = a.source.as_deref().map(|h| resolve(h, 0)).transpose()?;
+    let dst = get_addr(host, a.port)?;
+    let src = a.source.as_deref().map(|h| get_addr(h, 0)).transpose()?;
     let chan = CmChannel::new()?;
     let id = chan.create_id(PortSpace::TCP)?;
     id.resolve_addr(src.as_ref(), &dst, 2000)?;
