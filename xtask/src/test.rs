@@ -334,7 +334,10 @@ fn vm_tests(tally: &mut Tally, kernel: &'static vm::Kernel) {
     script.push_str("exit $rc\n");
     let opts = vm::Options {
         two_hosts: false,
-        timeout: Duration::from_secs(900),
+        // Every VM test file in one boot: ~8 minutes on an idle 2-core
+        // machine; the limit leaves room for a loaded one (a VM that runs
+        // past it is killed and the run fails).
+        timeout: Duration::from_secs(1500),
         cmd: vec!["sh".into(), "-c".into(), script],
         peer_cmd: None,
         env: vec![("RUST_BACKTRACE".into(), "1".into())],
