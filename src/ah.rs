@@ -1,6 +1,9 @@
 //! Address handles (`CREATE_AH` / `DESTROY_AH`) for UD sends.
 
+mod attr;
 mod from_wc;
+
+pub use attr::{AhAttr, Grh};
 
 pub use from_wc::{NetworkHeader, GRH_LEN};
 
@@ -8,7 +11,6 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::pd::{Pd, PdInner};
 use crate::provider::AhParts;
-use crate::qp::attr::AhAttr;
 use rverbs_types::{AddressHandle, AhAddr};
 use std::sync::Arc;
 

@@ -154,9 +154,9 @@ pub struct CmEvent {
 impl CmEvent {
     /// The address vector of a UD event: the peer a UD `ESTABLISHED`
     /// resolved, or the group of a `MULTICAST_JOIN` — what
-    /// [`Pd::create_ah`](crate::Pd::create_ah) takes to send there (with
+    /// [`Pd::create_ah`](crate::pd::Pd::create_ah) takes to send there (with
     /// [`CmEvent::ud`]'s `qp_num` and `qkey`).
-    pub fn ah_attr(&self) -> crate::AhAttr {
+    pub fn ah_attr(&self) -> crate::ah::AhAttr {
         ud_ah_attr(&self.ud)
     }
 
@@ -626,17 +626,17 @@ impl CmId {
 }
 
 /// The address vector a UD event carries (see [`CmEvent::ah_attr`]).
-pub(crate) fn ud_ah_attr(ud: &UdParam) -> crate::AhAttr {
+pub(crate) fn ud_ah_attr(ud: &UdParam) -> crate::ah::AhAttr {
     use zerocopy::FromBytes;
     // 32 bytes of `struct ib_uverbs_ah_attr`, exactly its size.
     let a = uverbs_abi::verbs::IbUverbsAhAttr::read_from_bytes(&ud.ah_attr).unwrap_or_default();
-    crate::AhAttr {
+    crate::ah::AhAttr {
         dlid: a.dlid,
         sl: a.sl,
         src_path_bits: a.src_path_bits,
         static_rate: a.static_rate,
         port_num: a.port_num,
-        grh: (a.is_global != 0).then_some(crate::Grh {
+        grh: (a.is_global != 0).then_some(crate::ah::Grh {
             dgid: a.grh.dgid,
             flow_label: a.grh.flow_label,
             sgid_index: a.grh.sgid_index,

@@ -4,7 +4,7 @@
 use crate::cmd::Dev;
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::provider::{self, DeviceInfo};
+use crate::provider;
 use std::fs::OpenOptions;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -113,33 +113,5 @@ impl Context {
     /// The async event fd (pollable; see [`crate::event`]).
     pub fn async_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.inner.async_fd.as_fd()
-    }
-}
-
-impl DeviceInfo for Context {
-    fn sge_and_cqe_limits(&self) -> Result<(u32, u32)> {
-        let d = self.query_device()?;
-        Ok((d.max_sge, d.max_cqe))
-    }
-
-    fn link_layer(&self, port: u8) -> Result<u8> {
-        Ok(self.query_port(port)?.link_layer)
-    }
-
-    fn gid_is_roce_v2(&self, port: u8, index: u8) -> Result<bool> {
-        let table = self.gid_table(port)?;
-        let e = table
-            .iter()
-            .find(|e| e.index == u32::from(index))
-            .ok_or_else(|| Error::invalid(format!("no GID at index {index} of port {port}")))?;
-        Ok(e.gid_type == crate::GidType::RoceV2)
-    }
-
-    fn device_name(&self) -> String {
-        self.device().name().to_string()
-    }
-
-    fn device_cap_flags_ex(&self) -> Result<u64> {
-        Ok(self.query_device_ex()?.device_cap_flags_ex)
     }
 }

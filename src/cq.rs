@@ -216,7 +216,7 @@ impl Cq {
     /// the CQ could then overrun; the size the kernel grants becomes the
     /// budget later QPs reserve from.
     ///
-    /// [`Pd::create_qp`]: crate::Pd::create_qp
+    /// [`Pd::create_qp`]: crate::pd::Pd::create_qp
     pub fn resize(&mut self, cqe: u32) -> Result<()> {
         let inner = &self.inner;
         // `&mut self`: no QP can be created on this CQ meanwhile (that

@@ -1,7 +1,7 @@
 //! Errors of the safe API: every failure names what failed.
 
-use crate::mr::Access;
 use rverbs_cm::EventType as CmEventType;
+use rverbs_types::Access;
 use std::fmt;
 
 pub use rverbs_types::PostError;

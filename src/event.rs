@@ -82,8 +82,8 @@ impl std::fmt::Debug for EventType {
 pub struct AsyncEvent {
     /// What happened.
     pub event_type: EventType,
-    /// To what: the object's user handle ([`crate::Srq::user_handle`],
-    /// [`crate::Cq::user_handle`], QP handles), or the port number for
+    /// To what: the object's user handle ([`crate::srq::Srq::user_handle`],
+    /// [`crate::cq::Cq::user_handle`], QP handles), or the port number for
     /// port events.
     pub element: u64,
 }

@@ -37,7 +37,7 @@ pub struct Features {
     /// The ioctl `QUERY_GID_ENTRY` method (`ibv_query_gid_ex`).
     pub ioctl_query_gid_entry: bool,
     /// `ADVISE_MR` (`ibv_advise_mr`): prefetch of on-demand-paging MRs
-    /// ([`crate::Pd::advise_mr`]). rxe offers it together with ODP.
+    /// ([`crate::pd::Pd::advise_mr`]). rxe offers it together with ODP.
     pub advise_mr: bool,
     /// How many bytes of the `QUERY_DEVICE_EX` response the kernel filled.
     pub query_device_ex_len: u32,

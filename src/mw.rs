@@ -153,7 +153,7 @@ impl Qp {
     /// with id `wr_id` (signaled), as `ibv_bind_mw` does for a type 1
     /// window and `ibv_wr_bind_mw` for a type 2 one. Returns the window's
     /// new rkey, which [`Mw::rkey`] reports from now on; the bind is done
-    /// when its completion ([`WcOpcode::BIND_MW`](crate::WcOpcode::BIND_MW))
+    /// when its completion ([`WcOpcode::BIND_MW`](crate::wc::WcOpcode::BIND_MW))
     /// is polled. If that completion is an error, the window keeps its old
     /// rkey in the kernel (as with rdma-core, the caller knows).
     ///

@@ -1,8 +1,8 @@
 //! On-demand paging: prefetching the pages of ODP MRs (`ibv_advise_mr`).
 //!
-//! An MR registered with [`Access::ON_DEMAND`](crate::Access::ON_DEMAND)
+//! An MR registered with [`Access::ON_DEMAND`](crate::mr::Access::ON_DEMAND)
 //! pins nothing: the device faults pages in when a work request or a peer
-//! touches them (rxe does from Linux 6.14; [`crate::Context::features`]
+//! touches them (rxe does from Linux 6.14; [`crate::context::Context::features`]
 //! says whether a device does). [`Pd::advise_mr`] asks the kernel to fault
 //! a range in ahead of use, so the first access does not pay for it.
 
@@ -41,7 +41,7 @@ impl Advice {
 
 impl Pd {
     /// `ibv_advise_mr`: the ioctl `ADVISE_MR` with `advice` over `ranges`,
-    /// each a slice of an ODP MR of this PD ([`crate::Mr::slice`]). With
+    /// each a slice of an ODP MR of this PD ([`crate::mr::Mr::slice`]). With
     /// `wait`, the call returns once the pages are in
     /// (`IB_UVERBS_ADVISE_MR_FLAG_FLUSH`); without, the kernel may do it in
     /// the background, best effort.

@@ -7,9 +7,10 @@ mod connect;
 mod mcast;
 mod query;
 
+pub use crate::ah::{AhAttr, Grh};
 pub use crate::cmd::qp::{QpCaps, QpType};
 pub use crate::wr::{RecvWr, Remote, SendOp, Ud, MAX_SGE};
-pub use attr::{AhAttr, Grh, Mtu, QpAttr, QpState};
+pub use attr::{Mtu, QpAttr, QpState};
 pub use query::{QpInitAttr, QpQuery};
 
 use crate::ah::Ah;
@@ -43,7 +44,7 @@ pub struct QpInit<'a> {
     /// Every send generates a completion, signaled or not.
     pub sq_sig_all: bool,
     /// Take receives from this SRQ instead of an own receive queue.
-    pub srq: Option<&'a crate::Srq>,
+    pub srq: Option<&'a crate::srq::Srq>,
 }
 
 impl<'a> QpInit<'a> {
@@ -237,7 +238,7 @@ impl Pd {
     /// depths on its CQs: the caller accepts that more completions may be
     /// outstanding than the CQs hold, as rdma-core's `ibv_create_qp`
     /// allows. If they are, the CQ overruns: rxe drops completions and
-    /// reports `IBV_EVENT_CQ_ERR` as an async event ([`crate::AsyncEvent`]),
+    /// reports `IBV_EVENT_CQ_ERR` as an async event ([`crate::event::AsyncEvent`]),
     /// mlx5 moves the CQ to an error state; either way the program must
     /// keep its outstanding work within the CQ itself. For C ABIs that
     /// must accept what libibverbs accepts (`rverbs-libibverbs`); Rust
@@ -342,7 +343,7 @@ impl Qp {
         self.inner.caps
     }
 
-    /// The handle this QP's async events carry ([`crate::AsyncEvent`]).
+    /// The handle this QP's async events carry ([`crate::event::AsyncEvent`]).
     pub fn user_handle(&self) -> u64 {
         self.inner.user_handle
     }

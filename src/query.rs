@@ -6,7 +6,8 @@
 use crate::cmd;
 use crate::cmd::port::Gid;
 use crate::context::Context;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::provider::DeviceInfo;
 use uverbs_abi::ioctl::{IbUverbsGidType, IbUverbsQueryPortRespEx};
 use uverbs_abi::verbs as v;
 
@@ -331,5 +332,35 @@ fn port_attr(ex: &IbUverbsQueryPortRespEx) -> PortAttr {
         flags: r.flags,
         port_cap_flags2: ex.port_cap_flags2,
         active_speed_ex: ex.active_speed_ex,
+    }
+}
+
+/// What the providers ask of the device while creating objects, answered
+/// by the queries above.
+impl DeviceInfo for Context {
+    fn sge_and_cqe_limits(&self) -> Result<(u32, u32)> {
+        let d = self.query_device()?;
+        Ok((d.max_sge, d.max_cqe))
+    }
+
+    fn link_layer(&self, port: u8) -> Result<u8> {
+        Ok(self.query_port(port)?.link_layer)
+    }
+
+    fn gid_is_roce_v2(&self, port: u8, index: u8) -> Result<bool> {
+        let table = self.gid_table(port)?;
+        let e = table
+            .iter()
+            .find(|e| e.index == u32::from(index))
+            .ok_or_else(|| Error::invalid(format!("no GID at index {index} of port {port}")))?;
+        Ok(e.gid_type == GidType::RoceV2)
+    }
+
+    fn device_name(&self) -> String {
+        self.device().name().to_string()
+    }
+
+    fn device_cap_flags_ex(&self) -> Result<u64> {
+        Ok(self.query_device_ex()?.device_cap_flags_ex)
     }
 }

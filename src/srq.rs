@@ -90,7 +90,7 @@ impl Srq {
         self.inner.max_wr
     }
 
-    /// The handle async events for this SRQ carry ([`crate::AsyncEvent`]).
+    /// The handle async events for this SRQ carry ([`crate::event::AsyncEvent`]).
     pub fn user_handle(&self) -> u64 {
         self.inner.user_handle
     }

@@ -14,7 +14,7 @@ use std::marker::PhantomData;
 pub const MAX_SGE: usize = 32;
 
 /// A checked piece of an MR for a work request: offset and length are
-/// inside the MR ([`crate::Mr::slice`]). Borrows the MR so that it is not
+/// inside the MR ([`crate::mr::Mr::slice`]). Borrows the MR so that it is not
 /// dropped while the work request is being built.
 ///
 /// Laid out exactly as an SGE (`struct ibv_sge`: `addr`, `length`, `lkey`;

@@ -11,11 +11,11 @@
 //! GID (found in the port's table) the packet's destination; IPv4
 //! addresses become IPv4-mapped GIDs.
 
+use super::attr::{AhAttr, Grh};
 use super::Ah;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::pd::Pd;
-use crate::qp::attr::{AhAttr, Grh};
 use crate::query::GidType;
 use crate::wc::Wc;
 

@@ -52,7 +52,7 @@ impl AsyncCq {
         })
     }
 
-    /// The CQ, to create QPs on ([`QpInit`](crate::QpInit) takes `&Cq`).
+    /// The CQ, to create QPs on ([`QpInit`](crate::qp::QpInit) takes `&Cq`).
     pub fn cq(&self) -> &Cq {
         &self.cq
     }

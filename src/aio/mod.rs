@@ -3,7 +3,7 @@
 //!
 //! - [`AsyncCq`]: a CQ with a completion channel of its own; `completions`
 //!   awaits the next completion(s) into the caller's `&mut [Wc]`, and the
-//!   CQ is a [`Stream`](futures_core::Stream) of [`Wc`](crate::Wc).
+//!   CQ is a [`Stream`](futures_core::Stream) of [`Wc`](crate::wc::Wc).
 //! - [`AsyncCmId`], [`AsyncCmListener`]: rdma_cm ids whose `resolve`,
 //!   `connect`, `accept` and `disconnect` are awaited, and a stream of
 //!   their events ([`AsyncCmId::events`]).
@@ -26,7 +26,7 @@
 //! event. From that state any new completion raises an event that stays
 //! queued on the channel until read, so the readiness the future waits
 //! for cannot be missed. Reading an event (which is also its
-//! acknowledgement: see [`CompChannel::get_event`](crate::CompChannel::get_event))
+//! acknowledgement: see [`CompChannel::get_event`](crate::cq::CompChannel::get_event))
 //! marks the CQ unarmed, and the loop polls again. Since the CQ is armed
 //! again only after its event was read, at most one event is ever queued,
 //! so the read needs no second read to find the channel empty. A wait
@@ -73,7 +73,7 @@
 //! - [`AsyncCq`]'s stream takes exactly one completion per item from the
 //!   ring, with no buffer of its own that a drop could discard.
 //! - Memory: work requests name only registered memory owned by an
-//!   [`Mr`](crate::Mr), never a future's buffer. Dropping a future drops
+//!   [`Mr`](crate::mr::Mr), never a future's buffer. Dropping a future drops
 //!   no memory the device may write: the buffers of outstanding work stay
 //!   owned by their `Mr`, which is unmapped only after the kernel has
 //!   deregistered it (see [`mr`](crate::mr)). The `&mut [Wc]` a future

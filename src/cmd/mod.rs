@@ -47,7 +47,7 @@ use zerocopy::{FromBytes, FromZeros, IntoBytes};
 /// (attribute arrays); the older `write()` commands remain and are what the
 /// ioctl-only methods fall back to. rdma-core tries the ioctl first and
 /// falls back to `write()` where the kernel answers that it lacks the
-/// method; so does [`crate::Context::open`].
+/// method; so does opening a context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommandPath {
     /// `RDMA_VERBS_IOCTL` where a method exists (context, async event fd,

@@ -13,7 +13,7 @@ use zerocopy::FromZeros;
 /// A window's kind.
 pub(crate) enum MwKind {}
 /// A window's control half. It keeps the MRs the window was bound to (see
-/// [`crate::mw`]) until `DEALLOC_MW` has succeeded.
+/// the `mw` module) until `DEALLOC_MW` has succeeded.
 pub(crate) type MwHandle = Handle<MwKind>;
 
 impl Kind for MwKind {

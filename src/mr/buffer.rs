@@ -17,7 +17,7 @@ use std::ptr::NonNull;
 /// give back afterwards ([`Mr::deregister`](super::Mr::deregister)).
 ///
 /// rverbs implements it for `Vec<u8>`, `Box<[u8]>`, [`Pages`] (what
-/// [`Pd::alloc_mr`](crate::Pd::alloc_mr) maps) and, with the `memmap2`
+/// [`Pd::alloc_mr`](crate::pd::Pd::alloc_mr) maps) and, with the `memmap2`
 /// feature, `memmap2::MmapMut`.
 ///
 /// # Safety
@@ -109,8 +109,8 @@ unsafe impl MrBuffer for Box<[u8]> {
     }
 }
 
-/// Memory rverbs mapped for an MR ([`Pd::alloc_mr`](crate::Pd::alloc_mr),
-/// [`Pd::alloc_mr_huge`](crate::Pd::alloc_mr_huge)): private anonymous
+/// Memory rverbs mapped for an MR ([`Pd::alloc_mr`](crate::pd::Pd::alloc_mr),
+/// [`Pd::alloc_mr_huge`](crate::pd::Pd::alloc_mr_huge)): private anonymous
 /// pages, unmapped when this is dropped.
 pub struct Pages {
     pub(crate) map: crate::sys::Mapping,
@@ -140,7 +140,7 @@ unsafe impl MrBuffer for Pages {
 }
 
 /// The buffer type of an MR over memory rverbs does not own
-/// ([`Pd::register_raw`](crate::Pd::register_raw)): `Mr<External>`. It has
+/// ([`Pd::register_raw`](crate::pd::Pd::register_raw)): `Mr<External>`. It has
 /// no values: the MR holds only the address range the caller vouched for,
 /// and [`Mr::deregister`](super::Mr::deregister) gives back a [`Released`]
 /// receipt, not a buffer — so memory whose `unsafe` promise ended at
@@ -150,7 +150,7 @@ pub enum External {}
 
 /// What [`Mr::deregister`](super::Mr::deregister) of an `Mr<External>`
 /// gives back: the range, now out of the device's reach. It is a receipt,
-/// not a buffer ([`Pd::register`](crate::Pd::register) does not take it):
+/// not a buffer ([`Pd::register`](crate::pd::Pd::register) does not take it):
 /// the memory is the caller's again, and registering it again needs
 /// `unsafe` again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -59,7 +59,6 @@
 use crate::cmd::{self, mr::MrHandle};
 use crate::error::{Error, Feature, Limit, Result};
 use crate::pd::{Pd, PdInner};
-use bitflags::bitflags;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -70,45 +69,7 @@ mod shared;
 pub use crate::wr::Slice;
 pub use buffer::{BoxParts, External, MrBuffer, MrMemory, Pages, Released, VecParts};
 pub use cells::{ByteCell, CellIter, Cells};
-
-bitflags! {
-    /// MR access rights (`enum ib_uverbs_access_flags`).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct Access: u32 {
-        /// The local device may write (needed for receives, READ, atomics).
-        const LOCAL_WRITE = 1;
-        /// Peers may RDMA WRITE.
-        const REMOTE_WRITE = 1 << 1;
-        /// Peers may RDMA READ.
-        const REMOTE_READ = 1 << 2;
-        /// Peers may perform atomics (the device must offer atomics).
-        const REMOTE_ATOMIC = 1 << 3;
-        /// Memory windows may be bound to the MR (the device must offer
-        /// memory windows).
-        const MW_BIND = 1 << 4;
-        /// Zero-based addressing for windows bound to the MR (the MR's own
-        /// addressing is its IOVA: see [`Pd::register_iova`]). rxe refuses
-        /// it for MRs (named [`Error::Unsupported`]).
-        const ZERO_BASED = 1 << 5;
-        /// On-demand paging: pages are faulted in when the device touches
-        /// them, not pinned at registration (the device must offer ODP;
-        /// rxe does from Linux 6.14).
-        const ON_DEMAND = 1 << 6;
-        /// The memory is in huge pages (a hint some drivers use; rxe
-        /// refuses it, and needs none: [`Pd::alloc_mr_huge`] works without).
-        const HUGETLB = 1 << 7;
-        /// Peers may FLUSH to global visibility (Linux 6.2; the device must
-        /// offer it).
-        const FLUSH_GLOBAL = 1 << 8;
-        /// Peers may FLUSH to persistence (Linux 6.2; the device must offer
-        /// it, and the memory must be persistent).
-        const FLUSH_PERSISTENT = 1 << 9;
-        /// PCIe relaxed ordering. One of the kernel's *optional* flags:
-        /// a device that lacks it ignores it (the kernel's rule, which
-        /// rdma-core keeps), so it is never refused.
-        const RELAXED_ORDERING = 1 << 20;
-    }
-}
+pub use rverbs_types::Access;
 
 /// A registered memory region that owns its buffer `B`: memory rverbs
 /// mapped ([`Pages`], the default), or a buffer the program handed over
@@ -142,7 +103,7 @@ pub(crate) struct MrInner<B: MrMemory> {
     /// byte (see `shared`).
     region: shared::Region,
     /// The indices (rkey >> 8) of the memory windows that keep this MR
-    /// ([`crate::Mw`]), so that a refused deregistration can name them.
+    /// ([`crate::mw::Mw`]), so that a refused deregistration can name them.
     windows: std::sync::Mutex<Vec<u32>>,
     /// Where work requests and peers say they are.
     iova: u64,
@@ -209,7 +170,7 @@ impl<B: MrMemory> std::fmt::Debug for Mr<B> {
 pub enum DeregisterError<B: MrMemory> {
     /// Other clones of the MR still exist: nothing was done; here it is.
     Shared(Mr<B>),
-    /// Memory windows bound to the MR keep it ([`crate::Mw`] keeps every
+    /// Memory windows bound to the MR keep it ([`crate::mw::Mw`] keeps every
     /// MR it was bound to until `DEALLOC_MW`): nothing was done; here it
     /// is, with the windows' indices (their rkeys shifted right by 8).
     Windows(Mr<B>, Vec<u32>),

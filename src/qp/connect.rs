@@ -19,7 +19,7 @@ const LINK_ETHERNET: u8 = 2;
 impl Context {
     /// The address vector of `port` itself, what a peer on this port's
     /// network (or a QP of this process: rxe answers its own GID) puts in
-    /// its [`QpAttr::rtr`] or [`crate::Pd::create_ah`] to reach it. On
+    /// its [`QpAttr::rtr`] or [`crate::pd::Pd::create_ah`] to reach it. On
     /// Ethernet (RoCE) it routes by the port's RoCE v2 GID (the
     /// IPv4-mapped one if there is one, as rdma-core's tools pick with
     /// `-g`), on InfiniBand by the port's LID.

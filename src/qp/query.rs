@@ -3,8 +3,9 @@
 //! and the rest of `struct ib_uverbs_query_qp_resp`, and the attributes the
 //! QP was created with (`struct ibv_qp_init_attr`).
 
-use super::attr::{mask, AhAttr, Grh, Mtu, QpAttr, QpState};
+use super::attr::{mask, Mtu, QpAttr, QpState};
 use super::{Qp, QpCaps, QpType};
+use crate::ah::{AhAttr, Grh};
 use crate::cmd;
 use crate::error::{Error, Result};
 use crate::mr::Access;

@@ -16,11 +16,13 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+mod access;
 mod post;
 mod qp;
 mod wc;
 mod wr;
 
+pub use access::Access;
 pub use post::{check_payload, check_send, PostError, SendLimits};
 pub use qp::QpType;
 
