@@ -21,9 +21,10 @@
 //! which may let its destroy go on and free it.
 
 use crate::abi::{IbvAsyncEvent, IbvContext, IbvCq, IbvQp, IbvSrq};
-use crate::device::ctx_of;
+use crate::context::CtxBox;
 use crate::guard;
-use crate::{errno_of, export, set_errno};
+use crate::obj::CObject;
+use crate::{errno_of, export, lock, minus1_errno};
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
 use std::os::fd::AsRawFd;
@@ -75,8 +76,7 @@ static REG: Registry = Registry {
 };
 
 fn objs() -> MutexGuard<'static, BTreeMap<(Kind, u64), Obj>> {
-    // No panics while held: a poisoned map is still consistent.
-    REG.objs.lock().unwrap_or_else(|p| p.into_inner())
+    lock(&REG.objs)
 }
 
 /// Names the C object `ptr` as the target of events for rverbs' user
@@ -161,6 +161,16 @@ pub(crate) fn retire_holding<G>(kind: Kind, handle: u64, hold: impl Fn() -> G) -
     }
 }
 
+/// [`retire_holding`] for an object whose events come on the async fd
+/// alone (a QP, an SRQ), holding the reading lock of its context `ctx`.
+pub(crate) fn retire_async(
+    kind: Kind,
+    handle: u64,
+    ctx: Option<&CtxBox>,
+) -> Option<MutexGuard<'_, ()>> {
+    retire_holding(kind, handle, || ctx.map(|x| lock(&x.async_reading)))
+}
+
 /// Reads one event from the fd `fd`, as `read_now` reads and counts it,
 /// under `reading`: what [`retire_holding`] holds to see no event read but
 /// not yet counted. Blocks (outside the lock) for one if the program left
@@ -179,7 +189,7 @@ pub(crate) fn read_counted<T>(
         if !nonblocking {
             wait_readable(fd)?;
         }
-        let _g = reading.lock().unwrap_or_else(|p| p.into_inner());
+        let _g = lock(reading);
         if let Some(t) = read_now()? {
             return Ok(t);
         }
@@ -243,13 +253,11 @@ fn element_of(ev: &rverbs::AsyncEvent) -> Option<usize> {
 unsafe extern "C" fn get_async_event(c: *mut IbvContext, out: *mut IbvAsyncEvent) -> c_int {
     guard::minus1(|| {
         // SAFETY: an open context of ours (C contract).
-        let Some(b) = (unsafe { ctx_of(c) }) else {
-            set_errno(libc::EINVAL);
-            return -1;
+        let Some(b) = (unsafe { CtxBox::of(c) }) else {
+            return minus1_errno(libc::EINVAL);
         };
         if out.is_null() {
-            set_errno(libc::EINVAL);
-            return -1;
+            return minus1_errno(libc::EINVAL);
         }
         let read_now = || loop {
             if !b.ctx.wait_async_event(0).map_err(|e| errno_of(&e))? {
@@ -265,10 +273,7 @@ unsafe extern "C" fn get_async_event(c: *mut IbvContext, out: *mut IbvAsyncEvent
         };
         let ev = match read_counted(b.ctx.async_fd().as_raw_fd(), &b.async_reading, read_now) {
             Ok(ev) => ev,
-            Err(e) => {
-                set_errno(e);
-                return -1;
-            }
+            Err(e) => return minus1_errno(e),
         };
         // SAFETY: out is a writable ibv_async_event (C contract, non-NULL).
         unsafe { out.write(ev) };

@@ -11,6 +11,17 @@
 //! Each C object (`struct ibv_pd`, …) is the first field of a Rust-owned
 //! box holding the rverbs object; the C pointer is the box's address.
 //!
+//! # Layout
+//! Dependencies point one way, down: `ops.rs` on top makes the context and
+//! fills the tables C calls through (`ibv_context_ops`, `verbs_context`,
+//! the slots of each `ibv_cq_ex` and `ibv_qp_ex`); below it the data path
+//! (`walk.rs`, `send.rs`, `recv.rs`, `poll.rs`, `wr.rs`, `bind.rs`); below
+//! that one file per object (`device.rs`, `context.rs`, `pd.rs`, `mr.rs`,
+//! `mw.rs`, `channel.rs`, `cq.rs`, `qp.rs`, `srq.rs`, `ah.rs`, and the
+//! async event registry); on the floor the C structs (`abi/`), the boxes'
+//! pointer casts and the one destroy (`obj.rs`), the panic guard, and every
+//! conversion between a C struct and rverbs' (`convert/`).
+//!
 //! # Exports
 //! `symbols.txt` lists every exported name and its rdma-core 44 version
 //! node; `build.rs` turns it into the linker's version script. The
@@ -33,26 +44,56 @@
 // lint), and `unsafe_op_in_unsafe_fn` keeps them explicit.
 #![allow(clippy::missing_safety_doc)]
 
+// The floor: the C structs, the boxes C pointers name and the one way
+// objects go, the panic guard, the conversions between C and rverbs.
 pub mod abi;
+mod convert;
+mod guard;
+mod obj;
+
+// One file per object: its box, its verbs. (`qp_ex` and `batch`: the
+// `ibv_qp_ex` a QP box carries and the `ibv_wr_*` batch it holds.)
 mod ah;
 mod async_event;
-mod cq_ex;
-#[cfg(test)]
-mod ctest;
+mod batch;
+mod channel;
+mod context;
+mod cq;
 mod device;
-mod guard;
-mod marshall;
-mod misc;
+mod mr;
 mod mw;
-mod post;
+mod pd;
+mod qp;
 mod qp_ex;
-mod rate;
 mod srq;
+mod sysfs;
+
+// The data path: the walk every post takes, the posts, polling, the
+// `ibv_wr_*` API, type 1 window binds.
+mod bind;
+mod poll;
+mod recv;
+mod send;
+mod walk;
+mod wr;
+
+// On top: the context, with the tables C calls through.
+mod ops;
+
+// Entry points that stand alone: librdmacm's copies, rates, strings,
+// what is not implemented.
+mod marshall;
+mod rate;
 mod strs;
 mod stubs;
-mod verbs;
+
+#[cfg(test)]
+mod ctest;
+#[cfg(test)]
+mod testing;
 
 use std::ffi::c_int;
+use std::sync::{Mutex, MutexGuard};
 
 /// Exports `$c` (a C name in `symbols.txt`) as a jump to the Rust
 /// function `$f`: a tail jump keeps every argument register as the caller
@@ -99,6 +140,16 @@ macro_rules! member {
 }
 pub(crate) use member;
 
+/// Builds a `$T` from the members of the same names of the C struct at
+/// `$p`, each read on its own ([`member!`]). Inside an `unsafe` block
+/// whose comment says why each member is there and initialised.
+macro_rules! members {
+    ($p:expr => $T:ident { $($f:ident),* $(,)? }) => {
+        $T { $($f: $crate::member!($p, $f)),* }
+    };
+}
+pub(crate) use members;
+
 /// Writes each `member = value` into the C struct at `$p`, one member at a
 /// time: the struct's other members (and padding) are left as the caller
 /// had them, and it is never read. Inside an `unsafe` block whose comment
@@ -109,40 +160,6 @@ macro_rules! put {
     }};
 }
 pub(crate) use put;
-
-/// Heap memory for a C struct `T` as a caller may hand it over: only the
-/// first `len` bytes (an older, shorter version of the struct), none of
-/// them initialised. Miri reports any read past them or of a member the
-/// test did not set.
-#[cfg(test)]
-pub(crate) struct Partial<T> {
-    p: *mut T,
-    layout: std::alloc::Layout,
-}
-
-#[cfg(test)]
-impl<T> Partial<T> {
-    pub(crate) fn new(len: usize) -> Partial<T> {
-        let layout =
-            std::alloc::Layout::from_size_align(len, std::mem::align_of::<T>()).expect("a layout");
-        // SAFETY: the tests ask for a non-zero size.
-        let p = unsafe { std::alloc::alloc(layout) }.cast::<T>();
-        assert!(!p.is_null(), "out of memory");
-        Partial { p, layout }
-    }
-
-    pub(crate) fn ptr(&self) -> *mut T {
-        self.p
-    }
-}
-
-#[cfg(test)]
-impl<T> Drop for Partial<T> {
-    fn drop(&mut self) {
-        // SAFETY: allocated in new with this layout, freed once.
-        unsafe { std::alloc::dealloc(self.p.cast(), self.layout) }
-    }
-}
 
 /// Sets the calling thread's `errno` (libibverbs reports most failures
 /// there as well as, or instead of, in the return value).
@@ -179,4 +196,17 @@ pub(crate) fn null_errno<T>(e: c_int) -> *mut T {
 pub(crate) fn ret_errno(e: c_int) -> c_int {
     set_errno(e);
     e
+}
+
+/// Fails a call that returns 0 (or a count) or -1: -1 with `errno` set.
+pub(crate) fn minus1_errno(e: c_int) -> c_int {
+    set_errno(e);
+    -1
+}
+
+/// Locks `m` whether or not a panic poisoned it: no lock of this crate is
+/// held across a statement that leaves what it guards half-updated, so a
+/// poisoned one is still consistent (see [`guard`] for where panics go).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }

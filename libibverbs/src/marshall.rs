@@ -1,8 +1,8 @@
 //! What rdma-core's librdmacm calls in libibverbs beyond the verbs
 //! themselves: the `marshall.h` copies between the kernel's structs
 //! (`ib_uverbs_qp_attr` from rdma_cm's `INIT_QP_ATTR`, `ib_user_path_rec`
-//! from `QUERY_ROUTE`) and the C API's, `ibv_get_sysfs_path` (librdmacm
-//! reads the rdma_cm ABI version through it).
+//! from `QUERY_ROUTE`) and the C API's (librdmacm's sysfs helpers are in
+//! `sysfs.rs`).
 //!
 //! The kernel structs are uverbs-abi's (layout-checked there against the
 //! uapi headers); the C API's are in `abi/`.
@@ -10,7 +10,7 @@
 use crate::abi::{IbvAhAttr, IbvGid, IbvGlobalRoute, IbvQpAttr, IbvQpCap, IbvSaPathRec};
 use crate::guard;
 use crate::{export, put};
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
 use uverbs_abi::cm::IbUserPathRec;
 use uverbs_abi::verbs::{IbUverbsAhAttr, IbUverbsQpAttr};
 
@@ -175,24 +175,6 @@ unsafe extern "C" fn copy_path_rec_to_kern(dst: *mut IbUserPathRec, src: *const 
 }
 export!("ibv_copy_path_rec_to_kern" = copy_path_rec_to_kern);
 
-/// `ibv_get_sysfs_path`: where sysfs is mounted; `$SYSFS_PATH` if set (as
-/// libibverbs honours it), else `/sys`. A static string, as in C.
-extern "C" fn get_sysfs_path() -> *const c_char {
-    guard::value(c"/sys".as_ptr(), || {
-        static PATH: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
-        PATH.get_or_init(|| {
-            let p = std::env::var("SYSFS_PATH")
-                .ok()
-                .map(|s| s.trim_end_matches('/').to_string())
-                .filter(|s| !s.is_empty() && !s.contains('\0'))
-                .unwrap_or_else(|| "/sys".to_string());
-            std::ffi::CString::new(p).unwrap_or_else(|_| c"/sys".to_owned())
-        })
-        .as_ptr()
-    })
-}
-export!("ibv_get_sysfs_path" = get_sysfs_path);
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,7 +189,7 @@ mod tests {
             port_num: 1,
             ..Default::default()
         };
-        let d = crate::Partial::<IbvQpAttr>::new(std::mem::size_of::<IbvQpAttr>());
+        let d = crate::testing::Partial::<IbvQpAttr>::new(std::mem::size_of::<IbvQpAttr>());
         let p = d.ptr();
         // SAFETY: a member of the live allocation.
         unsafe { crate::put!(p, qp_state = 1) };
@@ -233,7 +215,7 @@ mod tests {
             mtu: 4,
             ..Default::default()
         };
-        let d = crate::Partial::<IbUserPathRec>::new(std::mem::size_of::<IbUserPathRec>());
+        let d = crate::testing::Partial::<IbUserPathRec>::new(std::mem::size_of::<IbUserPathRec>());
         let p = d.ptr();
         // SAFETY: p is writable, r readable.
         unsafe { copy_path_rec_to_kern(p, &r) };

@@ -1,48 +1,58 @@
 //! Shared receive queues: `ibv_create_srq`, `ibv_modify_srq`,
-//! `ibv_query_srq`, `ibv_destroy_srq`, and `ops.post_srq_recv` (in
-//! [`crate::post`]), over rverbs' [`Srq`].
+//! `ibv_query_srq`, `ibv_destroy_srq`, over rverbs' [`Srq`]; posting to
+//! one is the data path's (`recv.rs`).
 //!
 //! Lifetimes as libibverbs has them: the kernel refuses DESTROY_SRQ while a
 //! QP takes its receives from the SRQ, so the box counts those QPs and
 //! refuses with `EBUSY`.
 
 use crate::abi::*;
+use crate::async_event::{register, retire_async, Kind};
+use crate::context::CtxBox;
+use crate::convert::c_srq_attr;
 use crate::guard;
-use crate::verbs::{pd_of, PdBox};
-use crate::{errno_of, export, member, null_errno, ret_errno};
+use crate::obj::{destroy, CObject, Held, Parent, Users};
+use crate::pd::PdBox;
+use crate::{errno_of, export, lock, member, null_errno, ret_errno};
 use rverbs::Srq;
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 #[repr(C)]
 pub(crate) struct SrqBox {
     /// In an UnsafeCell: `events_completed` changes while C holds the
     /// pointer and other threads hold shared references to the box.
-    pub(crate) c: UnsafeCell<IbvSrq>,
+    c: UnsafeCell<IbvSrq>,
     /// Posting takes `&mut Srq`; the C API lets threads post to one SRQ
     /// concurrently, so a lock per SRQ (rdma-core's rxe takes a spinlock
     /// per queue for the same reason).
-    pub(crate) srq: Mutex<Srq>,
-    pd: *const PdBox,
+    srq: Mutex<Srq>,
+    pd: Held<PdBox>,
     /// SGEs per receive, as granted: posts are checked against it before
     /// their SGE arrays are read.
     pub(crate) max_sge: u32,
     /// QPs that take their receives from this SRQ.
-    pub(crate) users: AtomicUsize,
+    users: Users,
 }
 
-pub(crate) fn lock_srq(s: &SrqBox) -> MutexGuard<'_, Srq> {
-    // Nothing panics while the lock is held: a poisoned lock is consistent.
-    s.srq.lock().unwrap_or_else(|p| p.into_inner())
+// SAFETY: repr(C) with the ibv_srq (in its UnsafeCell) first; handed out
+// only by create_srq.
+unsafe impl CObject for SrqBox {
+    type C = IbvSrq;
 }
 
-/// The box behind a `struct ibv_srq *` of ours (NULL: `None`).
-pub(crate) unsafe fn srq_of<'a>(s: *mut IbvSrq) -> Option<&'a SrqBox> {
-    // SAFETY: SRQs come only from create_srq (C contract: not destroyed);
-    // `c` is the first field.
-    unsafe { s.cast::<SrqBox>().as_ref() }
+impl Parent for SrqBox {
+    fn users(&self) -> &Users {
+        &self.users
+    }
+}
+
+impl SrqBox {
+    /// The SRQ, locked (see the field).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Srq> {
+        lock(&self.srq)
+    }
 }
 
 /// `ibv_create_srq`: NULL + errno on failure; on success the granted
@@ -50,7 +60,7 @@ pub(crate) unsafe fn srq_of<'a>(s: *mut IbvSrq) -> Option<&'a SrqBox> {
 unsafe extern "C" fn create_srq(p: *mut IbvPd, init: *mut IbvSrqInitAttr) -> *mut IbvSrq {
     guard::null(|| {
         // SAFETY: a PD of ours and a writable init attr (C contract).
-        let (Some(pd), Some(a)) = (unsafe { pd_of(p) }, unsafe { init.as_mut() }) else {
+        let (Some(pd), Some(a)) = (unsafe { PdBox::of(p) }, unsafe { init.as_mut() }) else {
             return null_errno(libc::EINVAL);
         };
         if a.attr.max_wr == 0 {
@@ -74,7 +84,6 @@ unsafe extern "C" fn create_srq(p: *mut IbvPd, init: *mut IbvSrqInitAttr) -> *mu
             }
             Err(e) => return null_errno(errno_of(&e)),
         }
-        pd.users.fetch_add(1, Ordering::AcqRel);
         let c = IbvSrq {
             context: pd.c.context,
             srq_context: a.srq_context,
@@ -85,16 +94,17 @@ unsafe extern "C" fn create_srq(p: *mut IbvPd, init: *mut IbvSrqInitAttr) -> *mu
             events_completed: 0,
         };
         let handle = srq.user_handle();
-        let b = Box::into_raw(Box::new(SrqBox {
+        let b = SrqBox {
             c: UnsafeCell::new(c),
             srq: Mutex::new(srq),
-            pd,
+            pd: Held::new(pd),
             max_sge: a.attr.max_sge,
-            users: AtomicUsize::new(0),
-        }));
+            users: Users::default(),
+        }
+        .into_c();
         // Its async events (SRQ_LIMIT_REACHED, SRQ_ERR) name this C object.
-        crate::async_event::register(crate::async_event::Kind::Srq, handle, b.cast());
-        b.cast()
+        register(Kind::Srq, handle, b.cast());
+        b
     })
 }
 export!("ibv_create_srq" = create_srq);
@@ -105,7 +115,7 @@ export!("ibv_create_srq" = create_srq);
 unsafe extern "C" fn modify_srq(s: *mut IbvSrq, attr: *mut IbvSrqAttr, mask: c_int) -> c_int {
     guard::errno(|| {
         // SAFETY: an SRQ of ours (C contract).
-        let Some(b) = (unsafe { srq_of(s) }) else {
+        let Some(b) = (unsafe { SrqBox::of(s) }) else {
             return ret_errno(libc::EINVAL);
         };
         if attr.is_null() || mask & !(srq_mask::MAX_WR | srq_mask::LIMIT) != 0 {
@@ -118,7 +128,7 @@ unsafe extern "C" fn modify_srq(s: *mut IbvSrq, attr: *mut IbvSrqAttr, mask: c_i
             // SAFETY: a readable attr (C contract, non-NULL) whose srq_limit
             // the mask names; its other members may be unset, so not read.
             let limit = unsafe { member!(attr, srq_limit) };
-            if let Err(e) = lock_srq(b).set_limit(limit) {
+            if let Err(e) = b.lock().set_limit(limit) {
                 return ret_errno(errno_of(&e));
             }
         }
@@ -131,22 +141,16 @@ export!("ibv_modify_srq" = modify_srq);
 unsafe extern "C" fn query_srq(s: *mut IbvSrq, attr: *mut IbvSrqAttr) -> c_int {
     guard::errno(|| {
         // SAFETY: an SRQ of ours (C contract).
-        let Some(b) = (unsafe { srq_of(s) }) else {
+        let Some(b) = (unsafe { SrqBox::of(s) }) else {
             return ret_errno(libc::EINVAL);
         };
         if attr.is_null() {
             return ret_errno(libc::EINVAL);
         }
-        match lock_srq(b).query() {
+        match b.lock().query() {
             Ok(q) => {
                 // SAFETY: attr is a writable ibv_srq_attr (C contract, non-NULL).
-                unsafe {
-                    attr.write(IbvSrqAttr {
-                        max_wr: q.max_wr,
-                        max_sge: q.max_sge,
-                        srq_limit: q.srq_limit,
-                    })
-                };
+                unsafe { attr.write(c_srq_attr(&q)) };
                 0
             }
             Err(e) => ret_errno(errno_of(&e)),
@@ -155,34 +159,25 @@ unsafe extern "C" fn query_srq(s: *mut IbvSrq, attr: *mut IbvSrqAttr) -> c_int {
 }
 export!("ibv_query_srq" = query_srq);
 
-/// `ibv_destroy_srq`: `EBUSY` while a QP uses it, as the kernel answers.
+/// `ibv_destroy_srq`: `EBUSY` while a QP uses it, as the kernel answers;
+/// else it waits, as libibverbs does, for the async events handed out for
+/// it to be acknowledged, and goes.
 unsafe extern "C" fn destroy_srq(s: *mut IbvSrq) -> c_int {
     guard::errno(|| {
-        // SAFETY: an SRQ of ours (C contract).
-        let Some(b) = (unsafe { srq_of(s) }) else {
-            return ret_errno(libc::EINVAL);
-        };
-        if b.users.load(Ordering::Acquire) != 0 {
-            return ret_errno(libc::EBUSY);
-        }
-        // SAFETY: the PD, and the context, outlive their SRQs (dealloc_pd
-        // refuses while users > 0; C contract: the context is closed last).
-        let ctx = unsafe { crate::device::ctx_of((*b.pd).c.context) };
-        // Waits for async events handed out for it to be acknowledged, as
-        // libibverbs does; no reader of the async fd is between reading an
-        // event and counting it until DESTROY_SRQ has dropped those queued.
-        let handle = lock_srq(b).user_handle();
-        let held =
-            crate::async_event::retire_holding(crate::async_event::Kind::Srq, handle, || {
-                ctx.map(|x| x.async_reading.lock().unwrap_or_else(|p| p.into_inner()))
-            });
-        // SAFETY: the PD outlives its SRQs (dealloc_pd refuses while users > 0).
-        unsafe { (*b.pd).users.fetch_sub(1, Ordering::AcqRel) };
-        // SAFETY: made by Box::into_raw in create_srq; no QP uses it (checked
-        // above); the C caller destroys it once.
-        drop(unsafe { Box::from_raw(s.cast::<SrqBox>()) });
-        drop(held);
-        0
+        // SAFETY: an SRQ of ours (C contract), destroyed once.
+        unsafe { destroy(s, retire) }
     })
 }
 export!("ibv_destroy_srq" = destroy_srq);
+
+/// Decides `ibv_destroy_srq`: once no async event handed out for it is
+/// unacknowledged, it leaves the registry, and no reader of the async fd
+/// is between reading an event and counting it until `DESTROY_SRQ` has
+/// dropped those still queued (the guard returned).
+fn retire(b: &SrqBox) -> Result<impl Sized, c_int> {
+    b.users.none()?;
+    // SAFETY: the context outlives its SRQs (C contract: closed last).
+    let ctx = unsafe { CtxBox::of(b.pd.get().c.context) };
+    let handle = b.lock().user_handle();
+    Ok(retire_async(Kind::Srq, handle, ctx))
+}

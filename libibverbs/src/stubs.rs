@@ -1,9 +1,11 @@
-//! Exported functions this library does not implement yet. Each fails the
-//! way libibverbs reports that kind of failure, with `EOPNOTSUPP`: NULL +
-//! errno for constructors, the errno for calls that return one, -1 +
-//! errno for calls that return -1. Never a crash: the functions take no
-//! arguments in Rust (the caller's are ignored, which the C calling
-//! convention allows: the caller cleans up its own arguments).
+//! Exported functions with nothing to do here: those this library does
+//! not implement yet, and the fork helpers rverbs does not need. Each
+//! unimplemented one fails the way libibverbs reports that kind of
+//! failure, with `EOPNOTSUPP`: NULL + errno for constructors, the errno for
+//! calls that return one, -1 + errno for calls that return -1. Never a
+//! crash: the functions take no arguments in Rust (the caller's are
+//! ignored, which the C calling convention allows: the caller cleans up
+//! its own arguments).
 
 use crate::guard;
 use crate::{export, null_errno, set_errno};
@@ -33,6 +35,20 @@ extern "C" fn minus1_eopnotsupp() -> c_int {
 extern "C" fn nothing() -> c_int {
     guard::errno(|| 0)
 }
+
+/// `ibv_fork_init`: rverbs needs no fork preparation on the kernels it
+/// supports (5.13+ copies pinned pages on fork); 0, as libibverbs returns
+/// when the kernel is fork-safe.
+extern "C" fn fork_init() -> c_int {
+    guard::errno(|| 0)
+}
+export!("ibv_fork_init" = fork_init);
+
+/// `ibv_is_fork_initialized`: `IBV_FORK_UNNEEDED` (2).
+extern "C" fn is_fork_initialized() -> c_int {
+    guard::value(2, || 2)
+}
+export!("ibv_is_fork_initialized" = is_fork_initialized);
 
 // Constructors: NULL + errno.
 export!("ibv_rereg_mr" = errno_eopnotsupp);

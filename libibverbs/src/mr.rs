@@ -1,0 +1,117 @@
+//! Memory regions: `ibv_reg_mr` (and its `_iova` forms), `ibv_dereg_mr`.
+
+use crate::abi::*;
+use crate::convert::mr_access;
+use crate::guard;
+use crate::obj::{destroy, CObject, Held};
+use crate::pd::PdBox;
+use crate::{errno_of, export, lock, null_errno};
+use rverbs::{DeregisterError, External, Mr};
+use std::ffi::{c_int, c_uint, c_void};
+use std::sync::Mutex;
+
+#[repr(C)]
+struct MrBox {
+    c: IbvMr,
+    /// The MR while it is registered: taken out only for `DEREG_MR`, and
+    /// put back if the kernel refuses.
+    mr: Mutex<Option<Mr<External>>>,
+    _pd: Held<PdBox>,
+}
+
+// SAFETY: repr(C) with the ibv_mr first; handed out only by reg.
+unsafe impl CObject for MrBox {
+    type C = IbvMr;
+}
+
+/// `ibv_reg_mr_iova2`, and `ibv_reg_mr_iova`: the same arguments but for
+/// `access`, an `int` there, passed in the same register as this
+/// `unsigned int` and read as the same bits. rverbs registers memory at
+/// its own address only: `iova` must be `addr`.
+unsafe extern "C" fn reg_mr_iova(
+    p: *mut IbvPd,
+    addr: *mut c_void,
+    len: usize,
+    iova: u64,
+    access: c_uint,
+) -> *mut IbvMr {
+    guard::null(|| {
+        // SAFETY: a PD of ours (C contract).
+        let Some(pd) = (unsafe { PdBox::of(p) }) else {
+            return null_errno(libc::EINVAL);
+        };
+        if iova != addr as u64 {
+            return null_errno(libc::EOPNOTSUPP);
+        }
+        let Some(access) = mr_access(access) else {
+            return null_errno(libc::EINVAL);
+        };
+        // SAFETY: the C caller of ibv_reg_mr promises what register_raw asks:
+        // the range stays mapped until ibv_dereg_mr, and C code has no Rust
+        // references to it.
+        let mr = match unsafe { pd.pd.register_raw(addr.cast(), len, access) } {
+            Ok(m) => m,
+            Err(e) => return null_errno(errno_of(&e)),
+        };
+        let c = IbvMr {
+            context: pd.c.context,
+            pd: p,
+            addr,
+            length: len,
+            handle: 0,
+            lkey: mr.lkey(),
+            rkey: mr.rkey(),
+        };
+        MrBox {
+            c,
+            mr: Mutex::new(Some(mr)),
+            _pd: Held::new(pd),
+        }
+        .into_c()
+    })
+}
+export!("ibv_reg_mr_iova2" = reg_mr_iova);
+export!("ibv_reg_mr_iova" = reg_mr_iova);
+
+/// `ibv_reg_mr`: at the buffer's own address.
+unsafe extern "C" fn reg_mr(
+    p: *mut IbvPd,
+    addr: *mut c_void,
+    len: usize,
+    access: c_int,
+) -> *mut IbvMr {
+    guard::null(|| {
+        // SAFETY: forwarded C contract.
+        unsafe { reg_mr_iova(p, addr, len, addr as u64, access as c_uint) }
+    })
+}
+export!("ibv_reg_mr" = reg_mr);
+
+/// `DEREG_MR` of the MR in `slot`: `Ok` once the kernel has agreed, else
+/// the errno, the MR back in `slot` to try again.
+fn deregister(slot: &mut Option<Mr<External>>) -> Result<(), c_int> {
+    let mr = slot.take().ok_or(libc::EINVAL)?;
+    let (mr, e) = match mr.deregister() {
+        Ok(_) => return Ok(()),
+        // Neither of the first two happens here (the C MR is this
+        // library's only handle, and it binds windows by work request),
+        // but each leaves the MR, as the kernel's refusal does.
+        Err(DeregisterError::Shared(mr)) => (mr, libc::EBUSY),
+        Err(DeregisterError::Windows(mr, _)) => (mr, libc::EINVAL),
+        Err(DeregisterError::Kernel(mr, e)) => (mr, errno_of(&e)),
+    };
+    *slot = Some(mr);
+    Err(e)
+}
+
+/// `ibv_dereg_mr`: 0 once the kernel has deregistered the MR; else its
+/// errno, and the MR stays (rxe refuses with `EINVAL` while a window is
+/// bound to it: the program must not free the memory then). A later call,
+/// once the window is gone, deregisters it, as with rdma-core.
+unsafe extern "C" fn dereg_mr(m: *mut IbvMr) -> c_int {
+    guard::errno(|| {
+        // SAFETY: an MR of ours (C contract), deregistered once it is gone.
+        unsafe { destroy(m, |b: &MrBox| deregister(&mut lock(&b.mr))) }
+    })
+}
+export!("ibv_dereg_mr" = dereg_mr);
