@@ -6,8 +6,8 @@
 //! The kernel names an object by the user handle rverbs gave it at
 //! creation; this module keeps the map from (kind, handle) to the C
 //! pointer, and per object the events handed out and acknowledged. As in
-//! libibverbs, destroying a QP or CQ waits until every event handed out
-//! for it has been acknowledged (`ibv_cmd_destroy_qp` waits on
+//! libibverbs, destroying a QP, CQ or SRQ waits until every event handed
+//! out for it has been acknowledged (`ibv_cmd_destroy_qp` waits on
 //! `events_reported` from the kernel; the kernel counts an event as
 //! reported when it is read, which is when this module counts it). CQs
 //! wait for their completion events' acknowledgements the same way.

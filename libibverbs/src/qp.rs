@@ -10,7 +10,7 @@
 use crate::abi::*;
 use crate::async_event::{register, retire_async, Kind};
 use crate::context::CtxBox;
-use crate::convert::{c_qp_cap, c_state, copy_masked, qp_attr, qp_caps, qp_type};
+use crate::convert::{c_qp_cap, copy_masked, qp_attr, qp_caps, qp_type};
 use crate::cq::CqBox;
 use crate::guard;
 use crate::obj::{destroy, CObject, Held};
@@ -348,7 +348,7 @@ unsafe extern "C" fn query_qp(
         };
         let cap = c_qp_cap(&qp.caps());
         let mut a = *lock(&b.attr);
-        a.qp_state = c_state(state);
+        a.qp_state = state.raw() as c_int;
         a.cur_qp_state = a.qp_state;
         a.cap = cap;
         let mut i = b.init;

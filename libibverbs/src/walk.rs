@@ -68,6 +68,59 @@ pub(crate) fn refusal(e: &Error) -> Refusal {
     }
 }
 
+/// The translated requests waiting to be handed to the provider, and the
+/// C requests they came from (to name a refused one in `*bad`).
+struct Chunk<T, W> {
+    wrs: [T; CHUNK],
+    from: [*mut W; CHUNK],
+    n: usize,
+    bad: *mut *mut W,
+}
+
+impl<T: Copy, W> Chunk<T, W> {
+    /// An empty chunk that names a refused request in `*bad`.
+    ///
+    /// # Safety
+    /// `bad` is writable while the chunk lives.
+    unsafe fn new(blank: T, bad: *mut *mut W) -> Self {
+        Chunk {
+            wrs: [blank; CHUNK],
+            from: [std::ptr::null_mut(); CHUNK],
+            n: 0,
+            bad,
+        }
+    }
+
+    /// Adds `t`, translated from `w`; true once the chunk is full.
+    fn push(&mut self, t: T, w: *mut W) -> bool {
+        self.wrs[self.n] = t;
+        self.from[self.n] = w;
+        self.n += 1;
+        self.n == CHUNK
+    }
+
+    /// Hands what waits to `post` (nothing if nothing does) and empties
+    /// the chunk; a request the provider refused is named in `*bad`.
+    fn flush<Q>(
+        &mut self,
+        q: &mut Q,
+        post: &mut impl FnMut(&mut Q, &[T]) -> Result<(), Refusal>,
+    ) -> Result<(), c_int> {
+        let n = std::mem::take(&mut self.n);
+        if n == 0 {
+            return Ok(());
+        }
+        post(q, &self.wrs[..n]).map_err(|(i, e)| {
+            if let Some(&p) = i.and_then(|i| self.from[..n].get(i)) {
+                // SAFETY: bad is writable while the chunk lives (new's
+                // contract).
+                unsafe { *self.bad = p };
+            }
+            e
+        })
+    }
+}
+
 /// Walks the C list at `head`: translates each request, posts them
 /// [`CHUNK`] at a time through `post` (or one through `alone`), and
 /// reports the first refused one in `*bad` (see the module docs).
@@ -92,61 +145,43 @@ pub(crate) unsafe fn walk<Q, W: Linked, T: Copy>(
     if head.is_null() {
         return libc::EINVAL;
     }
-    let mut batch = [blank; CHUNK];
-    let mut ptrs = [std::ptr::null_mut::<W>(); CHUNK];
-    let mut n = 0;
-    // Hands `batch[..n]` to the provider; a refusal is named in *bad.
-    let mut flush = |q: &mut Q, batch: &[T], ptrs: &[*mut W]| -> Result<(), c_int> {
-        post(q, batch).map_err(|(i, e)| {
-            if let Some(p) = i.and_then(|i| ptrs.get(i)) {
-                // SAFETY: bad is writable (checked above).
-                unsafe { *bad = *p };
-            }
-            e
-        })
-    };
+    // SAFETY: bad is writable (above) for the whole call.
+    let mut chunk = unsafe { Chunk::new(blank, bad) };
     let mut p = head;
-    let r = (|| {
-        while !p.is_null() {
-            let step = translate(p);
-            if !matches!(step, Ok(Step::Batch(_))) && n > 0 {
-                // What comes before an alone or refused request is posted
-                // first, in order.
-                flush(q, &batch[..n], &ptrs[..n])?;
-                n = 0;
-            }
-            match step {
-                Ok(Step::Batch(t)) => {
-                    batch[n] = t;
-                    ptrs[n] = p;
-                    n += 1;
-                    if n == CHUNK {
-                        flush(q, &batch, &ptrs)?;
-                        n = 0;
-                    }
+    while !p.is_null() {
+        let r = match translate(p) {
+            Ok(Step::Batch(t)) => {
+                let full = chunk.push(t, p);
+                if full {
+                    chunk.flush(q, &mut post)
+                } else {
+                    Ok(())
                 }
-                Ok(Step::Alone) => alone(q, p).map_err(|(i, e)| {
+            }
+            // What comes before an alone or refused request is posted
+            // first, in order.
+            Ok(Step::Alone) => chunk.flush(q, &mut post).and_then(|()| {
+                alone(q, p).map_err(|(i, e)| {
                     if i.is_some() {
-                        // SAFETY: bad is writable (checked above).
+                        // SAFETY: bad is writable (above).
                         unsafe { *bad = p };
                     }
                     e
-                })?,
-                Err(e) => {
-                    // SAFETY: bad is writable (checked above).
-                    unsafe { *bad = p };
-                    return Err(e);
-                }
-            }
-            // SAFETY: a readable request of the caller's list.
-            p = unsafe { W::next(p) };
+                })
+            }),
+            Err(e) => chunk.flush(q, &mut post).and_then(|()| {
+                // SAFETY: bad is writable (above).
+                unsafe { *bad = p };
+                Err(e)
+            }),
+        };
+        if let Err(e) = r {
+            return e;
         }
-        if n > 0 {
-            flush(q, &batch[..n], &ptrs[..n])?;
-        }
-        Ok(())
-    })();
-    r.err().unwrap_or(0)
+        // SAFETY: a readable request of the caller's list.
+        p = unsafe { W::next(p) };
+    }
+    chunk.flush(q, &mut post).err().unwrap_or(0)
 }
 
 /// Refuses a whole list: `EINVAL`, `*bad` NULL (as rxe's provider does

@@ -112,7 +112,8 @@ pub(crate) fn qp_type(t: c_int) -> Option<QpType> {
     }
 }
 
-/// `enum ibv_qp_state` as rverbs' [`QpState`].
+/// `enum ibv_qp_state` as rverbs' [`QpState`]; `None` for a state C has
+/// no name for (the other way is [`QpState::raw`]).
 fn state_of(s: c_int) -> Option<QpState> {
     Some(match s {
         0 => QpState::Reset,
@@ -124,20 +125,6 @@ fn state_of(s: c_int) -> Option<QpState> {
         6 => QpState::Err,
         _ => return None,
     })
-}
-
-/// rverbs' [`QpState`] as `enum ibv_qp_state`.
-pub(crate) fn c_state(s: QpState) -> c_int {
-    match s {
-        QpState::Reset => 0,
-        QpState::Init => 1,
-        QpState::Rtr => 2,
-        QpState::Rts => 3,
-        QpState::Sqd => 4,
-        QpState::Sqe => 5,
-        QpState::Err => 6,
-        QpState::Unknown(v) => v as c_int,
-    }
 }
 
 /// The `ibv_qp_attr_mask` bits this library translates; any other bit
