@@ -110,7 +110,7 @@ impl Context {
         self.inner.dev.path
     }
 
-    /// The async event fd (pollable; see [`crate::event`]).
+    /// The async event fd (pollable; see [`AsyncEvent`](crate::event::AsyncEvent)).
     pub fn async_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.inner.async_fd.as_fd()
     }

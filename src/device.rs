@@ -1,12 +1,6 @@
 //! RDMA devices: discovery and identity.
 //!
-//! Devices are found over RDMA netlink (`RDMA_NLDEV_CMD_GET`, then
-//! `RDMA_NLDEV_CMD_GET_CHARDEV` for each device's uverbs character device
-//! and driver id), as rdma-core does on modern kernels; where netlink is not
-//! available, through sysfs (`/sys/class/infiniband_verbs/uverbsN`), with
-//! the driver guessed from the parent device's driver or the name prefix.
-//! The command layer finds them (`cmd::device`); a [`Device`] is what it
-//! found.
+//! What a program needs to know is on [`Device`].
 
 use crate::cmd::device::{self, DeviceId};
 use crate::error::{Error, Result};
@@ -63,6 +57,14 @@ impl NodeType {
 }
 
 /// An RDMA device as found on the system (not yet opened).
+///
+/// Devices are found over RDMA netlink (`RDMA_NLDEV_CMD_GET`, then
+/// `RDMA_NLDEV_CMD_GET_CHARDEV` for each device's uverbs character device
+/// and driver id), as rdma-core does on modern kernels; where netlink is not
+/// available, through sysfs (`/sys/class/infiniband_verbs/uverbsN`), with
+/// the driver guessed from the parent device's driver or the name prefix.
+/// The command layer finds them (`cmd::device`); a [`Device`] is what it
+/// found.
 #[derive(Clone)]
 pub struct Device {
     pub(crate) id: DeviceId,

@@ -1,19 +1,7 @@
 //! What the running kernel and device offer that rverbs depends on, read
 //! from what they report — never from a kernel version string.
 //!
-//! The uverbs ABI grows: ioctl methods appear, and rxe gained atomic write
-//! and FLUSH in Linux 6.2 and on-demand paging (with `ibv_advise_mr`
-//! prefetch) in 6.14. A program that needs one of them asks
-//! [`Context::features`] once and takes another path, or reports what is
-//! missing, instead of matching on `uname -r` (distributions backport).
-//! Each field says where its answer comes from:
-//! - `QUERY_DEVICE_EX`: `device_cap_flags_ex`, `atomic_cap`, the ODP caps;
-//! - probes: an ioctl method that answers anything but "no such method"
-//!   (`ENOTTY` and `EPROTONOSUPPORT`, which rdma-core's fallback reads as
-//!   absence, and the driver's `EOPNOTSUPP`) is present; a method the
-//!   context's kernel already said it lacks is not asked again;
-//! - netlink (`RDMA_NLDEV_CMD_SYS_GET`) and sysfs for the system-wide
-//!   answers (copy-on-fork, the rdma_cm ABI).
+//! What a program needs to know is on [`Features`].
 
 use crate::cmd;
 use crate::context::{CommandPath, Context};
@@ -21,8 +9,22 @@ use crate::error::Result;
 use uverbs_abi::ioctl::IbUverbsAdviseMrAdvice;
 use uverbs_abi::verbs::{self as v, IbAtomicCap, IbOdpGeneralCaps, IbUverbsDeviceCapFlags as F};
 
-/// What a device and its kernel offer (see the module docs). Built by
+/// What a device and its kernel offer. Built by
 /// [`Context::features`].
+///
+/// The uverbs ABI grows: ioctl methods appear, and rxe gained atomic write
+/// and FLUSH in Linux 6.2 and on-demand paging (with `ibv_advise_mr`
+/// prefetch) in 6.14. A program that needs one of them asks
+/// [`Context::features`] once and takes another path, or reports what is
+/// missing, instead of matching on `uname -r` (distributions backport).
+/// Each field says where its answer comes from:
+/// - `QUERY_DEVICE_EX`: `device_cap_flags_ex`, `atomic_cap`, the ODP caps;
+/// - probes: an ioctl method that answers anything but "no such method"
+///   (`ENOTTY` and `EPROTONOSUPPORT`, which rdma-core's fallback reads as
+///   absence, and the driver's `EOPNOTSUPP`) is present; a method the
+///   context's kernel already said it lacks is not asked again;
+/// - netlink (`RDMA_NLDEV_CMD_SYS_GET`) and sysfs for the system-wide
+///   answers (copy-on-fork, the rdma_cm ABI).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Features {
     /// How this context's commands travel: `Ioctl` when the kernel took the
@@ -203,7 +205,7 @@ impl std::fmt::Display for Features {
 
 impl Context {
     /// What this device and the running kernel offer (see
-    /// [`crate::features`]): `QUERY_DEVICE_EX`, one probe per ioctl method
+    /// [`Features`]): `QUERY_DEVICE_EX`, one probe per ioctl method
     /// (a PD is allocated and freed for the `ADVISE_MR` probe), netlink and
     /// sysfs. Errors other than "no such method" are returned, named.
     pub fn features(&self) -> Result<Features> {

@@ -70,7 +70,7 @@
 //! them.
 //!
 //! # Soundness: memory the device touches
-//! See [`mr`]: registered memory is owned by its [`Mr`] and never exposed
+//! See [`Mr`]: registered memory is owned by its [`Mr`] and never exposed
 //! as a Rust reference; work requests name it by checked slices; it is
 //! unmapped only after the kernel has deregistered it. So a program without
 //! `unsafe` cannot let the device touch freed memory or memory Rust code
@@ -168,33 +168,33 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod ah;
+mod ah;
 #[cfg(feature = "tokio")]
 pub mod aio;
 pub mod cm;
 #[allow(unsafe_code)]
 mod cmd;
-pub mod context;
-pub mod cq;
-pub mod device;
-pub mod error;
-pub mod event;
-pub mod features;
+mod context;
+mod cq;
+mod device;
+mod error;
+mod event;
+mod features;
 pub mod link;
 #[allow(unsafe_code)] // MR memory, shared with the device
-pub mod mr;
-pub mod mw;
-pub mod odp;
-pub mod pd;
+mod mr;
+mod mw;
+mod odp;
+mod pd;
 #[allow(unsafe_code)]
 mod provider;
-pub mod qp;
-pub mod query;
-pub mod srq;
+mod qp;
+mod query;
+mod srq;
 #[allow(unsafe_code)]
 mod sys;
-pub mod wc;
-pub mod wr;
+mod wc;
+mod wr;
 
 pub use ah::{Ah, NetworkHeader, GRH_LEN};
 pub use context::{CommandPath, Context};

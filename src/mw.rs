@@ -1,45 +1,6 @@
 //! Memory windows (`ALLOC_MW`, `DEALLOC_MW`, and binds as work requests).
 //!
-//! A window gives peers remote access to a range of an MR under an rkey of
-//! its own, which can be moved, narrowed and revoked without touching the
-//! MR:
-//! - a **type 1** window ([`MwType::Type1`]) is bound with
-//!   [`Qp::bind_mw`] on any QP of its PD (`ibv_bind_mw`, which rdma-core
-//!   too posts as a `BIND_MW` work request) and serves every QP of the PD;
-//!   it cannot be invalidated, only rebound;
-//! - a **type 2** window ([`MwType::Type2`]) is bound with the same call,
-//!   and then serves only the QP it was bound on (the one peers' requests
-//!   arrive at); it is revoked by a local invalidate
-//!   ([`SendOp::LocalInv`]) or by a peer's SEND
-//!   with invalidate, after which a peer's access through its rkey fails
-//!   with `REM_ACCESS_ERR`.
-//!
-//! The MR must have been registered with [`Access::MW_BIND`], and with
-//! [`Access::LOCAL_WRITE`] if the window grants remote write or atomics.
-//!
-//! # Warning: rxe does not confine peers to the window
-//! rxe (Linux 6.12, `check_rkey` in `rxe_resp.c`) resolves a window's rkey
-//! to its MR and checks an access against the MR's range, not the
-//! window's: a peer holding the rkey of a window over part of an MR can
-//! reach all of the MR, with the window's access rights. Grant a window
-//! over an MR only to a peer that may see the whole MR (the VM test
-//! `rxe_does_not_bound_accesses_by_the_window` pins this). Memory safety
-//! is unaffected: it is still the MR's own, registered memory.
-//!
-//! # Why the MR outlives the window
-//! A bound window lets peers reach the MR's memory, so that memory must
-//! not return to the process while a window may still open onto it. The
-//! window keeps a reference to every MR [`Qp::bind_mw`] bound it to, and
-//! lets go of them only after `DEALLOC_MW` has succeeded (a failed one
-//! leaks them, as a failed `DEREG_MR` leaks its buffer). The kernel keeps
-//! the same rule on its side: rxe refuses `DEREG_MR` of an MR with windows
-//! bound to it, and a refused deregistration leaks the buffer — so even a
-//! bind posted by hand as [`SendOp::BindMw`] with a
-//! raw lkey cannot hand the memory back early.
-//!
-//! Nothing in the API borrows the MR for the window's sake, so nothing
-//! can be misused by dropping it early: dropping the [`Mr`] only drops one
-//! of its references.
+//! What a program needs to know is on [`Mw`].
 
 use crate::cmd::mw::{self, MwHandle};
 use crate::error::{Error, Result};
@@ -59,7 +20,48 @@ pub enum MwType {
     Type2,
 }
 
-/// A memory window. See the module docs.
+/// A memory window.
+///
+/// A window gives peers remote access to a range of an MR under an rkey of
+/// its own, which can be moved, narrowed and revoked without touching the
+/// MR:
+/// - a **type 1** window ([`MwType::Type1`]) is bound with
+///   [`Qp::bind_mw`] on any QP of its PD (`ibv_bind_mw`, which rdma-core
+///   too posts as a `BIND_MW` work request) and serves every QP of the PD;
+///   it cannot be invalidated, only rebound;
+/// - a **type 2** window ([`MwType::Type2`]) is bound with the same call,
+///   and then serves only the QP it was bound on (the one peers' requests
+///   arrive at); it is revoked by a local invalidate
+///   ([`SendOp::LocalInv`]) or by a peer's SEND
+///   with invalidate, after which a peer's access through its rkey fails
+///   with `REM_ACCESS_ERR`.
+///
+/// The MR must have been registered with [`Access::MW_BIND`], and with
+/// [`Access::LOCAL_WRITE`] if the window grants remote write or atomics.
+///
+/// # Warning: rxe does not confine peers to the window
+/// rxe (Linux 6.12, `check_rkey` in `rxe_resp.c`) resolves a window's rkey
+/// to its MR and checks an access against the MR's range, not the
+/// window's: a peer holding the rkey of a window over part of an MR can
+/// reach all of the MR, with the window's access rights. Grant a window
+/// over an MR only to a peer that may see the whole MR (the VM test
+/// `rxe_does_not_bound_accesses_by_the_window` pins this). Memory safety
+/// is unaffected: it is still the MR's own, registered memory.
+///
+/// # Why the MR outlives the window
+/// A bound window lets peers reach the MR's memory, so that memory must
+/// not return to the process while a window may still open onto it. The
+/// window keeps a reference to every MR [`Qp::bind_mw`] bound it to, and
+/// lets go of them only after `DEALLOC_MW` has succeeded (a failed one
+/// leaks them, as a failed `DEREG_MR` leaks its buffer). The kernel keeps
+/// the same rule on its side: rxe refuses `DEREG_MR` of an MR with windows
+/// bound to it, and a refused deregistration leaks the buffer — so even a
+/// bind posted by hand as [`SendOp::BindMw`] with a
+/// raw lkey cannot hand the memory back early.
+///
+/// Nothing in the API borrows the MR for the window's sake, so nothing
+/// can be misused by dropping it early: dropping the [`Mr`] only drops one
+/// of its references.
 pub struct Mw {
     /// Dropped first: DEALLOC_MW, which also releases the MRs it keeps.
     handle: MwHandle,

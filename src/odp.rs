@@ -1,10 +1,6 @@
 //! On-demand paging: prefetching the pages of ODP MRs (`ibv_advise_mr`).
 //!
-//! An MR registered with [`Access::ON_DEMAND`](crate::mr::Access::ON_DEMAND)
-//! pins nothing: the device faults pages in when a work request or a peer
-//! touches them (rxe does from Linux 6.14; [`crate::context::Context::features`]
-//! says whether a device does). [`Pd::advise_mr`] asks the kernel to fault
-//! a range in ahead of use, so the first access does not pay for it.
+//! What a program needs to know is on [`Advice`].
 
 use crate::cmd;
 use crate::error::{Errno, Error, Feature, Result};
@@ -17,6 +13,12 @@ use uverbs_abi::verbs::IbUverbsSge;
 pub(crate) const FLAG_FLUSH: u32 = IbUverbsAdviseMrFlag::FLUSH.bits();
 
 /// What to prefetch for (`enum ib_uverbs_advise_mr_advice`).
+///
+/// An MR registered with [`Access::ON_DEMAND`](crate::mr::Access::ON_DEMAND)
+/// pins nothing: the device faults pages in when a work request or a peer
+/// touches them (rxe does from Linux 6.14; [`crate::context::Context::features`]
+/// says whether a device does). [`Pd::advise_mr`] asks the kernel to fault
+/// a range in ahead of use, so the first access does not pay for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Advice {
     /// Fault the pages in for reading (`PREFETCH`).

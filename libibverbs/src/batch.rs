@@ -73,7 +73,7 @@ impl Batch {
     /// SGEs or `inline` bytes (the QP's granted caps); a batch beyond them
     /// fails with `full`.
     pub(crate) fn sized(wrs: usize, sge: usize, inline: usize, full: c_int) -> Batch {
-        let sge = sge.clamp(1, rverbs::wr::MAX_SGE);
+        let sge = sge.clamp(1, rverbs::MAX_SGE);
         Batch {
             reqs: Vec::with_capacity(wrs),
             sges: Vec::with_capacity(wrs * sge),

@@ -253,7 +253,7 @@ unsafe extern "C" fn wr_set_sge(q: *mut IbvQpExC, lkey: u32, addr: u64, length: 
 
 unsafe extern "C" fn wr_set_sge_list(q: *mut IbvQpExC, n: usize, list: *const IbvSge) {
     guard::void(|| {
-        if n > rverbs::wr::MAX_SGE || (n > 0 && list.is_null()) {
+        if n > rverbs::MAX_SGE || (n > 0 && list.is_null()) {
             // SAFETY: forwarded C contract.
             unsafe { set_last(q, |_| Err(libc::EINVAL)) };
             return;

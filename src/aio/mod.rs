@@ -76,7 +76,7 @@
 //!   [`Mr`](crate::mr::Mr), never a future's buffer. Dropping a future drops
 //!   no memory the device may write: the buffers of outstanding work stay
 //!   owned by their `Mr`, which is unmapped only after the kernel has
-//!   deregistered it (see [`mr`](crate::mr)). The `&mut [Wc]` a future
+//!   deregistered it (see [`Mr`](crate::Mr)). The `&mut [Wc]` a future
 //!   fills is written by the CPU inside `poll`, never by the device.
 //! - The multi-step operations say what a drop leaves behind:
 //!   [`AsyncCmId::connect`] dropped after sending the request leaves the

@@ -1,60 +1,7 @@
 //! Memory regions (`REG_MR` / `DEREG_MR`), and the soundness rule for
 //! memory the device can touch.
 //!
-//! # Why MR memory is never a Rust reference to plain bytes
-//! Once registered, a buffer can be read or written by the device at any
-//! time: by a local work request until its completion is polled, and by any
-//! peer holding the rkey (RDMA WRITE/READ, atomics) for as long as the MR
-//! exists. No `&[u8]` or `&mut [u8]` into such memory can be sound, so the
-//! safe API never creates one. An [`Mr`] owns its buffer and offers
-//! - copies in and out ([`Mr::write`], [`Mr::read`]) made of atomic
-//!   accesses, as one treats memory shared with another process;
-//! - views as atomic cells ([`Mr::cells`]): `&[AtomicU8]` admits writes by
-//!   another agent at any time, so a program builds a message in place and
-//!   reads a received one without a copy and without `unsafe`.
-//!
-//! Work requests name memory as ([`Mr`], offset, length) triples checked
-//! against the MR's bounds ([`Mr::slice`]).
-//!
-//! # Whose memory
-//! - [`Pd::alloc_mr`] maps fresh zeroed pages for the MR;
-//!   [`Pd::alloc_mr_huge`] maps 2 MiB huge pages.
-//! - [`Pd::register`] takes a buffer the program owns (`Vec<u8>`,
-//!   `Box<[u8]>`, a `memmap2::MmapMut` with the `memmap2` feature — see
-//!   [`MrBuffer`]) and [`Mr::deregister`] gives it back, only after
-//!   `DEREG_MR` has returned: from then on the device cannot reach it.
-//! - [`Pd::register_raw`] registers memory rverbs does not own, under a
-//!   contract the caller signs with `unsafe`.
-//!
-//! There is deliberately no safe registration of a borrowed `&'a mut [u8]`:
-//! its safety would rest on the MR's `Drop` running before the borrow ends,
-//! and `std::mem::forget` skips `Drop` in safe code — the device would keep
-//! the rkey to memory Rust has handed back. Ownership (or `unsafe`) is the
-//! only sound shape.
-//!
-//! # Freeing
-//! The buffer is unmapped or returned only after `DEREG_MR` has succeeded:
-//! from then on the kernel grants no new access through the keys. If the
-//! kernel refuses the deregistration, the buffer is leaked, never reused.
-//!
-//! # Addresses: the IOVA
-//! Work requests and peers address an MR's bytes by its I/O virtual
-//! address ([`Mr::iova`]), which is the buffer's own address unless it was
-//! registered with [`Pd::register_iova`] (`ibv_reg_mr_iova`): a chosen
-//! address, 0 for a zero-based MR. [`Mr::slice`] gives IOVA-based SGEs, so
-//! work requests follow it.
-//!
-//! # fork()
-//! Registered pages are pinned. Linux 5.13 and later copy pinned pages into
-//! a child at `fork()` (the kernel reports it as `COPY_ON_FORK`, and every
-//! kernel rverbs is tested on does), so the parent keeps its pages and the
-//! device keeps writing where the parent reads; the child gets a private
-//! copy it may touch freely. On an older kernel, memory rverbs maps itself
-//! is marked `MADV_DONTFORK` (rdma-core's `ibv_fork_init`), so the child
-//! has none of it; memory the program registers is not marked (it may
-//! share pages with unrelated heap data the child needs), and a program
-//! that forks on such a kernel must not write to it in the parent while a
-//! child lives.
+//! What a program needs to know is on [`Mr`].
 
 use crate::cmd::{self, mr::MrHandle};
 use crate::error::{Error, Feature, Limit, Result};
@@ -75,6 +22,66 @@ pub use rverbs_types::Access;
 /// mapped ([`Pages`], the default), or a buffer the program handed over
 /// ([`Pd::register`]). Clones share the registration; the last one to go
 /// deregisters it.
+///
+/// # Why MR memory is never a Rust reference to plain bytes
+/// Once registered, a buffer can be read or written by the device at any
+/// time: by a local work request until its completion is polled, and by any
+/// peer holding the rkey (RDMA WRITE/READ, atomics) for as long as the MR
+/// exists. No `&[u8]` or `&mut [u8]` into such memory can be sound, so the
+/// safe API never creates one. An [`Mr`] owns its buffer and offers
+/// - copies in and out ([`Mr::write`], [`Mr::read`]) made of atomic
+///   accesses, as one treats memory shared with another process;
+/// - views as atomic byte cells ([`Mr::cells`]), which admit writes by
+///   another agent at any time, so a program builds a message in place and
+///   reads a received one without a copy and without `unsafe`.
+///
+/// Each byte is reached with one atomic access size, fixed by the buffer
+/// (8-byte words inside it, single bytes at its unaligned ends), whichever
+/// copy or cell reaches it: Rust leaves racing atomics of different sizes
+/// undefined, and an `Mr` is `Clone + Sync`.
+///
+/// Work requests name memory as ([`Mr`], offset, length) triples checked
+/// against the MR's bounds ([`Mr::slice`]).
+///
+/// # Whose memory
+/// - [`Pd::alloc_mr`] maps fresh zeroed pages for the MR;
+///   [`Pd::alloc_mr_huge`] maps 2 MiB huge pages.
+/// - [`Pd::register`] takes a buffer the program owns (`Vec<u8>`,
+///   `Box<[u8]>`, a `memmap2::MmapMut` with the `memmap2` feature — see
+///   [`MrBuffer`]) and [`Mr::deregister`] gives it back, only after
+///   `DEREG_MR` has returned: from then on the device cannot reach it.
+/// - [`Pd::register_raw`] registers memory rverbs does not own, under a
+///   contract the caller signs with `unsafe`.
+///
+/// There is deliberately no safe registration of a borrowed `&'a mut [u8]`:
+/// its safety would rest on the MR's `Drop` running before the borrow ends,
+/// and `std::mem::forget` skips `Drop` in safe code — the device would keep
+/// the rkey to memory Rust has handed back. Ownership (or `unsafe`) is the
+/// only sound shape.
+///
+/// # Freeing
+/// The buffer is unmapped or returned only after `DEREG_MR` has succeeded:
+/// from then on the kernel grants no new access through the keys. If the
+/// kernel refuses the deregistration, the buffer is leaked, never reused.
+///
+/// # Addresses: the IOVA
+/// Work requests and peers address an MR's bytes by its I/O virtual
+/// address ([`Mr::iova`]), which is the buffer's own address unless it was
+/// registered with [`Pd::register_iova`] (`ibv_reg_mr_iova`): a chosen
+/// address, 0 for a zero-based MR. [`Mr::slice`] gives IOVA-based SGEs, so
+/// work requests follow it.
+///
+/// # fork()
+/// Registered pages are pinned. Linux 5.13 and later copy pinned pages into
+/// a child at `fork()` (the kernel reports it as `COPY_ON_FORK`, and every
+/// kernel rverbs is tested on does), so the parent keeps its pages and the
+/// device keeps writing where the parent reads; the child gets a private
+/// copy it may touch freely. On an older kernel, memory rverbs maps itself
+/// is marked `MADV_DONTFORK` (rdma-core's `ibv_fork_init`), so the child
+/// has none of it; memory the program registers is not marked (it may
+/// share pages with unrelated heap data the child needs), and a program
+/// that forks on such a kernel must not write to it in the parent while a
+/// child lives.
 pub struct Mr<B: MrMemory = Pages> {
     pub(crate) inner: Arc<MrInner<B>>,
 }

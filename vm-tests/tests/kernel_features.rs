@@ -14,7 +14,7 @@ mod common;
 use common::rc::{contents, ok, pair, pattern, wait, Pair, RW};
 
 use memmap2::{MmapMut, MmapOptions};
-use rverbs::odp::Advice;
+use rverbs::Advice;
 use rverbs::{
     Access, CommandPath, Context, Device, Error, Features, Mr, MrBuffer, RecvWr, Remote, SendOp,
     SendWr, WcOpcode,
@@ -324,7 +324,7 @@ fn odp_mrs_move_the_right_bytes_where_offered_and_are_refused_by_name_elsewhere(
         );
         return;
     };
-    use rverbs::features::OdpOps;
+    use rverbs::OdpOps;
     // What the device claims for RC is what this test uses.
     assert!(
         odp.rc

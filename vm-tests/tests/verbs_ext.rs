@@ -10,7 +10,7 @@
 mod common;
 
 use common::rc::{caps, ok, pair, pair_with, pattern, wait, Pair, RW};
-use rverbs::query::GidType;
+use rverbs::GidType;
 use rverbs::{
     Access, CommandPath, Context, Error, Features, FlushLevel, FlushType, Mtu, PostError, QpCaps,
     QpInit, QpState, QpType, Remote, SendOp, SendWr, WcFlags, WcOpcode, WcStatus,
@@ -471,7 +471,7 @@ fn ud_reply_through_ah_from_wc(gid_idx: u32) {
     let mut got = vec![0; len];
     b_in.read(40, &mut got).unwrap();
     assert_eq!(got, ping);
-    let mut grh = [0u8; rverbs::ah::GRH_LEN];
+    let mut grh = [0u8; rverbs::GRH_LEN];
     b_in.read(0, &mut grh).unwrap();
     let attr = ctx.init_ah_from_wc(1, &r, &grh).unwrap();
     let g = attr.grh.expect("a RoCE path is global");
@@ -479,15 +479,15 @@ fn ud_reply_through_ah_from_wc(gid_idx: u32) {
     assert_eq!((g.dgid, g.sgid_index), (gid, gid_idx as u8));
     assert_eq!((attr.port_num, attr.dlid), (1, 0));
     let v4 = gid[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
-    match rverbs::ah::NetworkHeader::parse(&grh).unwrap() {
-        rverbs::ah::NetworkHeader::Ipv4 { src, dst, .. } => {
+    match rverbs::NetworkHeader::parse(&grh).unwrap() {
+        rverbs::NetworkHeader::Ipv4 { src, dst, .. } => {
             assert!(v4, "an IPv4 header for {gid:02x?}");
             assert_eq!(
                 (src, dst),
                 (gid[12..].try_into().unwrap(), gid[12..].try_into().unwrap())
             );
         }
-        rverbs::ah::NetworkHeader::Ipv6 { src, dst, .. } => {
+        rverbs::NetworkHeader::Ipv6 { src, dst, .. } => {
             assert!(!v4, "an IPv6 header for {gid:02x?}");
             assert_eq!((src, dst), (gid, gid));
         }
@@ -504,7 +504,7 @@ fn ud_reply_through_ah_from_wc(gid_idx: u32) {
     a_in.read(40, &mut got).unwrap();
     assert_eq!(got, pong);
     // A header that is neither IPv6 nor IPv4 is refused by name.
-    let r = ctx.init_ah_from_wc(1, &r, &[0; rverbs::ah::GRH_LEN]);
+    let r = ctx.init_ah_from_wc(1, &r, &[0; rverbs::GRH_LEN]);
     assert!(matches!(r, Err(Error::InvalidArgument { .. })), "{r:?}");
 }
 

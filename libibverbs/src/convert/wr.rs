@@ -4,7 +4,7 @@
 
 use crate::abi::*;
 use crate::member;
-use rverbs::wr::Sge;
+use rverbs::Sge;
 use rverbs::{MwBind, Remote, SendOp, SendWr, Slice, Wc, WcFlags};
 use std::ffi::c_int;
 
