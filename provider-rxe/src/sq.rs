@@ -132,7 +132,7 @@ impl SendQueue {
     /// lkey it gives (the kernel checks lkeys and bounds, but the caller's
     /// promise is what keeps the memory alive and unaliased while the
     /// device uses it).
-    #[inline]
+    #[inline(always)]
     #[allow(unsafe_code)] // the declaration only: the body is safe code
     pub unsafe fn post<S: AsSge, A: AddressHandle>(
         &mut self,

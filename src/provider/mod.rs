@@ -231,6 +231,17 @@ fn refused(reason: PostError, queue: &'static str, index: usize) -> Error {
     }
 }
 
+/// An rxe send list refused at `index`: the requests before it are in
+/// the ring and get their doorbell; the refusal is the answer.
+#[cold]
+#[inline(never)]
+fn refused_after(dev: &Dev, q: &mut rxe::Sq, index: usize, r: PostError) -> Result<()> {
+    if index > 0 {
+        q.doorbell.ring(dev)?;
+    }
+    Err(refused(r, "send queue", index))
+}
+
 /// The one post loop: posts `wrs` in order with `post` until one is
 /// refused; returns how many were posted and the refusal, named by index.
 #[inline(always)]
@@ -305,12 +316,19 @@ impl SendRing {
     ) -> Result<()> {
         match self {
             SendRing::Rxe(q) => {
-                let (posted, refused) =
-                    post_list(wrs, "send queue", |wr| rxe::post_send(&mut q.sq, wr));
-                if posted > 0 {
-                    q.doorbell.ring(dev)?;
+                // Written out rather than through post_list: the per-request
+                // post is then inlined here, not called through a closure
+                // (a call, six saved registers and a Result in memory per
+                // request; callgrind: 250 -> see the commit).
+                for (index, wr) in wrs.iter().enumerate() {
+                    if let Err(r) = rxe::post_send(&mut q.sq, wr) {
+                        return refused_after(dev, q, index, r);
+                    }
                 }
-                refused.map_or(Ok(()), Err)
+                if wrs.is_empty() {
+                    return Ok(());
+                }
+                q.doorbell.ring(dev)
             }
             SendRing::Mlx5(q) => mlx5::post_send_list(q, wrs),
         }
