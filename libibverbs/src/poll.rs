@@ -162,7 +162,7 @@ unsafe extern "C" fn read_byte_len(c: *mut IbvCqExC) -> u32 {
 unsafe extern "C" fn read_imm_data(c: *mut IbvCqExC) -> u32 {
     guard::value(0, || {
         // SAFETY: forwarded C contract.
-        unsafe { cur(c) }.imm_data.map_or(0, u32::to_be)
+        unsafe { cur(c) }.imm_data().map_or(0, u32::to_be)
     })
 }
 

@@ -15,6 +15,7 @@ pub enum RecvTarget<'a> {
 }
 
 impl RecvTarget<'_> {
+    #[inline]
     pub(crate) fn complete(&self, wqe_counter: u16) -> Option<u64> {
         match self {
             RecvTarget::Rq(q) => q.complete(wqe_counter),
@@ -53,11 +54,16 @@ pub struct QpQueues<'a> {
     pub rq: Option<RecvTarget<'a>>,
 }
 
+// `#[inline]` on these: they are not generic, so without it a poller in
+// another crate calls them out of line (callgrind: 13 instructions and a
+// reload of the consumer index per CQE).
 impl WorkQueues for QpQueues<'_> {
+    #[inline]
     fn send_queue(&mut self, qpn: u32, _: u32) -> Option<&SendRecords> {
         (qpn == self.qpn).then_some(())?;
         self.sq
     }
+    #[inline]
     fn recv_queue(&mut self, qpn: u32, _: u32) -> Option<RecvTarget<'_>> {
         (qpn == self.qpn).then_some(())?;
         self.rq
@@ -65,9 +71,11 @@ impl WorkQueues for QpQueues<'_> {
 }
 
 impl WorkQueues for [QpQueues<'_>] {
+    #[inline]
     fn send_queue(&mut self, qpn: u32, u: u32) -> Option<&SendRecords> {
         self.iter_mut().find(|q| q.qpn == qpn)?.send_queue(qpn, u)
     }
+    #[inline]
     fn recv_queue(&mut self, qpn: u32, u: u32) -> Option<RecvTarget<'_>> {
         self.iter_mut().find(|q| q.qpn == qpn)?.recv_queue(qpn, u)
     }

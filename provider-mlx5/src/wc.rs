@@ -37,13 +37,12 @@ pub const SOLICITED: WcFlags = WcFlags::from_bits_retain(1 << 31);
 
 /// The completion opcode of a send WQE posted with mlx5 opcode `op`.
 #[inline(always)]
-pub fn vendor_opcode(op: u8) -> WcOpcode {
+pub const fn vendor_opcode(op: u8) -> WcOpcode {
     WcOpcode(VENDOR_OPCODE | op as u32)
 }
 
 /// The completion opcode of a send WQE posted with mlx5 opcode `op`.
-#[inline(always)]
-fn send_opcode(op: u8) -> WcOpcode {
+const fn send_opcode(op: u8) -> WcOpcode {
     match op {
         opcode::SEND | opcode::SEND_IMM | opcode::SEND_INVAL => WcOpcode::SEND,
         opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM => WcOpcode::RDMA_WRITE,
@@ -53,6 +52,45 @@ fn send_opcode(op: u8) -> WcOpcode {
         other => vendor_opcode(other),
     }
 }
+
+/// [`SEND_KIND`]: the completion opcode (bits 0..9).
+const KIND_OPCODE: u32 = 0x1ff;
+/// [`SEND_KIND`]: `byte_len` is the CQE's `byte_cnt` (RDMA READ; bit 15).
+const KIND_LEN_CQE: u32 = 1 << 15;
+/// [`SEND_KIND`]: otherwise `byte_len` is this (bits 16..24): 8 for the
+/// atomics (their operand), else 0.
+const KIND_LEN_CONST: u32 = 0xff << KIND_LEN_SHIFT;
+const KIND_LEN_SHIFT: u32 = 16;
+/// [`SEND_KIND`]: the completion carries [`WcFlags::WITH_IMM`] (bit 24;
+/// shifted down onto that flag's bit, 1, without a branch).
+const KIND_IMM: u32 = 1 << 24;
+const KIND_IMM_TO_FLAG: u32 = 23;
+const _: () = assert!(KIND_IMM >> KIND_IMM_TO_FLAG == WcFlags::WITH_IMM.bits());
+const _: () = assert!(KIND_OPCODE & (KIND_LEN_CQE | KIND_LEN_CONST | KIND_IMM) == 0);
+const _: () = assert!(KIND_LEN_CQE & (KIND_LEN_CONST | KIND_IMM) == 0);
+
+/// What a requester completion of each mlx5 send opcode reports, packed
+/// (see the `KIND_*` masks), so that decoding one is a single indexed load
+/// rather than three matches (callgrind: ~15 instructions per CQE).
+static SEND_KIND: [u32; 256] = {
+    let mut t = [0u32; 256];
+    let mut op = 0;
+    while op < 256 {
+        let o = op as u8;
+        let len = match o {
+            opcode::RDMA_READ => KIND_LEN_CQE,
+            opcode::ATOMIC_CS | opcode::ATOMIC_FA => 8 << KIND_LEN_SHIFT,
+            _ => 0,
+        };
+        let imm = match o {
+            opcode::SEND_IMM | opcode::RDMA_WRITE_IMM => KIND_IMM,
+            _ => 0,
+        };
+        t[op] = send_opcode(o).0 | len | imm;
+        op += 1;
+    }
+    t
+};
 
 /// The syndrome a [`Wc`] from this crate keeps in `vendor_err` (0 when it
 /// was not an error CQE).
@@ -170,30 +208,17 @@ pub(crate) fn decode<Q: WorkQueues + ?Sized>(
                 .send_queue(qpn, uidx)
                 .ok_or(BadCqe::UnknownQueue { qpn, send: true })?;
             let r = sq.complete(ctr).ok_or(not_outstanding)?;
-            // Written in place, field by field: the slot is the caller's.
-            *c = Wc {
-                wr_id: r.wr_id,
-                opcode: send_opcode(r.opcode),
-                qp_num: qpn,
-                flags,
-                ..Wc::default()
-            };
             if op == cqe_opcode::REQ_ERR {
+                *c = Wc {
+                    wr_id: r.wr_id,
+                    opcode: WcOpcode(SEND_KIND[r.opcode as usize] & KIND_OPCODE),
+                    qp_num: qpn,
+                    flags,
+                    ..Wc::default()
+                };
                 set_error(c, cqe);
             } else {
-                c.byte_len = match r.opcode {
-                    opcode::RDMA_READ => cqe.byte_cnt.get(),
-                    opcode::ATOMIC_CS | opcode::ATOMIC_FA => 8,
-                    _ => 0,
-                };
-                // As rdma-core and the kernel's rxe do, the requester's
-                // completion carries the flag too; the immediate itself is
-                // not in the CQE.
-                if matches!(r.opcode, opcode::SEND_IMM | opcode::RDMA_WRITE_IMM) {
-                    c.flags |= WcFlags::WITH_IMM;
-                    c.imm_data = Some(0);
-                }
-                check_scatter(c, cqe);
+                req_success(c, r, qpn, cqe.op_own, || cqe.byte_cnt.get());
             }
         }
         cqe_opcode::RESP_WR_IMM
@@ -224,6 +249,79 @@ pub(crate) fn decode<Q: WorkQueues + ?Sized>(
     Ok(())
 }
 
+/// A successful requester CQE, written into `c`: what the send opcode
+/// reports comes from one table lookup ([`SEND_KIND`]); `byte_cnt` is
+/// read only for an RDMA READ, the one opcode whose length is in the CQE.
+#[inline(always)]
+fn req_success(
+    c: &mut Wc,
+    r: crate::records::SendRetired,
+    qpn: u32,
+    op_own: u8,
+    byte_cnt: impl FnOnce() -> u32,
+) {
+    let k = SEND_KIND[r.opcode as usize];
+    // A READ's length is in the CQE; an atomic's is 8 (in the table); the
+    // rest report 0.
+    let byte_len = if k & KIND_LEN_CQE != 0 {
+        byte_cnt()
+    } else {
+        (k & KIND_LEN_CONST) >> KIND_LEN_SHIFT
+    };
+    // As rdma-core and the kernel's rxe do, the requester's completion
+    // carries WITH_IMM too; the immediate itself is not in the CQE (`ex`
+    // stays 0).
+    let mut flags = WcFlags::from_bits_retain((k & KIND_IMM) >> KIND_IMM_TO_FLAG);
+    if op_own & op_own::SE != 0 {
+        flags |= SOLICITED;
+    }
+    // Written in place, each member once: the slot is the caller's.
+    *c = Wc {
+        wr_id: r.wr_id,
+        opcode: WcOpcode(k & KIND_OPCODE),
+        byte_len,
+        qp_num: qpn,
+        flags,
+        ..Wc::default()
+    };
+    if op_own & (op_own::INLINE_SCATTER_32 | op_own::INLINE_SCATTER_64) != 0 {
+        c.status = Status::ScatteredToCqe.wc_status();
+    }
+}
+
+/// The poller's fast path: a successful requester CQE (`MLX5_CQE_REQ`),
+/// decoded from the two 8-byte words that hold all it needs — word 4
+/// (`srqn_uidx`) and word 7 (`sop_drop_qpn`, `wqe_counter`, `op_own`),
+/// as read from the ring — and, for an RDMA READ only, `byte_cnt` from
+/// `word5()`. Every other CQE goes through [`decode`], which must agree
+/// with this (`fast_and_full_decodes_agree` checks it).
+#[inline(always)]
+pub(crate) fn decode_req<Q: WorkQueues + ?Sized>(
+    w4: u64,
+    w7: u64,
+    word5: impl FnOnce() -> u64,
+    wqs: &mut Q,
+    c: &mut Wc,
+) -> Result<(), BadCqe> {
+    // The words are the ring's bytes: big-endian fields at memory offsets.
+    let (b4, b7) = (w4.to_ne_bytes(), w7.to_ne_bytes());
+    let qpn = u32::from_be_bytes([b7[0], b7[1], b7[2], b7[3]]) & 0xff_ffff;
+    let ctr = u16::from_be_bytes([b7[4], b7[5]]);
+    let uidx = u32::from_be_bytes([b4[0], b4[1], b4[2], b4[3]]) & 0xff_ffff;
+    let sq = wqs
+        .send_queue(qpn, uidx)
+        .ok_or(BadCqe::UnknownQueue { qpn, send: true })?;
+    let r = sq.complete(ctr).ok_or(BadCqe::NotOutstanding {
+        qpn,
+        wqe_counter: ctr,
+    })?;
+    req_success(c, r, qpn, b7[7], || {
+        let b5 = word5().to_ne_bytes();
+        u32::from_be_bytes([b5[4], b5[5], b5[6], b5[7]])
+    });
+    Ok(())
+}
+
 fn set_error(c: &mut Wc, cqe: &Cqe64) {
     let s = cqe.syndrome();
     c.status = Status::from_syndrome(s).wc_status();
@@ -244,18 +342,12 @@ fn set_responder(c: &mut Wc, cqe: &Cqe64) {
     match cqe.opcode() {
         cqe_opcode::RESP_WR_IMM => {
             c.opcode = WcOpcode::RECV_RDMA_WITH_IMM;
-            c.flags |= WcFlags::WITH_IMM;
-            c.imm_data = Some(imm);
+            c.set_imm_data(imm);
         }
-        cqe_opcode::RESP_SEND_IMM => {
-            c.flags |= WcFlags::WITH_IMM;
-            c.imm_data = Some(imm);
-        }
-        cqe_opcode::RESP_SEND_INV => {
-            // The invalidated rkey is in imm_inval_pkey; Wc has no field
-            // for it (only `imm_data`, for WITH_IMM).
-            c.flags |= WcFlags::WITH_INVALIDATE;
-        }
+        cqe_opcode::RESP_SEND_IMM => c.set_imm_data(imm),
+        // The invalidated rkey is in imm_inval_pkey (rdma-core's
+        // handle_responder reports it the same way).
+        cqe_opcode::RESP_SEND_INV => c.set_invalidated_rkey(imm),
         _ => {}
     }
     let rqpn = cqe.flags_rqpn.get();
@@ -301,6 +393,86 @@ mod tests {
         assert_eq!(Status::of(&wc), Status::Success);
         wc.status = Status::ScatteredToCqe.wc_status();
         assert_eq!(Status::of(&wc), Status::ScatteredToCqe);
+    }
+
+    /// The poller's fast path for successful send CQEs decodes exactly
+    /// what the full decoder does, for every send opcode, with and without
+    /// the solicited and inline-scatter bits, and refuses what it refuses.
+    #[test]
+    fn fast_and_full_decodes_agree() {
+        use crate::lookup::QpQueues;
+        use crate::records::SendRecords;
+        let words = |cqe: &Cqe64| {
+            let b = zerocopy::IntoBytes::as_bytes(cqe);
+            let w = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+            (w(4), w(5), w(7))
+        };
+        let qpn = 0x12_3456;
+        for op in 0..=255u8 {
+            for bits in [
+                0,
+                op_own::SE,
+                op_own::INLINE_SCATTER_32,
+                op_own::SE | op_own::INLINE_SCATTER_64,
+            ] {
+                let mut cqe = Cqe64::new_zeroed();
+                cqe.sop_drop_qpn.set(u32::from(op) << 24 | qpn);
+                cqe.wqe_counter.set(3);
+                cqe.byte_cnt.set(0x1234);
+                cqe.srqn_uidx.set(0x77);
+                cqe.op_own = cqe_opcode::REQ << 4 | bits;
+                let (w4, w5, w7) = words(&cqe);
+                let mut got = [Wc::default(); 2];
+                for (i, fast) in [false, true].into_iter().enumerate() {
+                    let recs = SendRecords::new(8);
+                    recs.record(3, 1, 0xabc, op);
+                    recs.publish(4);
+                    let mut qs = [QpQueues {
+                        qpn,
+                        sq: Some(&recs),
+                        rq: None,
+                    }];
+                    let wqs: &mut [QpQueues<'_>] = &mut qs;
+                    let r = if fast {
+                        decode_req(w4, w7, || w5, wqs, &mut got[i])
+                    } else {
+                        decode(&cqe, wqs, &mut got[i])
+                    };
+                    assert_eq!(r, Ok(()), "op {op:#x}");
+                    // Each retired the request: a second time is refused.
+                    let again = if fast {
+                        decode_req(w4, w7, || w5, wqs, &mut Wc::default())
+                    } else {
+                        decode(&cqe, wqs, &mut Wc::default())
+                    };
+                    assert_eq!(
+                        again,
+                        Err(BadCqe::NotOutstanding {
+                            qpn,
+                            wqe_counter: 3
+                        })
+                    );
+                }
+                assert_eq!(got[0], got[1], "op {op:#x} bits {bits:#x}");
+            }
+        }
+        // An unknown QP: the same refusal from both.
+        let mut cqe = Cqe64::new_zeroed();
+        cqe.sop_drop_qpn.set(qpn + 1);
+        let (w4, w5, w7) = words(&cqe);
+        let recs = SendRecords::new(8);
+        let mut qs = [QpQueues {
+            qpn,
+            sq: Some(&recs),
+            rq: None,
+        }];
+        let wqs: &mut [QpQueues<'_>] = &mut qs;
+        let want = Err(BadCqe::UnknownQueue {
+            qpn: qpn + 1,
+            send: true,
+        });
+        assert_eq!(decode_req(w4, w7, || w5, wqs, &mut Wc::default()), want);
+        assert_eq!(decode(&cqe, wqs, &mut Wc::default()), want);
     }
 
     #[test]

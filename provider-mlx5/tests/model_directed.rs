@@ -279,7 +279,7 @@ fn ud_send_lands_after_the_grh_area() {
         .find(|c| c.qp_num == n2)
         .expect("the good datagram arrived");
     assert_eq!(
-        (r.wr_id, r.byte_len, r.src_qp, r.imm_data),
+        (r.wr_id, r.byte_len, r.src_qp, r.imm_data()),
         (77, (GRH + 50) as u32, n1, Some(5))
     );
     assert!(r.flags.contains(WcFlags::WITH_IMM));

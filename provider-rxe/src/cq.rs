@@ -4,33 +4,12 @@ use crate::queue::Queue;
 use crate::wqe::{get_u16, get_u32, get_u64, wc, WC_SIZE};
 use rverbs_types::{Wc, WcFlags, WcOpcode, WcStatus};
 
-/// A completion as the kernel wrote it (`struct ib_uverbs_wc`: statuses,
-/// opcodes and flags are the kernel's own numbers, kept when unknown).
+/// A completion as the kernel wrote it: a [`Wc`] has the layout of
+/// `struct ib_uverbs_wc`, so this is a copy (statuses, opcodes and flags
+/// are the kernel's own numbers, kept when unknown).
 #[inline(always)]
 fn parse(b: &[u8; WC_SIZE]) -> Wc {
-    let flags = WcFlags::from_bits_retain(get_u32(b, wc::WC_FLAGS));
-    Wc {
-        wr_id: get_u64(b, wc::WR_ID),
-        status: WcStatus(get_u32(b, wc::STATUS)),
-        opcode: WcOpcode(get_u32(b, wc::OPCODE)),
-        vendor_err: get_u32(b, wc::VENDOR_ERR),
-        byte_len: get_u32(b, wc::BYTE_LEN),
-        // The kernel stores imm_data as it came off the wire (big endian).
-        imm_data: flags
-            .contains(WcFlags::WITH_IMM)
-            .then(|| u32::from_be(get_u32(b, wc::EX))),
-        // The same word, in host order, is the invalidated rkey.
-        invalidated_rkey: flags
-            .contains(WcFlags::WITH_INVALIDATE)
-            .then(|| get_u32(b, wc::EX)),
-        qp_num: get_u32(b, wc::QP_NUM),
-        src_qp: get_u32(b, wc::SRC_QP),
-        flags,
-        pkey_index: get_u16(b, wc::PKEY_INDEX),
-        slid: get_u16(b, wc::SLID),
-        sl: b[wc::SL],
-        dlid_path_bits: b[wc::DLID_PATH_BITS],
-    }
+    Wc::from_uverbs(b)
 }
 
 /// One completion as the kernel wrote it, copied out of its slot but not
@@ -234,8 +213,8 @@ mod tests {
         assert_eq!((r.status(), r.opcode()), (w.status, w.opcode));
         assert_eq!(r.byte_len(), 512);
         assert_eq!(r.invalidated_rkey(), Some(0xabcd_0001));
-        assert_eq!(w.invalidated_rkey, Some(0xabcd_0001));
-        assert_eq!((r.imm_data(), w.imm_data), (None, None));
+        assert_eq!(w.invalidated_rkey(), Some(0xabcd_0001));
+        assert_eq!((r.imm_data(), w.imm_data()), (None, None));
         assert_eq!((r.qp_num(), r.src_qp()), (17, 18));
         assert_eq!((r.slid(), r.sl(), r.dlid_path_bits()), (3, 4, 5));
         assert_eq!((w.slid, w.sl, w.dlid_path_bits), (3, 4, 5));

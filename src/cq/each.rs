@@ -40,10 +40,6 @@ impl CqEntry<'_> {
         vendor_err: u32;
         /// Bytes received, read or returned (`ibv_wc_read_byte_len`).
         byte_len: u32;
-        /// The immediate, host order (`ibv_wc_read_imm_data`).
-        imm_data: Option<u32>;
-        /// The invalidated rkey (`ibv_wc_read_invalidated_rkey`).
-        invalidated_rkey: Option<u32>;
         /// The local QP number (`ibv_wc_read_qp_num`).
         qp_num: u32;
         /// The sender's QP number (`ibv_wc_read_src_qp`).
@@ -58,6 +54,24 @@ impl CqEntry<'_> {
         sl: u8;
         /// The path bits (`ibv_wc_read_dlid_path_bits`).
         dlid_path_bits: u8;
+    }
+
+    /// The immediate, host order (`ibv_wc_read_imm_data`).
+    #[inline(always)]
+    pub fn imm_data(&self) -> Option<u32> {
+        match self.0 {
+            WcView::Slot(r) => r.imm_data(),
+            WcView::Decoded(w) => w.imm_data(),
+        }
+    }
+
+    /// The invalidated rkey (`ibv_wc_read_invalidated_rkey`).
+    #[inline(always)]
+    pub fn invalidated_rkey(&self) -> Option<u32> {
+        match self.0 {
+            WcView::Slot(r) => r.invalidated_rkey(),
+            WcView::Decoded(w) => w.invalidated_rkey(),
+        }
     }
 
     /// Every member, as [`Cq::poll`] gives them.

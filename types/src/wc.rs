@@ -4,8 +4,16 @@ pub use uverbs_abi::verbs::{IbWcFlags as WcFlags, IbWcOpcode as WcOpcode, IbWcSt
 
 /// One work completion, as a provider decodes it from its CQE.
 ///
+/// Its layout is the kernel's `struct ib_uverbs_wc` (and rdma-core's
+/// `struct ibv_wc`), member for member, 48 bytes: an rxe CQ slot *is* one,
+/// so its poll is a 48-byte copy, not a decode ([`Wc::from_uverbs`]). The
+/// one member the two stacks store differently from the number a program
+/// wants is the `ex` union: read it through [`Wc::imm_data`] and
+/// [`Wc::invalidated_rkey`], which look at the flags.
+///
 /// Its `Debug` names the status and opcode as a program writes them
 /// (`WcStatus::REM_ACCESS_ERR`), not as the C header does.
+#[repr(C)]
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct Wc {
     /// The work request's id.
@@ -18,11 +26,11 @@ pub struct Wc {
     pub vendor_err: u32,
     /// Bytes received, read or atomically returned.
     pub byte_len: u32,
-    /// Immediate data in host order, when [`WcFlags::WITH_IMM`].
-    pub imm_data: Option<u32>,
-    /// The rkey a SEND with invalidate invalidated here, when
-    /// [`WcFlags::WITH_INVALIDATE`] (`ex.invalidate_rkey`).
-    pub invalidated_rkey: Option<u32>,
+    /// The `ex` union as `ib_uverbs_wc` holds it: with
+    /// [`WcFlags::WITH_IMM`] the immediate as it came off the wire
+    /// (big-endian), with [`WcFlags::WITH_INVALIDATE`] the invalidated rkey
+    /// (host order). [`Wc::imm_data`] and [`Wc::invalidated_rkey`] read it.
+    pub ex: u32,
     /// The local QP number.
     pub qp_num: u32,
     /// The sender's QP number (UD receives).
@@ -37,7 +45,36 @@ pub struct Wc {
     pub sl: u8,
     /// The destination LID's path bits (`dlid_path_bits`; 0 on RoCE).
     pub dlid_path_bits: u8,
+    /// The port (`port_num`; 0 where the provider does not say).
+    pub port_num: u8,
+    /// `reserved` in `ib_uverbs_wc`, kept so the layouts match.
+    pub reserved: u8,
 }
+
+/// `size_of::<Wc>()`: the size of `struct ib_uverbs_wc`.
+pub const WC_BYTES: usize = 48;
+
+// The layout is the kernel's, member for member (`from_uverbs` reads at
+// these offsets, and the C ABI hands `Wc`s to C as `struct ibv_wc`).
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    use uverbs_abi::verbs::IbUverbsWc as K;
+    assert!(size_of::<Wc>() == WC_BYTES && size_of::<K>() == WC_BYTES);
+    assert!(offset_of!(Wc, wr_id) == offset_of!(K, wr_id));
+    assert!(offset_of!(Wc, status) == offset_of!(K, status));
+    assert!(offset_of!(Wc, opcode) == offset_of!(K, opcode));
+    assert!(offset_of!(Wc, vendor_err) == offset_of!(K, vendor_err));
+    assert!(offset_of!(Wc, byte_len) == offset_of!(K, byte_len));
+    assert!(offset_of!(Wc, ex) == offset_of!(K, ex));
+    assert!(offset_of!(Wc, qp_num) == offset_of!(K, qp_num));
+    assert!(offset_of!(Wc, src_qp) == offset_of!(K, src_qp));
+    assert!(offset_of!(Wc, flags) == offset_of!(K, wc_flags));
+    assert!(offset_of!(Wc, pkey_index) == offset_of!(K, pkey_index));
+    assert!(offset_of!(Wc, slid) == offset_of!(K, slid));
+    assert!(offset_of!(Wc, sl) == offset_of!(K, sl));
+    assert!(offset_of!(Wc, dlid_path_bits) == offset_of!(K, dlid_path_bits));
+    assert!(offset_of!(Wc, port_num) == offset_of!(K, port_num));
+};
 
 impl Wc {
     /// Whether the status is SUCCESS.
@@ -49,6 +86,67 @@ impl Wc {
     /// ([`WcFlags::GRH`]; on RoCE always, holding the IP header).
     pub fn has_grh(&self) -> bool {
         self.flags.contains(WcFlags::GRH)
+    }
+
+    /// The immediate data in host order, when [`WcFlags::WITH_IMM`].
+    #[inline(always)]
+    pub fn imm_data(&self) -> Option<u32> {
+        self.flags
+            .contains(WcFlags::WITH_IMM)
+            .then(|| u32::from_be(self.ex))
+    }
+
+    /// The rkey a SEND with invalidate invalidated here, when
+    /// [`WcFlags::WITH_INVALIDATE`] (`ex.invalidate_rkey`).
+    #[inline(always)]
+    pub fn invalidated_rkey(&self) -> Option<u32> {
+        self.flags
+            .contains(WcFlags::WITH_INVALIDATE)
+            .then_some(self.ex)
+    }
+
+    /// Sets the immediate (host order) and [`WcFlags::WITH_IMM`].
+    #[inline(always)]
+    pub fn set_imm_data(&mut self, imm: u32) {
+        self.flags |= WcFlags::WITH_IMM;
+        self.ex = imm.to_be();
+    }
+
+    /// Sets the invalidated rkey and [`WcFlags::WITH_INVALIDATE`].
+    #[inline(always)]
+    pub fn set_invalidated_rkey(&mut self, rkey: u32) {
+        self.flags |= WcFlags::WITH_INVALIDATE;
+        self.ex = rkey;
+    }
+
+    /// A completion from the bytes of a `struct ib_uverbs_wc` (host
+    /// endian, as the kernel writes it into an rxe CQ slot). Every bit
+    /// pattern is a `Wc`: unknown statuses, opcodes and flags are kept.
+    /// The loads and stores are at the same offsets on both sides, so the
+    /// compiler makes this a 48-byte copy.
+    #[inline(always)]
+    pub fn from_uverbs(b: &[u8; WC_BYTES]) -> Wc {
+        let u32_at = |o: usize| u32::from_ne_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        let u16_at = |o: usize| u16::from_ne_bytes([b[o], b[o + 1]]);
+        let mut wr_id = [0u8; 8];
+        wr_id.copy_from_slice(&b[0..8]);
+        Wc {
+            wr_id: u64::from_ne_bytes(wr_id),
+            status: WcStatus(u32_at(8)),
+            opcode: WcOpcode(u32_at(12)),
+            vendor_err: u32_at(16),
+            byte_len: u32_at(20),
+            ex: u32_at(24),
+            qp_num: u32_at(28),
+            src_qp: u32_at(32),
+            flags: WcFlags::from_bits_retain(u32_at(36)),
+            pkey_index: u16_at(40),
+            slid: u16_at(42),
+            sl: b[44],
+            dlid_path_bits: b[45],
+            port_num: b[46],
+            reserved: b[47],
+        }
     }
 }
 
@@ -78,8 +176,8 @@ impl core::fmt::Debug for Wc {
             )
             .field("vendor_err", &self.vendor_err)
             .field("byte_len", &self.byte_len)
-            .field("imm_data", &self.imm_data)
-            .field("invalidated_rkey", &self.invalidated_rkey)
+            .field("imm_data", &self.imm_data())
+            .field("invalidated_rkey", &self.invalidated_rkey())
             .field("qp_num", &self.qp_num)
             .field("src_qp", &self.src_qp)
             .field("flags", &self.flags)
@@ -87,6 +185,7 @@ impl core::fmt::Debug for Wc {
             .field("slid", &self.slid)
             .field("sl", &self.sl)
             .field("dlid_path_bits", &self.dlid_path_bits)
+            .field("port_num", &self.port_num)
             .finish()
     }
 }

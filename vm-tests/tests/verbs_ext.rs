@@ -236,8 +236,8 @@ fn rc_completions_carry_every_field() {
     ok(&wc, WcOpcode::RECV);
     assert_eq!(wc.wr_id, 11);
     assert_eq!(wc.byte_len, 256);
-    assert_eq!(wc.imm_data, Some(0xfeed_beef));
-    assert_eq!(wc.invalidated_rkey, None);
+    assert_eq!(wc.imm_data(), Some(0xfeed_beef));
+    assert_eq!(wc.invalidated_rkey(), None);
     assert!(wc.flags.contains(WcFlags::WITH_IMM));
     // rxe flags every user receive GRH (do_complete in rxe_resp.c), RC
     // too, though only UD receives carry the 40 bytes; src_qp comes from

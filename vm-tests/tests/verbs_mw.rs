@@ -217,8 +217,8 @@ fn type2_window_dies_on_the_peers_send_with_invalidate() {
     assert_eq!(wc.wr_id, 6);
     assert_eq!(wc.byte_len, 512);
     assert!(wc.flags.contains(WcFlags::WITH_INVALIDATE), "{wc:?}");
-    assert_eq!(wc.invalidated_rkey, Some(rkey));
-    assert_eq!(wc.imm_data, None);
+    assert_eq!(wc.invalidated_rkey(), Some(rkey));
+    assert_eq!(wc.imm_data(), None);
     let mut got = vec![0; 512];
     inbox.read(0, &mut got).unwrap();
     assert_eq!(got, msg);

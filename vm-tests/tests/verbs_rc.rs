@@ -102,7 +102,7 @@ fn send_recv_with_imm_and_multiple_sges() {
     assert_eq!(r[0].status, WcStatus::SUCCESS);
     assert_eq!(r[0].opcode, WcOpcode::RECV);
     assert_eq!(r[0].byte_len, 16);
-    assert_eq!(r[0].imm_data, Some(0xdeadbeef));
+    assert_eq!(r[0].imm_data(), Some(0xdeadbeef));
     assert_eq!(r[0].qp_num, p.b.qp.qpn());
     let mut got = [0u8; 16];
     dst.read(0, &mut got[..8]).unwrap();

@@ -111,7 +111,7 @@ fn ud_send_with_an_address_handle() {
     assert_eq!(r.byte_len, 40 + 8);
     assert_eq!(r.src_qp, a.qpn());
     assert!(r.flags.contains(WcFlags::GRH));
-    assert_eq!(r.imm_data, Some(7));
+    assert_eq!(r.imm_data(), Some(7));
     let mut got = [0u8; 8];
     rbuf.read(40, &mut got).unwrap();
     assert_eq!(&got, b"datagram");

@@ -147,12 +147,9 @@ pub(crate) fn c_wc(w: &Wc) -> IbvWc {
         opcode: w.opcode.0 as c_int,
         vendor_err: w.vendor_err,
         byte_len: w.byte_len,
-        // The union of imm_data (big-endian) and invalidated_rkey.
-        imm_data: w
-            .imm_data
-            .map(u32::to_be)
-            .or(w.invalidated_rkey)
-            .unwrap_or(0),
+        // The union of imm_data (big-endian) and invalidated_rkey, stored
+        // as in `ibv_wc`.
+        imm_data: w.ex,
         qp_num: w.qp_num,
         src_qp: w.src_qp,
         wc_flags: w.flags.bits(),

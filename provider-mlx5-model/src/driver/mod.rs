@@ -335,7 +335,7 @@ impl Driver {
                     (WcOpcode::RECV, data.len() as u32, self.p.qpn(self.p.a))
                 );
                 assert_eq!(c.flags.contains(WcFlags::WITH_IMM), imm.is_some(), "{c:?}");
-                assert_eq!(imm, c.imm_data);
+                assert_eq!(imm, c.imm_data());
                 assert_eq!(
                     self.p.read(self.p.b_mr, r.slot * 64, data.len()),
                     data,
@@ -345,7 +345,7 @@ impl Driver {
             Some(RecvUse::WriteImm { len, imm }) => {
                 assert_eq!(c.status, WcStatus::SUCCESS, "{c:?}");
                 assert_eq!(
-                    (c.opcode, c.byte_len, c.imm_data),
+                    (c.opcode, c.byte_len, c.imm_data()),
                     (WcOpcode::RECV_RDMA_WITH_IMM, len, Some(imm)),
                     "{c:?}"
                 );

@@ -126,7 +126,7 @@ fn send_imm_and_write_complete_through_the_registry() {
         (r.status, r.opcode, r.byte_len),
         (WcStatus::SUCCESS, WcOpcode::RECV, 17)
     );
-    assert_eq!(r.imm_data, Some(0xdead_beef));
+    assert_eq!(r.imm_data(), Some(0xdead_beef));
     assert!(r.flags.contains(WcFlags::WITH_IMM));
     assert_eq!(r.qp_num, t.dev.qps[t.b].qpn);
     assert_eq!(r.src_qp, t.dev.qps[t.a].qpn);

@@ -229,12 +229,12 @@ pub fn receive_datagrams(t: Timeout, cq: &mut Cq, count: u32, size: u32, on: &st
                 w.status, w.opcode
             )));
         }
-        if w.byte_len != size + GRH_LEN || w.imm_data != Some(w.src_qp) {
+        if w.byte_len != size + GRH_LEN || w.imm_data() != Some(w.src_qp) {
             return Err(invalid(format!(
                 "{what}: {} bytes (want {} with the GRH), immediate {:?} from QP {:#x} (the sender's QPN)",
                 w.byte_len,
                 size + GRH_LEN,
-                w.imm_data,
+                w.imm_data(),
                 w.src_qp
             )));
         }

@@ -198,7 +198,7 @@ fn send_recv(t: &mut Bed) -> Result<()> {
         .iter()
         .find(|w| w.opcode == WcOpcode::RECV)
         .ok_or_else(|| fail("no receive completion"))?;
-    if r.byte_len as usize != LEN || r.imm_data != Some(0x1234_5678) {
+    if r.byte_len as usize != LEN || r.imm_data() != Some(0x1234_5678) {
         return Err(fail(format!("receive completion {r:?}")));
     }
     check_bytes(&dst, 0, &data)
