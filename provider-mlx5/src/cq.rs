@@ -93,16 +93,22 @@ impl Ring {
     /// the barrier that orders reading it after that check).
     #[inline(always)]
     fn owned(self, ci: u32) -> Option<CqeWords> {
-        let p = self.cqe_ptr(ci);
-        // SAFETY: byte 63 of the CQE, inside the ring (cqe_ptr); volatile
-        // because the device writes it concurrently.
-        let own = unsafe { p.add(CQE64_SIZE - 1).read_volatile() };
-        let sw_owner = ((ci & self.ncqe) != 0) as u8;
-        if own >> 4 == cqe_opcode::INVALID || own & op_own::OWNER != sw_owner {
+        if !self.is_owned(ci) {
             return None;
         }
         barrier::from_device();
-        Some(CqeWords(p.cast::<u64>()))
+        Some(CqeWords(self.cqe_ptr(ci).cast::<u64>()))
+    }
+
+    /// Whether the device has handed entry `ci` to software (no barrier:
+    /// reading the CQE needs [`Ring::owned`]).
+    #[inline(always)]
+    fn is_owned(self, ci: u32) -> bool {
+        // SAFETY: byte 63 of the CQE, inside the ring (cqe_ptr); volatile
+        // because the device writes it concurrently.
+        let own = unsafe { self.cqe_ptr(ci).add(CQE64_SIZE - 1).read_volatile() };
+        let sw_owner = ((ci & self.ncqe) != 0) as u8;
+        own >> 4 != cqe_opcode::INVALID && own & op_own::OWNER == sw_owner
     }
 }
 
@@ -258,6 +264,22 @@ impl CompletionQueue {
     /// call. After the batch the SET_CI doorbell record is updated.
     #[inline]
     pub fn poll<Q: WorkQueues + ?Sized>(
+        &mut self,
+        wqs: &mut Q,
+        out: &mut [Wc],
+    ) -> Result<usize, BadCqe> {
+        // An empty CQ is the common answer of a busy poller: it costs one
+        // ownership check, not the batch loop's set-up (callgrind: 73 ->
+        // see the commit).
+        if out.is_empty() || !self.ring().is_owned(self.ci) {
+            return Ok(0);
+        }
+        self.poll_batch(wqs, out)
+    }
+
+    /// [`CompletionQueue::poll`] once a CQE is known to be there.
+    #[inline]
+    fn poll_batch<Q: WorkQueues + ?Sized>(
         &mut self,
         wqs: &mut Q,
         out: &mut [Wc],
