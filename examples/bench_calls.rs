@@ -1,14 +1,24 @@
 //! The rxe data path through the safe API, per call, in the VM: post one
-//! signaled 64-byte RDMA WRITE (one SGE), and poll a CQ holding one
-//! completion, one holding four, and an empty one. `cargo xtask bench`
-//! runs it under callgrind beside xtask/bench-ref/rxe/calls.c, which does
-//! the same through rdma-core's libibverbs, and reads the inclusive cost
-//! per call of each `bench_*` function.
+//! signaled 64-byte RDMA WRITE (one SGE), a list of 16 such WRITEs in one
+//! call (one doorbell), one signaled 64-byte inline SEND, and one 64-byte
+//! UD SEND through an address handle; poll a CQ holding one completion,
+//! one holding four, one holding sixteen (with room for sixteen), and an
+//! empty one. `cargo xtask bench` runs it under callgrind beside
+//! xtask/bench-ref/rxe/calls.c, which does the same through rdma-core's
+//! libibverbs, and reads the inclusive cost per call of each `bench_*`
+//! function.
+//!
+//! One RC QP looped back to itself takes the WRITEs and the inline SEND
+//! (its receive posted beforehand); a UD QP sends to itself through an
+//! address handle of the port's own address (its receive, with room for
+//! the 40-byte GRH, posted beforehand). Receives are posted and the
+//! SENDs' completions taken outside the measured functions.
 //!
 //! Completions are let arrive before the measured poll (the program sleeps
 //! after posting), so that no measured call spins waiting for the kernel:
 //! spinning counts waiting, which varies from run to run. A poll that
-//! still comes back short is counted and reported (`short=`), not hidden.
+//! still comes back short, or a completion that failed or is not the
+//! expected one, is counted and reported (`short=`), not hidden.
 //!
 //! ```text
 //! bench_calls [DEVICE] [PORT] [ITERATIONS]
@@ -16,11 +26,20 @@
 
 mod common;
 
-use rverbs::{Access, Cq, Mtu, Qp, QpAttr, QpCaps, QpInit, QpType, Remote, SendOp, SendWr, Wc};
-use std::time::Duration;
+use rverbs::{
+    Access, Cq, Mtu, Qp, QpAttr, QpCaps, QpInit, QpType, RecvWr, Remote, SendOp, SendWr, Wc,
+    WcOpcode, GRH_LEN,
+};
+use std::time::{Duration, Instant};
 
 /// How long the kernel gets to complete what was posted.
 const SETTLE: Duration = Duration::from_millis(20);
+
+/// The UD QP's Q_Key (its own and the one its sends carry).
+const QKEY: u32 = 0x1111_1111;
+
+/// Bytes of every message.
+const LEN: u32 = 64;
 
 /// Tells the measured functions apart: functions with identical machine
 /// code are merged into one symbol by rustc, and callgrind would then
@@ -58,6 +77,37 @@ fn bench_poll_empty(cq: &mut Cq, out: &mut [Wc; 1]) -> usize {
     cq.poll(out)
 }
 
+/// Sixteen WRITEs, one call, one doorbell.
+#[inline(never)]
+fn bench_post_list16(qp: &mut Qp, wrs: &[SendWr<'_>]) {
+    tag(5);
+    if let Err(e) = qp.post_send(wrs) {
+        panic!("post_send of sixteen: {e}");
+    }
+}
+
+#[inline(never)]
+fn bench_post_inline(qp: &mut Qp, wr: &[SendWr<'_>]) {
+    tag(6);
+    if let Err(e) = qp.post_send(wr) {
+        panic!("post_send inline: {e}");
+    }
+}
+
+#[inline(never)]
+fn bench_post_ud(qp: &mut Qp, wr: &[SendWr<'_>]) {
+    tag(7);
+    if let Err(e) = qp.post_send(wr) {
+        panic!("post_send UD: {e}");
+    }
+}
+
+#[inline(never)]
+fn bench_poll_16(cq: &mut Cq, out: &mut [Wc; 16]) -> usize {
+    tag(8);
+    cq.poll(out)
+}
+
 /// Waits (not measured) until the last write's data landed at `offset`
 /// of the target (the responder's side is done; the requester's
 /// completion follows with the ACK), then gives the kernel `SETTLE` more.
@@ -77,6 +127,22 @@ fn drain(cq: &mut Cq, want: usize) {
     let _ = common::wait(cq, want);
 }
 
+/// Takes (not measured, within 5 s) the two completions of a SEND to
+/// this process: the send's (`send_id`) and the receive's (`recv_id`,
+/// `len` bytes). Whether both came, successful, as expected.
+fn send_and_receive(cq: &mut Cq, send_id: u64, recv_id: u64, len: u32) -> bool {
+    let mut wcs = [Wc::default(); 2];
+    let got = cq.poll_until(&mut wcs, Instant::now() + Duration::from_secs(5));
+    got == 2
+        && wcs.iter().all(Wc::is_ok)
+        && wcs
+            .iter()
+            .any(|w| w.wr_id == send_id && w.opcode == WcOpcode::SEND)
+        && wcs
+            .iter()
+            .any(|w| w.wr_id == recv_id && w.opcode == WcOpcode::RECV && w.byte_len == len)
+}
+
 fn main() -> rverbs::Result<()> {
     let (ctx, port) = common::open_from_args()?;
     let iters: usize = std::env::args()
@@ -91,10 +157,10 @@ fn main() -> rverbs::Result<()> {
         recv_cq: &cq,
         caps: QpCaps {
             max_send_wr: 16,
-            max_recv_wr: 1,
+            max_recv_wr: 4,
             max_send_sge: 1,
             max_recv_sge: 1,
-            max_inline_data: 0,
+            max_inline_data: LEN,
         },
         sq_sig_all: false,
         srq: None,
@@ -109,17 +175,38 @@ fn main() -> rverbs::Result<()> {
     ))?;
     qp.modify(&QpAttr::rtr(av, Mtu::M1024, me, 0))?;
     qp.modify(&QpAttr::rts(0))?;
+    // One UD QP sending to itself through an AH of the port's address.
+    let mut ud = pd.create_qp(&QpInit {
+        qp_type: QpType::Ud,
+        caps: QpCaps {
+            max_send_wr: 4,
+            max_recv_wr: 4,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        },
+        ..init
+    })?;
+    ud.ready_ud(port, QKEY)?;
+    let ah = pd.create_ah(&av)?;
+    let ud_qpn = ud.qpn();
     let src_mr = pd.alloc_mr(4096, Access::LOCAL_WRITE)?;
     let dst_mr = pd.alloc_mr(4096, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
+    let rcv_mr = pd.alloc_mr(4096, Access::LOCAL_WRITE)?;
     src_mr.fill(0, 64, 0x5a)?;
     let remote = |k: u64| Remote {
         addr: dst_mr.addr() + 64 * k,
         rkey: dst_mr.rkey(),
     };
     let src = [src_mr.slice(0, 64)?];
+    // The RC receive at 0, the UD one (GRH, then the data) at 256.
+    let rc_recv = [rcv_mr.slice(0, LEN)?];
+    let ud_recv = [rcv_mr.slice(256, GRH_LEN as u32 + LEN)?];
+    let mut inline_data = [0u8; LEN as usize];
     let (mut short, mut id) = (0usize, 0u64);
     let mut one = [Wc::default(); 1];
     let mut four = [Wc::default(); 4];
+    let mut sixteen = [Wc::default(); 16];
     for i in 0..iters {
         // Each round's data carries its own stamp, so that its landing
         // can be seen.
@@ -152,6 +239,62 @@ fn main() -> rverbs::Result<()> {
             drain(&mut cq, 4 - n.min(4));
         }
         id += 4;
+
+        // Sixteen WRITEs (to 64 B blocks 8..24) in one call; then the
+        // poll that takes their sixteen completions.
+        let wrs16: [SendWr<'_>; 16] = std::array::from_fn(|k| {
+            let k = k as u64;
+            SendWr::new(id + k, SendOp::Write(remote(8 + k)), &src).signaled(true)
+        });
+        bench_post_list16(&mut qp, &wrs16);
+        settle(&dst_mr, 64 * 23, stamp)?;
+        let n = bench_poll_16(&mut cq, &mut sixteen);
+        if n != 16
+            || sixteen
+                .iter()
+                .zip(id..)
+                .any(|(w, want)| !w.is_ok() || w.wr_id != want)
+        {
+            short += 1;
+            drain(&mut cq, 16 - n.min(16));
+        }
+        id += 16;
+
+        // A 64 B inline SEND to the RC QP itself, its receive posted
+        // beforehand.
+        inline_data.fill(stamp);
+        let recv_id = (1 << 32) | id;
+        qp.post_recv(&[RecvWr {
+            wr_id: recv_id,
+            sges: &rc_recv,
+        }])?;
+        bench_post_inline(
+            &mut qp,
+            &[SendWr::inline(id, SendOp::Send, &inline_data).signaled(true)],
+        );
+        if !send_and_receive(&mut cq, id, recv_id, LEN) || rcv_mr.read_volatile_u8(0)? != stamp {
+            short += 1;
+        }
+        id += 1;
+
+        // A 64 B UD SEND to the UD QP itself through the AH.
+        let recv_id = (1 << 32) | id;
+        ud.post_recv(&[RecvWr {
+            wr_id: recv_id,
+            sges: &ud_recv,
+        }])?;
+        bench_post_ud(
+            &mut ud,
+            &[SendWr::new(id, SendOp::Send, &src)
+                .signaled(true)
+                .to(&ah, ud_qpn, QKEY)],
+        );
+        if !send_and_receive(&mut cq, id, recv_id, GRH_LEN as u32 + LEN)
+            || rcv_mr.read_volatile_u8(256 + GRH_LEN)? != stamp
+        {
+            short += 1;
+        }
+        id += 1;
     }
     println!("BENCH-CALLS rverbs iterations={iters} short={short}");
     Ok(())

@@ -1,13 +1,25 @@
 /*
  * The rxe data path through rdma-core's libibverbs, per call: what
  * examples/bench_calls.rs does through rverbs, for `cargo xtask bench`'s
- * rows side by side. Post one signaled 64-byte RDMA WRITE (one SGE), poll
- * a CQ holding one completion, one holding four, and an empty one; each
- * measured call is its own out-of-line function (bench_*), whose
- * inclusive cost per call callgrind gives. Completions are let arrive
- * before the measured poll (the data's landing, then a sleep), so that no measured
- * call spins waiting for the kernel; a poll that still comes back short
- * is counted and reported (short=), not hidden. Bench-only code.
+ * rows side by side. Post one signaled 64-byte RDMA WRITE (one SGE), a
+ * chain of 16 such WRITEs in one ibv_post_send (one doorbell), one
+ * signaled 64-byte inline SEND (IBV_SEND_INLINE), and one 64-byte UD SEND
+ * through an address handle; poll a CQ holding one completion, one
+ * holding four, one holding sixteen (with room for sixteen), and an
+ * empty one. Each measured call is its own out-of-line function
+ * (bench_*), whose inclusive cost per call callgrind gives.
+ *
+ * One RC QP looped back to itself takes the WRITEs and the inline SEND
+ * (its receive posted beforehand); a UD QP sends to itself through an
+ * address handle of the port's own GID (its receive, with room for the
+ * 40-byte GRH, posted beforehand). Receives are posted and the SENDs'
+ * completions taken outside the measured functions.
+ *
+ * Completions are let arrive before the measured poll (the data's
+ * landing, then a sleep), so that no measured call spins waiting for the
+ * kernel; a poll that still comes back short, or a completion that
+ * failed or is not the expected one, is counted and reported (short=),
+ * not hidden. Bench-only code.
  *
  * usage: calls DEVICE [PORT] [ITERATIONS]
  */
@@ -19,6 +31,12 @@
 #include <infiniband/verbs.h>
 
 #define MEASURED __attribute__((noinline, noipa))
+
+/* The UD QP's Q_Key (its own and the one its sends carry). */
+#define QKEY 0x11111111
+/* Bytes of every message; a UD receive starts with a 40-byte GRH. */
+#define LEN 64
+#define GRH_LEN 40
 
 /* Waits (not measured) until the last write's data landed at `at` (the
  * responder's side is done; the requester's completion follows with the
@@ -62,6 +80,36 @@ MEASURED int bench_poll_empty(struct ibv_cq *cq, struct ibv_wc *wc)
 	return ibv_poll_cq(cq, 1, wc);
 }
 
+/* Sixteen chained WRITEs, one call, one doorbell. */
+MEASURED void bench_post_list16(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	if (ibv_post_send(qp, wr, &bad))
+		die("ibv_post_send of sixteen");
+}
+
+MEASURED void bench_post_inline(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	if (ibv_post_send(qp, wr, &bad))
+		die("ibv_post_send inline");
+}
+
+MEASURED void bench_post_ud(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	if (ibv_post_send(qp, wr, &bad))
+		die("ibv_post_send UD");
+}
+
+MEASURED int bench_poll_16(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	return ibv_poll_cq(cq, 16, wc);
+}
+
 /* Takes whatever a short poll left behind (not measured). */
 static void drain(struct ibv_cq *cq, int want)
 {
@@ -74,6 +122,47 @@ static void drain(struct ibv_cq *cq, int want)
 		if (n > 0)
 			want -= n;
 	}
+}
+
+/* Posts one receive of `len` bytes at `at` on `qp` (not measured). */
+static void post_recv(struct ibv_qp *qp, uint64_t id, char *at, uint32_t len,
+		      uint32_t lkey)
+{
+	struct ibv_sge sge = { (uintptr_t)at, len, lkey };
+	struct ibv_recv_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	if (ibv_post_recv(qp, &wr, &bad))
+		die("ibv_post_recv");
+}
+
+/* Takes (not measured, within 5 s) the two completions of a SEND to this
+ * process: the send's (send_id) and the receive's (recv_id, len bytes).
+ * Whether both came, successful, as expected. */
+static int send_and_receive(struct ibv_cq *cq, uint64_t send_id,
+			    uint64_t recv_id, uint32_t len)
+{
+	struct ibv_wc wc[2];
+	time_t end = time(NULL) + 5;
+	int got = 0, n, k, sent = 0, received = 0;
+
+	while (got < 2 && time(NULL) < end) {
+		n = ibv_poll_cq(cq, 2 - got, wc + got);
+		if (n > 0)
+			got += n;
+	}
+	for (k = 0; k < got; k++) {
+		if (wc[k].status != IBV_WC_SUCCESS)
+			return 0;
+		sent |= wc[k].wr_id == send_id && wc[k].opcode == IBV_WC_SEND;
+		received |= wc[k].wr_id == recv_id &&
+			    wc[k].opcode == IBV_WC_RECV &&
+			    wc[k].byte_len == len;
+	}
+	return got == 2 && sent && received;
 }
 
 /* The RoCE v2 IPv4-mapped GID of the port, as examples/common does. */
@@ -105,15 +194,18 @@ int main(int argc, char **argv)
 	struct ibv_context *ctx = NULL;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *src, *dst;
+	struct ibv_qp *qp, *ud;
+	struct ibv_ah *ah;
+	struct ibv_ah_attr ah_attr;
+	struct ibv_mr *src, *dst, *rcv;
 	struct ibv_qp_init_attr init;
 	struct ibv_qp_attr a;
-	struct ibv_sge sge;
-	struct ibv_send_wr wr, four_wr[4];
-	struct ibv_wc wc[4];
+	struct ibv_sge sge, inline_sge;
+	struct ibv_send_wr wr, four_wr[4], wr16[16], inline_wr, ud_wr;
+	struct ibv_wc wc[16];
 	union ibv_gid gid;
-	static char sbuf[4096], dbuf[4096];
+	static char sbuf[4096], dbuf[4096], rbuf[4096], inline_data[LEN];
+	uint64_t recv_id;
 	int i, k, n, gidx, short_polls = 0;
 	uint64_t id = 0;
 
@@ -133,11 +225,20 @@ int main(int argc, char **argv)
 	init.send_cq = init.recv_cq = cq;
 	init.qp_type = IBV_QPT_RC;
 	init.cap.max_send_wr = 16;
-	init.cap.max_recv_wr = 1;
+	init.cap.max_recv_wr = 4;
 	init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+	init.cap.max_inline_data = LEN;
 	qp = ibv_create_qp(pd, &init);
 	if (!qp)
 		die("ibv_create_qp");
+	/* One UD QP sending to itself through an AH of the port's GID. */
+	init.qp_type = IBV_QPT_UD;
+	init.cap.max_send_wr = 4;
+	init.cap.max_recv_wr = 4;
+	init.cap.max_inline_data = 0;
+	ud = ibv_create_qp(pd, &init);
+	if (!ud)
+		die("ibv_create_qp UD");
 	gidx = own_gid(ctx, port, &gid);
 
 	/* One QP connected to itself: rxe answers its own GID. */
@@ -175,10 +276,39 @@ int main(int argc, char **argv)
 			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 			  IBV_QP_MAX_QP_RD_ATOMIC))
 		die("RTS");
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = port;
+	a.qkey = QKEY;
+	if (ibv_modify_qp(ud, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_QKEY))
+		die("UD INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(ud, &a, IBV_QP_STATE))
+		die("UD RTR");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	if (ibv_modify_qp(ud, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		die("UD RTS");
+	memset(&ah_attr, 0, sizeof(ah_attr));
+	ah_attr.is_global = 1;
+	ah_attr.grh.dgid = gid;
+	ah_attr.grh.sgid_index = gidx;
+	ah_attr.grh.hop_limit = 1;
+	ah_attr.port_num = port;
+	ah = ibv_create_ah(pd, &ah_attr);
+	if (!ah)
+		die("ibv_create_ah");
+
 	src = ibv_reg_mr(pd, sbuf, sizeof(sbuf), IBV_ACCESS_LOCAL_WRITE);
 	dst = ibv_reg_mr(pd, dbuf, sizeof(dbuf),
 			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!src || !dst)
+	rcv = ibv_reg_mr(pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+	if (!src || !dst || !rcv)
 		die("ibv_reg_mr");
 	memset(sbuf, 0x5a, 64);
 
@@ -192,6 +322,26 @@ int main(int argc, char **argv)
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.wr.rdma.remote_addr = (uintptr_t)dbuf;
 	wr.wr.rdma.rkey = dst->rkey;
+
+	/* The inline SEND: the payload is copied into the WQE, no lkey. */
+	inline_sge.addr = (uintptr_t)inline_data;
+	inline_sge.length = LEN;
+	inline_sge.lkey = 0;
+	memset(&inline_wr, 0, sizeof(inline_wr));
+	inline_wr.sg_list = &inline_sge;
+	inline_wr.num_sge = 1;
+	inline_wr.opcode = IBV_WR_SEND;
+	inline_wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+
+	/* The UD SEND, from the WRITEs' source, to the UD QP itself. */
+	memset(&ud_wr, 0, sizeof(ud_wr));
+	ud_wr.sg_list = &sge;
+	ud_wr.num_sge = 1;
+	ud_wr.opcode = IBV_WR_SEND;
+	ud_wr.send_flags = IBV_SEND_SIGNALED;
+	ud_wr.wr.ud.ah = ah;
+	ud_wr.wr.ud.remote_qpn = ud->qp_num;
+	ud_wr.wr.ud.remote_qkey = QKEY;
 
 	for (i = 0; i < iters; i++) {
 		/* Each round's data carries its own stamp, so that its
@@ -237,12 +387,61 @@ int main(int argc, char **argv)
 					short_polls++;
 		}
 		id += 4;
+
+		/* Sixteen WRITEs (to 64 B blocks 8..24) in one call; then the
+		 * poll that takes their sixteen completions. */
+		for (k = 0; k < 16; k++) {
+			wr16[k] = wr;
+			wr16[k].wr_id = id + k;
+			wr16[k].wr.rdma.remote_addr =
+				(uintptr_t)(dbuf + 64 * (k + 8));
+			wr16[k].next = k < 15 ? &wr16[k + 1] : NULL;
+		}
+		bench_post_list16(qp, wr16);
+		settle(dbuf + 64 * 23, stamp);
+		n = bench_poll_16(cq, wc);
+		if (n != 16) {
+			short_polls++;
+			drain(cq, 16 - (n > 0 ? n : 0));
+		} else {
+			for (k = 0; k < 16; k++)
+				if (wc[k].status != IBV_WC_SUCCESS ||
+				    wc[k].wr_id != id + k) {
+					short_polls++;
+					break;
+				}
+		}
+		id += 16;
+
+		/* A 64 B inline SEND to the RC QP itself, its receive posted
+		 * beforehand. */
+		memset(inline_data, stamp, LEN);
+		recv_id = (1ULL << 32) | id;
+		post_recv(qp, recv_id, rbuf, LEN, rcv->lkey);
+		inline_wr.wr_id = id;
+		bench_post_inline(qp, &inline_wr);
+		if (!send_and_receive(cq, id, recv_id, LEN) || rbuf[0] != stamp)
+			short_polls++;
+		id++;
+
+		/* A 64 B UD SEND to the UD QP itself through the AH. */
+		recv_id = (1ULL << 32) | id;
+		post_recv(ud, recv_id, rbuf + 256, GRH_LEN + LEN, rcv->lkey);
+		ud_wr.wr_id = id;
+		bench_post_ud(ud, &ud_wr);
+		if (!send_and_receive(cq, id, recv_id, GRH_LEN + LEN) ||
+		    rbuf[256 + GRH_LEN] != stamp)
+			short_polls++;
+		id++;
 	}
 	printf("BENCH-CALLS rdma-core iterations=%d short=%d\n", iters,
 	       short_polls);
+	ibv_destroy_qp(ud);
+	ibv_destroy_ah(ah);
 	ibv_destroy_qp(qp);
 	ibv_dereg_mr(src);
 	ibv_dereg_mr(dst);
+	ibv_dereg_mr(rcv);
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);

@@ -1,11 +1,13 @@
 //! The rxe data path per call in the VM, both stacks doing the same
 //! thing: examples/bench_calls.rs through rverbs' safe API beside
 //! xtask/bench-ref/rxe/calls.c through rdma-core's libibverbs — post one
-//! signaled 64 B RDMA WRITE (one SGE), and a poll returning one
-//! completion, one returning four, and an empty one, each its own
-//! out-of-line `bench_*` function counted by callgrind (inclusive / calls).
-//! Unlike the write-latency client's figures, no measured poll waits: the
-//! completions are in the CQ before it is called.
+//! signaled 64 B RDMA WRITE (one SGE), a list of 16 such WRITEs in one
+//! call (one doorbell), one signaled 64 B inline SEND (RC), one 64 B UD
+//! SEND through an address handle, and a poll returning one completion,
+//! one returning four, one returning sixteen, and an empty one, each its
+//! own out-of-line `bench_*` function counted by callgrind (inclusive /
+//! calls). Unlike the write-latency client's figures, no measured poll
+//! waits: the completions are in the CQ before it is called.
 
 use super::guard::{self, Figure};
 use crate::host::{run, target_dir, workspace_root, Result};
@@ -14,7 +16,8 @@ use std::path::Path;
 use std::process::Command;
 
 const CALLS_C: &str = "xtask/bench-ref/rxe/calls.c";
-/// Iterations of each scenario (each sleeps 2 × 20 ms for the kernel).
+/// Iterations of each scenario (each iteration sleeps 3 × 20 ms for the
+/// kernel).
 pub const ITERS: u32 = 100;
 
 /// (label, measured function, guard key).
@@ -35,6 +38,26 @@ const ROWS: &[(&str, &str, &str)] = &[
         "vm.rxe.poll_four",
     ),
     ("empty poll", "bench_poll_empty", "vm.rxe.poll_empty"),
+    (
+        "post a list of 16 signaled 64 B RDMA WRITEs in one call, one doorbell (per call, i.e. per 16 WRs)",
+        "bench_post_list16",
+        "vm.rxe.post_list16",
+    ),
+    (
+        "post one signaled 64 B inline SEND (RC)",
+        "bench_post_inline",
+        "vm.rxe.post_inline_send",
+    ),
+    (
+        "post one signaled 64 B UD SEND through an address handle, one SGE",
+        "bench_post_ud",
+        "vm.rxe.post_ud_send",
+    ),
+    (
+        "poll with room for 16 returning 16 completions",
+        "bench_poll_16",
+        "vm.rxe.poll_16",
+    ),
 ];
 
 /// Builds both programs; returns the VM environment naming them.
@@ -128,7 +151,7 @@ pub fn section(out_dir: &Path, lines: &[String]) -> Result<String> {
     );
     let _ = writeln!(
         md,
-        "\nexamples/bench_calls.rs (rverbs) and xtask/bench-ref/rxe/calls.c (rdma-core): one RC QP looped back to itself on rxe0; each `bench_*` function holds one call, counted inclusive (the caller's few instructions included on both sides). Polls that came back short although the program slept 20 ms for the kernel: rverbs {}, rdma-core {} (a short poll would mix a non-representative call into its row).",
+        "\nexamples/bench_calls.rs (rverbs) and xtask/bench-ref/rxe/calls.c (rdma-core): one RC QP looped back to itself on rxe0 (the WRITEs, the inline SEND), one UD QP sending to itself through an address handle; receives posted and the SENDs' completions taken outside the measured functions; each `bench_*` function holds one call, counted inclusive (the caller's few instructions included on both sides). Polls that came back short although the program slept 20 ms for the kernel, or completions that failed or were not the expected ones: rverbs {}, rdma-core {} (a short poll would mix a non-representative call into its row).",
         shorts.0.map_or("?".into(), |v| v.to_string()),
         shorts.1.map_or("?".into(), |v| v.to_string()),
     );
