@@ -24,6 +24,10 @@ const HEADER: usize = send::PAYLOAD;
 pub struct SendQueue {
     q: SlotRing<HEADER>,
     prod: u32,
+    /// Slots known free: read from the consumer index only when it runs
+    /// out, not on every post (the kernel only ever frees more, so this is
+    /// never more than the truth).
+    room: u32,
     ssn: u32,
     limits: SendLimits,
     /// Whether the kernel takes ATOMIC WRITE, and FLUSH (Linux 6.2).
@@ -56,6 +60,7 @@ impl SendQueue {
         Ok(SendQueue {
             q,
             prod,
+            room: 0,
             ssn: 0,
             limits: SendLimits::new(qp_type, max_sge, max_inline),
             atomic_write: true,
@@ -138,12 +143,35 @@ impl SendQueue {
         &mut self,
         wr: &SendWr<'_, S, A>,
     ) -> Result<(), PostError> {
-        self.post_checked(wr)
+        self.post_checked::<S, A, true>(wr)
     }
 
-    /// [`SendQueue::post`]: validate, build, publish.
+    /// [`SendQueue::post`] without publishing: the WQE is written and the
+    /// producer moved past it, but the kernel sees it only after
+    /// [`SendQueue::publish`]. A list post publishes once, after its last
+    /// request (callgrind: 3 instructions a request fewer).
+    ///
+    /// # Safety
+    /// As for [`SendQueue::post`].
     #[inline(always)]
-    fn post_checked<S: AsSge, A: AddressHandle>(
+    #[allow(unsafe_code)] // the declaration only: the body is safe code
+    pub unsafe fn post_unpublished<S: AsSge, A: AddressHandle>(
+        &mut self,
+        wr: &SendWr<'_, S, A>,
+    ) -> Result<(), PostError> {
+        self.post_checked::<S, A, false>(wr)
+    }
+
+    /// Release-stores the producer index: the kernel may read every WQE
+    /// posted so far (a no-op if [`SendQueue::post`] published them).
+    #[inline(always)]
+    pub fn publish(&self) {
+        self.q.queue().store_producer(self.prod);
+    }
+
+    /// [`SendQueue::post`]: validate, build, and publish if `PUBLISH`.
+    #[inline(always)]
+    fn post_checked<S: AsSge, A: AddressHandle, const PUBLISH: bool>(
         &mut self,
         wr: &SendWr<'_, S, A>,
     ) -> Result<(), PostError> {
@@ -155,11 +183,13 @@ impl SendQueue {
             },
             None => 0,
         };
-        let q = self.q.queue();
-        let next = q.next(self.prod);
-        if next == q.load_consumer() {
-            return Err(PostError::QueueFull);
+        if self.room == 0 {
+            self.room = self.free_slots();
+            if self.room == 0 {
+                return Err(PostError::QueueFull);
+            }
         }
+        let next = self.q.queue().next(self.prod);
         let mut w = self.q.slot_mut(self.prod);
         // SendQueue::new checked that every valid request fits a slot, so
         // no store is refused; if one were, the WQE stays unpublished.
@@ -176,8 +206,19 @@ impl SendQueue {
         w.u32(send::DMA_RESID, length).map_err(refused)?;
         self.ssn = self.ssn.wrapping_add(1);
         self.prod = next;
-        self.q.queue().store_producer(next);
+        self.room -= 1;
+        if PUBLISH {
+            self.q.queue().store_producer(next);
+        }
         Ok(())
+    }
+
+    /// Slots free for new requests: read from the consumer index (an
+    /// acquire load of the page the kernel writes).
+    #[inline(always)]
+    fn free_slots(&self) -> u32 {
+        let q = self.q.queue();
+        q.mask() - (self.prod.wrapping_sub(q.load_consumer()) & q.mask())
     }
 }
 
@@ -200,9 +241,6 @@ fn write_wqe<S: AsSge, A>(
     let inline = wr.inline.is_some();
     let flags = wr.send_flags() | if inline { INLINE } else { 0 };
     let opcode = wr.op.opcode();
-    let remote = wr.op.remote().unwrap_or_default();
-    // Immediates travel big-endian; the WQE holds them in wire order.
-    let imm = wr.op.imm().unwrap_or(0).to_be();
     // Zero the opcode-specific union as rdma-core does, so that no field
     // of another opcode carries a stale value from the slot's last use.
     w.zero(send::WR_UNION, send::WR_UNION_LEN)?;
@@ -210,22 +248,39 @@ fn write_wqe<S: AsSge, A>(
     w.u32(send::WR_RESERVED, 0)?;
     w.u32(send::OPCODE, opcode)?;
     w.u32(send::SEND_FLAGS, flags)?;
-    w.u32(send::EX_IMM, imm)?;
-    match wr.op {
-        SendOp::CompareSwap { compare, swap, .. } => {
+    // One match on the operation writes its members and yields what the
+    // common part needs of it: the `ex` word (an immediate travels
+    // big-endian, in wire order; an rkey to invalidate in host order, as
+    // rdma-core's wr_send_inv / wr_local_inv store it) and the remote
+    // address (IOVA). Separate `remote()` / `imm()` matches cost a jump
+    // table each (callgrind).
+    let (ex, iova) = match wr.op {
+        SendOp::CompareSwap {
+            remote,
+            compare,
+            swap,
+        } => {
             w.u64(send::ATOMIC_REMOTE_ADDR, remote.addr)?;
             w.u64(send::ATOMIC_COMPARE_ADD, compare)?;
             w.u64(send::ATOMIC_SWAP, swap)?;
             w.u32(send::ATOMIC_RKEY, remote.rkey)?;
+            (0, remote.addr)
         }
-        SendOp::FetchAdd { add, .. } => {
+        SendOp::FetchAdd { remote, add } => {
             w.u64(send::ATOMIC_REMOTE_ADDR, remote.addr)?;
             w.u64(send::ATOMIC_COMPARE_ADD, add)?;
             w.u32(send::ATOMIC_RKEY, remote.rkey)?;
+            (0, remote.addr)
         }
-        SendOp::Write(_) | SendOp::WriteWithImm(..) | SendOp::Read(_) => {
+        SendOp::Write(remote) | SendOp::Read(remote) => {
             w.u64(send::RDMA_REMOTE_ADDR, remote.addr)?;
             w.u32(send::RDMA_RKEY, remote.rkey)?;
+            (0, remote.addr)
+        }
+        SendOp::WriteWithImm(remote, imm) => {
+            w.u64(send::RDMA_REMOTE_ADDR, remote.addr)?;
+            w.u32(send::RDMA_RKEY, remote.rkey)?;
+            (imm.to_be(), remote.addr)
         }
         SendOp::Send | SendOp::SendWithImm(_) => {
             if let Some(ud) = wr.ud {
@@ -233,22 +288,25 @@ fn write_wqe<S: AsSge, A>(
                 w.u32(send::UD_REMOTE_QKEY, ud.remote_qkey)?;
                 w.u32(send::UD_AH_NUM, ah_num)?;
             }
+            match wr.op {
+                SendOp::SendWithImm(imm) => (imm.to_be(), 0),
+                _ => (0, 0),
+            }
         }
-        // `ex.invalidate_rkey` shares the word with the immediate, in host
-        // order (rdma-core's wr_send_inv / wr_local_inv).
-        SendOp::SendWithInv(rkey) | SendOp::LocalInv(rkey) => w.u32(send::EX_IMM, rkey)?,
-        SendOp::AtomicWrite { value, .. } => {
+        SendOp::SendWithInv(rkey) | SendOp::LocalInv(rkey) => (rkey, 0),
+        SendOp::AtomicWrite { remote, value } => {
             // The kernel's requester copies `dma.atomic_wr` (the payload's
             // place, no SGEs: check_extended refused them) into the packet.
             w.u64(send::RDMA_REMOTE_ADDR, remote.addr)?;
             w.u32(send::RDMA_RKEY, remote.rkey)?;
             w.bytes(send::PAYLOAD, &value)?;
+            (0, remote.addr)
         }
         SendOp::Flush {
+            remote,
             len,
             placement,
             level,
-            ..
         } => {
             // The length travels as the RETH's, from dma.resid
             // (check_length); the member keeps it too, as rdma-core does.
@@ -257,6 +315,7 @@ fn write_wqe<S: AsSge, A>(
             w.u32(send::FLUSH_RKEY, remote.rkey)?;
             w.put(send::FLUSH_TYPE, placement as u8)?;
             w.put(send::FLUSH_LEVEL, level as u8)?;
+            (0, remote.addr)
         }
         SendOp::BindMw(b) => {
             w.u64(send::MW_ADDR, b.addr)?;
@@ -265,13 +324,15 @@ fn write_wqe<S: AsSge, A>(
             w.u32(send::MW_MW_RKEY, b.mw_rkey)?;
             w.u32(send::MW_RKEY, b.new_rkey)?;
             w.u32(send::MW_ACCESS, b.access)?;
+            (0, 0)
         }
-    }
+    };
+    w.u32(send::EX_IMM, ex)?;
     // Posted state; the kernel's requester fills its own fields, which
     // start from zero as in a fresh WQE.
     w.u32(send::STATUS, 0)?;
     w.u32(send::STATE, 0)?;
-    w.u64(send::IOVA, remote.addr)?;
+    w.u64(send::IOVA, iova)?;
     w.u32(send::MASK, 0)?;
     w.u32(send::FIRST_PSN, 0)?;
     w.u32(send::LAST_PSN, 0)?;

@@ -237,6 +237,7 @@ fn refused(reason: PostError, queue: &'static str, index: usize) -> Error {
 #[inline(never)]
 fn refused_after(dev: &Dev, q: &mut rxe::Sq, index: usize, r: PostError) -> Result<()> {
     if index > 0 {
+        q.sq.publish();
         q.doorbell.ring(dev)?;
     }
     Err(refused(r, "send queue", index))
@@ -328,6 +329,8 @@ impl SendRing {
                 if wrs.is_empty() {
                     return Ok(());
                 }
+                // One release store of the producer index for the list.
+                q.sq.publish();
                 q.doorbell.ring(dev)
             }
             SendRing::Mlx5(q) => mlx5::post_send_list(q, wrs),

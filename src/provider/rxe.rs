@@ -253,8 +253,9 @@ pub(crate) fn create_ah(dev: &Arc<Dev>, pd: u32, attr: &v::IbUverbsAhAttr) -> Re
     })
 }
 
-/// Writes one send request into the ring as the caller built it (the
-/// doorbell is rung by the caller, once per list).
+/// Writes one send request into the ring as the caller built it,
+/// unpublished: the caller publishes the list and rings the doorbell,
+/// once per list.
 #[inline(always)]
 pub(crate) fn post_send<A: AddressHandle>(
     sq: &mut SendQueue,
@@ -264,7 +265,7 @@ pub(crate) fn post_send<A: AddressHandle>(
     // an Mr that owns its mapping and unmaps it only after DEREG_MR (see
     // the mr module), so the device never reaches memory this process
     // reuses.
-    unsafe { sq.post(wr) }
+    unsafe { sq.post_unpublished(wr) }
 }
 
 /// Writes one receive request into an RQ or SRQ ring.
