@@ -315,6 +315,20 @@ impl SendRing {
         dev: &Dev,
         wrs: &[SendWr<'_, Slice<'_>, A>],
     ) -> Result<()> {
+        self.post_each(dev, wrs, |_, _| {})
+    }
+
+    /// [`SendRing::post`], calling `posted(slot, wr)` for each request
+    /// written on rxe, with the SQ slot it went into (what a UD QP needs
+    /// to keep the request's AH until the slot is reused); mlx5 copies the
+    /// address into the WQE and calls nothing.
+    #[inline(always)]
+    pub(crate) fn post_each<'w, A: AddressHandle>(
+        &mut self,
+        dev: &Dev,
+        wrs: &'w [SendWr<'w, Slice<'w>, A>],
+        mut posted: impl FnMut(u32, &'w SendWr<'w, Slice<'w>, A>),
+    ) -> Result<()> {
         match self {
             SendRing::Rxe(q) => {
                 // Written out rather than through post_list: the per-request
@@ -322,9 +336,11 @@ impl SendRing {
                 // (a call, six saved registers and a Result in memory per
                 // request; callgrind: 250 -> see the commit).
                 for (index, wr) in wrs.iter().enumerate() {
+                    let slot = q.sq.producer();
                     if let Err(r) = rxe::post_send(&mut q.sq, wr) {
                         return refused_after(dev, q, index, r);
                     }
+                    posted(slot, wr);
                 }
                 if wrs.is_empty() {
                     return Ok(());

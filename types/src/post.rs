@@ -207,13 +207,13 @@ impl SendLimits {
 /// operations may carry inline data is the provider's to say).
 #[inline(always)]
 pub fn check_send<S, A>(l: &SendLimits, wr: &SendWr<'_, S, A>) -> Result<(), PostError> {
-    // RC without a UD destination, the common case, pays two comparisons:
-    // RC takes every operation.
-    if l.qp_type != QpType::Rc || wr.ud.is_some() {
-        if l.ud != wr.ud.is_some() {
-            return Err(PostError::UdMismatch { qp_is_ud: l.ud });
-        }
-        check_transport(l.qp_type, &wr.op)?;
+    // One match on the transport and the destination: RC without a UD
+    // destination, the common case, pays two comparisons (RC takes every
+    // operation); UD one more for the operation.
+    match (l.qp_type, wr.ud.is_some()) {
+        (QpType::Rc, false) => {}
+        (QpType::Ud, true) | (QpType::Uc, false) => check_transport(l.qp_type, &wr.op)?,
+        _ => return Err(PostError::UdMismatch { qp_is_ud: l.ud }),
     }
     check_payload(l.max_sge, l.max_inline, wr.sges.len(), wr.inline)
 }
