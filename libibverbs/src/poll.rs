@@ -10,7 +10,7 @@
 //! `read_*` slots.
 
 use crate::abi::{IbvCq, IbvCqExC, IbvCqExOps, IbvWc, Slot};
-use crate::convert::c_wc;
+use crate::convert::put_wc;
 use crate::cq::CqBox;
 use crate::guard;
 use crate::obj::CObject;
@@ -19,31 +19,34 @@ use rverbs::Wc;
 use std::ffi::{c_int, c_uint};
 
 /// `ops.poll_cq`: how many completions were written (negative on error).
+///
+/// Each completion is copied into the caller's array as the CQ hands it
+/// over (on rxe straight from its ring slot; nothing written past the
+/// last one returned):
+/// `out` may be uninitialised C memory, so it is written through the
+/// pointer, element by element, never viewed as a slice.
 pub(crate) unsafe extern "C" fn poll_cq(c: *mut IbvCq, n: c_int, out: *mut IbvWc) -> c_int {
     guard::value(-guard::PANICKED, || {
         // SAFETY: a CQ of ours (C contract).
         let Some(b) = (unsafe { CqBox::of(c) }) else {
             return -libc::EINVAL;
         };
-        if n < 0 || (n > 0 && out.is_null()) {
-            return -libc::EINVAL;
+        // One test for the common case: n > 0 with an array. Otherwise an
+        // empty poll answers 0 (whatever `out`), the rest EINVAL.
+        if n <= 0 || out.is_null() {
+            return if n == 0 { 0 } else { -libc::EINVAL };
         }
-        let mut cq = lock(&b.cq);
-        let mut buf = [Wc::default(); 16];
-        let mut done = 0usize;
-        while done < n as usize {
-            let want = (n as usize - done).min(buf.len());
-            let got = cq.poll(&mut buf[..want]);
-            for (i, w) in buf[..got].iter().enumerate() {
-                // SAFETY: out has room for n entries (C contract); done + i < n.
-                unsafe { out.add(done + i).write(c_wc(w)) };
+        let mut at = out;
+        // poll_each hands at most n completions: the count fits a c_int.
+        lock(&b.cq).poll_each(n as usize, |e| {
+            // SAFETY: out has room for n entries (C contract) and
+            // poll_each hands at most n, so `at` is one of out's n
+            // elements; written, not read (it may be uninitialised).
+            unsafe {
+                put_wc(at, e.wc());
+                at = at.add(1);
             }
-            done += got;
-            if got < want {
-                break;
-            }
-        }
-        done as c_int
+        }) as c_int
     })
 }
 

@@ -1,7 +1,8 @@
 //! `ops.post_send`, what `verbs.h`'s inline `ibv_post_send` calls: each C
 //! request translated in place ([`send_wr`]), and the list posted by the
-//! walk every post takes (`walk.rs`, which also says how errors are
-//! answered). A C SGE array *is* a list of rverbs [`Slice`]s (same
+//! walk (`walk.rs`, which also says how errors are answered; a list of
+//! one request is posted without its chunk, answered the same way:
+//! [`post_one`]). A C SGE array *is* a list of rverbs [`Slice`]s (same
 //! layout, viewed in place), and inline data of one SGE is read in place;
 //! only inline data spread over several SGEs is gathered (into a stack
 //! buffer) and posted on its own.
@@ -19,8 +20,9 @@ use crate::obj::CObject;
 use crate::qp::QpBox;
 use crate::walk::{refusal, refuse_all, walk, Refusal, Step};
 use crate::{lock, member, members};
-use rverbs::{Ah, Qp, QpState, SendOp, SendWr, Slice};
+use rverbs::{Ah, Qp, QpState, SendWr, Slice};
 use std::ffi::c_int;
+use std::mem::MaybeUninit;
 
 /// The largest inline payload gathered from several SGEs (a stack
 /// buffer); more than any provider rverbs drives grants (rxe: 512 bytes).
@@ -93,6 +95,7 @@ unsafe fn finish<'a>(
 /// # Safety
 /// `w` is a readable request whose SGEs, inline memory and AH satisfy
 /// `ibv_post_send`'s contract; `ud`: the QP is UD.
+#[inline(always)]
 unsafe fn send_wr(w: *const IbvSendWr, ud: bool, max_sge: u32) -> Result<Step<Send>, c_int> {
     // SAFETY: forwarded C contract.
     let h = unsafe { head(w) };
@@ -184,12 +187,12 @@ pub(crate) unsafe extern "C" fn post_send(
         // SAFETY: the caller's list and slot (C contract), forwarded; each
         // request is translated under send_wr's contract, the same one.
         unsafe {
-            walk(
+            post_list(
                 &mut *qp,
                 wr,
                 bad,
-                SendWr::new(0, SendOp::Send, &[]),
-                |w| send_wr(w, ud, max_sge),
+                ud,
+                max_sge,
                 |qp: &mut Qp, w| post_gathered(qp, w, ud),
                 |qp: &mut Qp, wrs| qp.post_send(wrs).map_err(|e| refusal(&e)),
             )
@@ -197,11 +200,128 @@ pub(crate) unsafe extern "C" fn post_send(
     })
 }
 
+/// Posts the C send list at `head`: a list of one request (the common
+/// post) is translated and handed to `post` directly ([`post_one`]), a
+/// longer one goes through [`walk_sends`]; both answer as [`walk`] does.
+///
+/// # Safety
+/// As [`walk_sends`].
+unsafe fn post_list<Q>(
+    q: &mut Q,
+    head: *mut IbvSendWr,
+    bad: *mut *mut IbvSendWr,
+    ud: bool,
+    max_sge: u32,
+    alone: impl FnMut(&mut Q, *const IbvSendWr) -> Result<(), Refusal>,
+    post: impl FnMut(&mut Q, &[Send]) -> Result<(), Refusal>,
+) -> c_int {
+    // SAFETY: head, when not NULL, is a readable request (C contract),
+    // and every request sets `next`.
+    if !head.is_null() && !bad.is_null() && unsafe { member!(head, next) }.is_null() {
+        // SAFETY: the caller's contract; bad is not NULL, head a list of
+        // one.
+        return unsafe { post_one(q, head, bad, ud, max_sge, alone, post) };
+    }
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { walk_sends(q, head, bad, ud, max_sge, alone, post) }
+}
+
+/// What [`walk`] does for a list of the one request `w`, without its
+/// chunk of 16: `*bad` NULL, then `w` translated and posted (alone if
+/// it asks to be), and named in `*bad` if it is refused — a translation
+/// error, a refusal of request 0 by `post`, any refusal that names a
+/// request by `alone` — with the errno returned; a call that failed as a
+/// whole (no index) leaves `*bad` NULL.
+///
+/// # Safety
+/// `w` is a readable request satisfying [`send_wr`]'s contract whose
+/// `next` is NULL; `bad` is writable (C contract).
+unsafe fn post_one<Q>(
+    q: &mut Q,
+    w: *mut IbvSendWr,
+    bad: *mut *mut IbvSendWr,
+    ud: bool,
+    max_sge: u32,
+    mut alone: impl FnMut(&mut Q, *const IbvSendWr) -> Result<(), Refusal>,
+    mut post: impl FnMut(&mut Q, &[Send]) -> Result<(), Refusal>,
+) -> c_int {
+    // SAFETY: bad is writable (the caller's contract).
+    unsafe { *bad = std::ptr::null_mut() };
+    // SAFETY: the caller's contract, send_wr's.
+    let (named, e) = match unsafe { send_wr(w, ud, max_sge) } {
+        Ok(Step::Batch(r)) => match post(q, std::slice::from_ref(&r)) {
+            Ok(()) => return 0,
+            // walk names a refused request of its chunk: here only 0.
+            Err((i, e)) => (i == Some(0), e),
+        },
+        Ok(Step::Alone) => match alone(q, w) {
+            Ok(()) => return 0,
+            Err((i, e)) => (i.is_some(), e),
+        },
+        Err(e) => (true, e),
+    };
+    if named {
+        // SAFETY: bad is writable (the caller's contract).
+        unsafe { *bad = w };
+    }
+    e
+}
+
+/// [`walk`] over a C send list, each request translated by [`send_wr`].
+///
+/// The walk's chunk holds its translated requests as `MaybeUninit`: the
+/// slots are left unwritten until a request is translated into them (a
+/// chunk of 16 `SendWr`s written blank on every call was ~135 instructions
+/// of a one-request post), and `post` sees only slots the walk filled.
+///
+/// # Safety
+/// As [`walk`] and [`send_wr`]: `head` a NULL-terminated list of readable
+/// requests satisfying `ibv_post_send`'s contract, `bad` NULL or writable.
+unsafe fn walk_sends<Q>(
+    q: &mut Q,
+    head: *mut IbvSendWr,
+    bad: *mut *mut IbvSendWr,
+    ud: bool,
+    max_sge: u32,
+    alone: impl FnMut(&mut Q, *const IbvSendWr) -> Result<(), Refusal>,
+    mut post: impl FnMut(&mut Q, &[Send]) -> Result<(), Refusal>,
+) -> c_int {
+    let translate = |w: *const IbvSendWr| {
+        // SAFETY: w is a request of the caller's list (walk hands
+        // `translate` only those), which satisfies send_wr's contract (ours).
+        Ok(match unsafe { send_wr(w, ud, max_sge) }? {
+            Step::Batch(r) => Step::Batch(MaybeUninit::new(r)),
+            Step::Alone => Step::Alone,
+        })
+    };
+    let post_chunk = |q: &mut Q, wrs: &[MaybeUninit<Send>]| {
+        // SAFETY: walk hands `post` only the requests `translate` returned
+        // for this chunk (its `Chunk::flush` passes the first n slots, each
+        // written by a push of a `Step::Batch` value), and each of those
+        // is a `MaybeUninit::new` above: initialised. `MaybeUninit<T>` has
+        // T's layout, so the slice is one of `Send`s.
+        let wrs = unsafe { &*(wrs as *const [MaybeUninit<Send>] as *const [Send]) };
+        post(q, wrs)
+    };
+    // SAFETY: the caller's contract, forwarded.
+    unsafe {
+        walk(
+            q,
+            head,
+            bad,
+            MaybeUninit::<Send>::uninit(),
+            translate,
+            alone,
+            post_chunk,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::walk::tests::link;
-    use rverbs::Remote;
+    use rverbs::{Remote, SendOp};
 
     #[test]
     fn translating_and_batching_sends_allocates_nothing() {
@@ -244,12 +364,12 @@ mod tests {
         let before = crate::testing::allocs();
         // SAFETY: a linked, live list whose SGEs name `data`.
         let rc = unsafe {
-            walk(
+            walk_sends(
                 &mut posted,
                 wrs.as_mut_ptr(),
                 &mut bad,
-                SendWr::new(0, SendOp::Send, &[]),
-                |w| send_wr(w, false, 4),
+                false,
+                4,
                 |_, _| Err((Some(0), libc::EINVAL)),
                 |p: &mut (usize, usize), batch: &[Send]| {
                     p.0 += batch.len();
@@ -265,6 +385,100 @@ mod tests {
         let v = std::hint::black_box(vec![0u8; 16]);
         assert_eq!(crate::testing::allocs() - before, 1);
         drop(v);
+    }
+
+    /// A list of one goes to the provider without the walk's chunk
+    /// (`post_one`), and answers as the walk does whatever the provider
+    /// answers: the return, `*bad_wr`, what was posted (batched or alone).
+    #[test]
+    fn a_list_of_one_answers_as_the_walk_does() {
+        let data = [3u8; 16];
+        let mut sges: Vec<IbvSge> = (0..2)
+            .map(|i| IbvSge {
+                addr: data.as_ptr() as u64 + 8 * i,
+                length: 8,
+                lkey: 1,
+            })
+            .collect();
+        let sg = sges.as_mut_ptr();
+        // A SEND of one SGE (batched), one of more SGEs than the QP's 2
+        // (malformed), an inline one over two SGEs (posted alone).
+        let requests = [(1, 0), (3, 0), (2, send_flags::INLINE)];
+        let answers: [Result<(), Refusal>; 4] = [
+            Ok(()),
+            Err((Some(0), libc::ENOMEM)),
+            Err((None, libc::EIO)),
+            Err((Some(1), libc::EINVAL)),
+        ];
+        for (num_sge, flags) in requests {
+            for answer in answers {
+                let run = |direct: bool| {
+                    let mut w = IbvSendWr {
+                        wr_id: 7,
+                        next: std::ptr::null_mut(),
+                        sg_list: sg,
+                        num_sge,
+                        opcode: wr_opcode::SEND,
+                        send_flags: send_flags::SIGNALED | flags,
+                        imm_data: 0,
+                        wr: IbvSendWrWr {
+                            rdma: IbvSendWrRdma {
+                                remote_addr: 0,
+                                rkey: 0,
+                            },
+                        },
+                        xrc_remote_srqn: 0,
+                        bind_mw_or_tso: IbvSendWrBindMwOrTso { raw: [0; 6] },
+                    };
+                    let p: *mut IbvSendWr = &mut w;
+                    let mut bad = std::ptr::NonNull::<IbvSendWr>::dangling().as_ptr();
+                    // (batched requests, lone posts)
+                    let mut seen = (0usize, 0usize);
+                    let alone = |s: &mut (usize, usize), _| {
+                        s.1 += 1;
+                        answer
+                    };
+                    let post = |s: &mut (usize, usize), b: &[Send]| {
+                        s.0 += b.len();
+                        answer
+                    };
+                    // SAFETY: a live request of one whose SGEs name `data`;
+                    // bad is a live slot.
+                    let rc = unsafe {
+                        if direct {
+                            post_one(&mut seen, p, &mut bad, false, 2, alone, post)
+                        } else {
+                            walk_sends(&mut seen, p, &mut bad, false, 2, alone, post)
+                        }
+                    };
+                    (rc, bad.is_null(), bad == p, seen)
+                };
+                assert_eq!(
+                    run(true),
+                    run(false),
+                    "num_sge {num_sge}, flags {flags}, provider {answer:?}"
+                );
+            }
+        }
+        // No slot, or no list: EINVAL before anything, as the walk.
+        let mut bad = std::ptr::NonNull::<IbvSendWr>::dangling().as_ptr();
+        let mut n = 0usize;
+        // SAFETY: NULL list and slot: neither is read.
+        let rc = unsafe {
+            post_list(
+                &mut n,
+                std::ptr::null_mut(),
+                &mut bad,
+                false,
+                2,
+                |_, _| Ok(()),
+                |n: &mut usize, b: &[Send]| {
+                    *n += b.len();
+                    Ok(())
+                },
+            )
+        };
+        assert_eq!((rc, bad.is_null(), n), (libc::EINVAL, true, 0));
     }
 
     /// A send request sets only the members its opcode uses; the others

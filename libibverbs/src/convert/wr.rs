@@ -139,26 +139,45 @@ pub(crate) fn with_flags(r: SendWr<'_>, flags: u32) -> SendWr<'_> {
         .fence(flags & send_flags::FENCE != 0)
 }
 
-/// rverbs' completion as `struct ibv_wc`.
-pub(crate) fn c_wc(w: &Wc) -> IbvWc {
-    IbvWc {
-        wr_id: w.wr_id,
-        status: w.status.0 as c_int,
-        opcode: w.opcode.0 as c_int,
-        vendor_err: w.vendor_err,
-        byte_len: w.byte_len,
-        // The union of imm_data (big-endian) and invalidated_rkey, stored
-        // as in `ibv_wc`.
-        imm_data: w.ex,
-        qp_num: w.qp_num,
-        src_qp: w.src_qp,
-        wc_flags: w.flags.bits(),
-        pkey_index: w.pkey_index,
-        slid: w.slid,
-        sl: w.sl,
-        dlid_path_bits: w.dlid_path_bits,
-    }
+/// Writes rverbs' completion at `at` as `struct ibv_wc`: one 48-byte
+/// copy, as rdma-core's rxe provider `memcpy`s the kernel's
+/// `struct ib_uverbs_wc` into the caller's `ibv_wc` (rverbs' [`Wc`] has
+/// that layout; the two bytes after `dlid_path_bits`, `port_num` and
+/// `reserved` there, are padding in `ibv_wc`).
+///
+/// # Safety
+/// `at` is valid for a write of one `struct ibv_wc` and aligned for it
+/// (C contract); it may be uninitialised (it is not read).
+#[inline(always)]
+pub(crate) unsafe fn put_wc(at: *mut IbvWc, w: Wc) {
+    // SAFETY: the caller's contract; Wc and IbvWc have one size and
+    // alignment and every IbvWc member at its offset in Wc with its type's
+    // size (checked below), so the bytes are those members.
+    unsafe { at.cast::<Wc>().write(w) }
 }
+
+// `put_wc`'s layout contract: Wc is `struct ibv_wc` member for member.
+const _: () = {
+    use std::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<Wc>() == size_of::<IbvWc>());
+    assert!(align_of::<Wc>() == align_of::<IbvWc>());
+    assert!(offset_of!(Wc, wr_id) == offset_of!(IbvWc, wr_id));
+    assert!(offset_of!(Wc, status) == offset_of!(IbvWc, status));
+    assert!(offset_of!(Wc, opcode) == offset_of!(IbvWc, opcode));
+    assert!(offset_of!(Wc, vendor_err) == offset_of!(IbvWc, vendor_err));
+    assert!(offset_of!(Wc, byte_len) == offset_of!(IbvWc, byte_len));
+    assert!(offset_of!(Wc, ex) == offset_of!(IbvWc, imm_data));
+    assert!(offset_of!(Wc, qp_num) == offset_of!(IbvWc, qp_num));
+    assert!(offset_of!(Wc, src_qp) == offset_of!(IbvWc, src_qp));
+    assert!(offset_of!(Wc, flags) == offset_of!(IbvWc, wc_flags));
+    assert!(offset_of!(Wc, pkey_index) == offset_of!(IbvWc, pkey_index));
+    assert!(offset_of!(Wc, slid) == offset_of!(IbvWc, slid));
+    assert!(offset_of!(Wc, sl) == offset_of!(IbvWc, sl));
+    assert!(offset_of!(Wc, dlid_path_bits) == offset_of!(IbvWc, dlid_path_bits));
+    assert!(size_of::<rverbs::WcStatus>() == size_of::<c_int>());
+    assert!(size_of::<rverbs::WcOpcode>() == size_of::<c_int>());
+    assert!(size_of::<WcFlags>() == size_of::<std::ffi::c_uint>());
+};
 
 /// The parts of a C completion that address a reply
 /// (`ibv_init_ah_from_wc`), as rverbs' [`Wc`].
@@ -180,6 +199,43 @@ pub(crate) fn wc(w: &IbvWc) -> Wc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `put_wc` writes every member of an `ibv_wc` the caller has not
+    /// initialised (Miri reads them all back), each where C reads it.
+    #[test]
+    fn a_completion_is_written_into_uninitialised_memory() {
+        let w = Wc {
+            wr_id: 0x1122_3344_5566_7788,
+            status: rverbs::WcStatus(5),
+            opcode: rverbs::WcOpcode(128),
+            vendor_err: 9,
+            byte_len: 64,
+            ex: 0xdead_beef,
+            qp_num: 17,
+            src_qp: 18,
+            flags: WcFlags::from_bits_retain(3),
+            pkey_index: 2,
+            slid: 7,
+            sl: 4,
+            dlid_path_bits: 1,
+            port_num: 1,
+            reserved: 0,
+        };
+        let mut out = [std::mem::MaybeUninit::<IbvWc>::uninit(); 2];
+        // SAFETY: out[1] is a writable, aligned ibv_wc.
+        unsafe { put_wc(out[1].as_mut_ptr(), w) };
+        // SAFETY: put_wc wrote every member of out[1].
+        let c = unsafe { out[1].assume_init() };
+        assert_eq!(
+            (c.wr_id, c.status, c.opcode, c.vendor_err, c.byte_len),
+            (0x1122_3344_5566_7788, 5, 128, 9, 64)
+        );
+        assert_eq!(
+            (c.imm_data, c.qp_num, c.src_qp, c.wc_flags),
+            (0xdead_beef, 17, 18, 3)
+        );
+        assert_eq!((c.pkey_index, c.slid, c.sl, c.dlid_path_bits), (2, 7, 4, 1));
+    }
 
     #[test]
     fn sge_counts_are_checked_before_the_array_is_read() {
