@@ -295,11 +295,11 @@ unsafe fn walk_sends<Q>(
         })
     };
     let post_chunk = |q: &mut Q, wrs: &[MaybeUninit<Send>]| {
-        // SAFETY: walk hands `post` only the requests `translate` returned
-        // for this chunk (its `Chunk::flush` passes the first n slots, each
-        // written by a push of a `Step::Batch` value), and each of those
-        // is a `MaybeUninit::new` above: initialised. `MaybeUninit<T>` has
-        // T's layout, so the slice is one of `Send`s.
+        // Walk hands `post` only the requests `translate` returned for this
+        // chunk (its `Chunk::flush` passes the first n slots, each written
+        // by a push of a `Step::Batch` value, a `MaybeUninit::new` above).
+        // SAFETY: so every element is initialised, and `MaybeUninit<T>` has
+        // T's layout: the slice is one of `Send`s.
         let wrs = unsafe { &*(wrs as *const [MaybeUninit<Send>] as *const [Send]) };
         post(q, wrs)
     };

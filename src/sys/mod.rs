@@ -77,11 +77,11 @@ pub unsafe fn write_cmd(fd: BorrowedFd<'_>, op: &'static str, cmd: &[u8]) -> Res
 #[inline(always)]
 unsafe fn write_raw(fd: i32, buf: *const u8, len: usize) -> isize {
     let ret: isize;
-    // SAFETY: x86_64 Linux's syscall ABI: the number (SYS_write) in rax,
-    // arguments in rdi, rsi, rdx; the kernel returns in rax and clobbers
-    // rcx and r11 only, and restores the flags. No stack is used. Memory
-    // is not marked read-only: the kernel reads `buf` and writes the
-    // response buffers the command names (the caller's contract).
+    // x86_64 Linux's syscall ABI: the number in rax, arguments in rdi, rsi,
+    // rdx; the kernel returns in rax, clobbers rcx and r11 only, restores
+    // the flags and uses no user stack. Memory is not marked read-only:
+    // the kernel writes the response buffers the command names.
+    // SAFETY: that ABI, and the caller's contract for `buf` and its pointers.
     unsafe {
         core::arch::asm!(
             "syscall",
@@ -105,9 +105,9 @@ unsafe fn write_raw(fd: i32, buf: *const u8, len: usize) -> isize {
 #[inline(always)]
 unsafe fn write_raw(fd: i32, buf: *const u8, len: usize) -> isize {
     let ret: isize;
-    // SAFETY: aarch64 Linux's syscall ABI: the number (SYS_write) in x8,
-    // arguments in x0..x2, the result in x0; `svc 0` clobbers nothing
-    // else. Memory as in the x86_64 version.
+    // aarch64 Linux's syscall ABI: the number in x8, arguments in x0..x2,
+    // the result in x0; `svc 0` clobbers nothing else. Memory as on x86_64.
+    // SAFETY: that ABI, and the caller's contract for `buf` and its pointers.
     unsafe {
         core::arch::asm!(
             "svc 0",
