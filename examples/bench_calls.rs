@@ -3,7 +3,8 @@
 //! call (one doorbell), one signaled 64-byte inline SEND, and one 64-byte
 //! UD SEND through an address handle; poll a CQ holding one completion,
 //! one holding four, one holding sixteen (with room for sixteen), and an
-//! empty one. `cargo xtask bench` runs it under callgrind beside
+//! empty one; and the WRITE and the UD SEND again as prepared sends
+//! (`Qp::post_prepared`). `cargo xtask bench` runs it under callgrind beside
 //! xtask/bench-ref/rxe/calls.c, which does the same through rdma-core's
 //! libibverbs, and reads the inclusive cost per call of each `bench_*`
 //! function.
@@ -27,8 +28,8 @@
 mod common;
 
 use rverbs::{
-    Access, Cq, Mtu, Qp, QpAttr, QpCaps, QpInit, QpType, RecvWr, Remote, SendOp, SendWr, Wc,
-    WcOpcode, GRH_LEN,
+    Access, Cq, Mtu, PreparedSend, Qp, QpAttr, QpCaps, QpInit, QpType, RecvWr, Remote, SendOp,
+    SendWr, Slice, Wc, WcOpcode, GRH_LEN,
 };
 use std::time::{Duration, Instant};
 
@@ -106,6 +107,24 @@ fn bench_post_ud(qp: &mut Qp, wr: &[SendWr<'_>]) {
 fn bench_poll_16(cq: &mut Cq, out: &mut [Wc; 16]) -> usize {
     tag(8);
     cq.poll(out)
+}
+
+/// A signaled 64 B WRITE, prepared, to `raddr`.
+#[inline(never)]
+fn bench_post_prepared(qp: &mut Qp, p: &PreparedSend, id: u64, s: Slice<'_>, raddr: u64) {
+    tag(9);
+    if let Err(e) = qp.post_prepared(p, id, s, Some(raddr)) {
+        panic!("post_prepared: {e}");
+    }
+}
+
+/// A signaled 64 B UD SEND, prepared.
+#[inline(never)]
+fn bench_post_ud_prepared(qp: &mut Qp, p: &PreparedSend, id: u64, s: Slice<'_>) {
+    tag(10);
+    if let Err(e) = qp.post_prepared(p, id, s, None) {
+        panic!("post_prepared UD: {e}");
+    }
 }
 
 /// Waits (not measured) until the last write's data landed at `offset`
@@ -207,6 +226,13 @@ fn main() -> rverbs::Result<()> {
     let mut one = [Wc::default(); 1];
     let mut four = [Wc::default(); 4];
     let mut sixteen = [Wc::default(); 16];
+    let write = qp.prepare_send(&SendWr::new(0, SendOp::Write(remote(30)), &src).signaled(true))?;
+    let ud_send = ud.prepare_send(
+        &SendWr::new(0, SendOp::Send, &src)
+            .signaled(true)
+            .to(&ah, ud_qpn, QKEY),
+    )?;
+    let ud_recv2 = [rcv_mr.slice(512, GRH_LEN as u32 + LEN)?];
     for i in 0..iters {
         // Each round's data carries its own stamp, so that its landing
         // can be seen.
@@ -291,6 +317,30 @@ fn main() -> rverbs::Result<()> {
         );
         if !send_and_receive(&mut cq, id, recv_id, GRH_LEN as u32 + LEN)
             || rcv_mr.read_volatile_u8(256 + GRH_LEN)? != stamp
+        {
+            short += 1;
+        }
+        id += 1;
+
+        // The WRITE, prepared, to block 30.
+        bench_post_prepared(&mut qp, &write, id, src[0], remote(30).addr);
+        settle(&dst_mr, 64 * 30, stamp)?;
+        let n = cq.poll(&mut one);
+        if n != 1 || !one[0].is_ok() || one[0].wr_id != id {
+            short += 1;
+            drain(&mut cq, 1 - n.min(1));
+        }
+        id += 1;
+
+        // The UD SEND, prepared.
+        let recv_id = (1 << 32) | id;
+        ud.post_recv(&[RecvWr {
+            wr_id: recv_id,
+            sges: &ud_recv2,
+        }])?;
+        bench_post_ud_prepared(&mut ud, &ud_send, id, src[0]);
+        if !send_and_receive(&mut cq, id, recv_id, GRH_LEN as u32 + LEN)
+            || rcv_mr.read_volatile_u8(512 + GRH_LEN)? != stamp
         {
             short += 1;
         }

@@ -215,8 +215,8 @@ pub use mw::{Mw, MwType};
 pub use odp::Advice;
 pub use pd::Pd;
 pub use qp::{
-    AhAttr, Grh, Mtu, Qp, QpAttr, QpCaps, QpInit, QpInitAttr, QpQuery, QpState, QpType, RecvWr,
-    Remote, SendOp, SendWr, Ud,
+    AhAttr, Grh, Mtu, PreparedSend, Qp, QpAttr, QpCaps, QpInit, QpInitAttr, QpQuery, QpState,
+    QpType, RecvWr, Remote, SendOp, SendWr, Ud,
 };
 pub use query::{DeviceAttr, DeviceAttrEx, GidEntry, GidType, PortAttr};
 pub use srq::{Srq, SrqAttr};

@@ -5,12 +5,14 @@
 pub(crate) mod attr;
 mod connect;
 mod mcast;
+mod prepared;
 mod query;
 
 pub use crate::ah::{AhAttr, Grh};
 pub use crate::cmd::qp::{QpCaps, QpType};
 pub use crate::wr::{RecvWr, Remote, SendOp, Ud, MAX_SGE};
 pub use attr::{Mtu, QpAttr, QpState};
+pub use prepared::PreparedSend;
 pub use query::{QpInitAttr, QpQuery};
 
 use crate::ah::Ah;
@@ -97,18 +99,24 @@ impl AhKeep {
     /// Keeps the AH of `wr`, posted into `slot`.
     #[inline(always)]
     fn put(&mut self, slot: u32, wr: &SendWr<'_>) {
+        self.put_ah(slot, wr.ud.map(|ud| ud.ah));
+    }
+
+    /// Keeps `ah`, named by the send posted into `slot`.
+    #[inline(always)]
+    fn put_ah(&mut self, slot: u32, ah: Option<&Ah>) {
         // `slot` is the SQ's producer index, masked below the ring's size,
         // which is this table's (AhKeep::new): in bounds.
         let kept = &mut self.slots[slot as usize];
-        match (wr.ud, kept.as_ref()) {
+        match (ah, kept.as_ref()) {
             // The AH the slot's last send named already (a program that
             // sends to one peer): nothing to count (callgrind: an Arc
             // increment and decrement per send).
-            (Some(ud), Some(k)) if Arc::ptr_eq(&ud.ah.inner, &k.inner) => {}
+            (Some(ah), Some(k)) if Arc::ptr_eq(&ah.inner, &k.inner) => {}
             // Dropping the AH this replaces may destroy it (DESTROY_AH):
             // only when the program has dropped it too, and never while a
             // send names it.
-            (ud, _) => *kept = ud.map(|ud| ud.ah.clone()),
+            (ah, _) => *kept = ah.cloned(),
         }
     }
 }

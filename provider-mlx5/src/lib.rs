@@ -90,7 +90,7 @@ pub use lookup::{QpQueues, RecvTarget, WorkQueues};
 pub use records::{RecvRecords, SendRecords, SendRetired, SrqRecords};
 pub use registry::{next_id, Poller, QpEntry, RecvRecs, Registry};
 pub use rq::RecvQueue;
-pub use sq::{SendQueue, SqConfig};
+pub use sq::{SendQueue, SendTemplate, SqConfig};
 pub use srq::SharedRecvQueue;
 pub use wc::{BadCqe, Wc, WcFlags, WcOpcode, WcStatus};
 pub use wqe::Plan;

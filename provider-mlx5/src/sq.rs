@@ -18,6 +18,10 @@
 //! mapped to a stale wr_id.
 #![allow(unsafe_code)] // raw memory shared with the device; each block says why it is sound
 
+mod prepared;
+
+pub use prepared::SendTemplate;
+
 use crate::barrier;
 use crate::records::{SendRecords, SendRetired};
 use crate::seg::{fm_ce_se, opcode, CtrlSeg, OCTOWORD, WQEBB};

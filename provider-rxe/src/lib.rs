@@ -28,7 +28,7 @@ pub use cq::{CompletionQueue, RawWc};
 pub use queue::{Queue, QueueError};
 pub use rq::RecvQueue;
 pub use rverbs_types::{Wc, WcFlags, WcOpcode, WcStatus};
-pub use sq::SendQueue;
+pub use sq::{SendQueue, SendTemplate};
 pub use wr::{
     AddressHandle, AhAddr, AsSge, FlushLevel, FlushType, MwBind, RecvWr, Remote, SendOp, SendWr,
     Sge, Ud,

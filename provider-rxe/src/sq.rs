@@ -6,6 +6,10 @@
 //! makes rxe run its requester for this QP). One doorbell may cover a whole
 //! list of posts.
 
+mod prepared;
+
+pub use prepared::SendTemplate;
+
 use crate::queue::{Queue, SlotRing};
 use crate::slot::{Refused, SlotMut};
 use crate::wqe::{send, SGE_SIZE};

@@ -440,3 +440,125 @@ fn extended_operations_are_refused_before_the_ring() {
     assert_eq!(e, Err(PostError::NotOffered { opcode: 14 }));
     assert_eq!(sq.outstanding(), 0);
 }
+
+/// One prepared-send case: the operation (0..5: SEND, SEND with
+/// immediate, WRITE, WRITE with immediate, READ), UD or not, flags, and
+/// the posts' ids, SGEs and remote addresses.
+#[derive(Debug, Clone)]
+struct PreparedCase {
+    op: u8,
+    ud: bool,
+    flags: (bool, bool, bool),
+    imm: u32,
+    rkey: u32,
+    posts: Vec<(u64, Sge, Option<u64>)>,
+}
+
+fn prepared_case() -> impl Strategy<Value = PreparedCase> {
+    let sge = (any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(addr, length, lkey)| Sge {
+        addr,
+        length,
+        lkey,
+    });
+    (
+        0u8..5,
+        any::<bool>(),
+        any::<(bool, bool, bool)>(),
+        any::<u32>(),
+        any::<u32>(),
+        proptest::collection::vec((any::<u64>(), sge, any::<Option<u64>>()), 1..40),
+    )
+        .prop_map(|(op, ud, flags, imm, rkey, posts)| PreparedCase {
+            op,
+            ud,
+            flags,
+            imm,
+            rkey,
+            posts,
+        })
+}
+
+/// A ring whose slot bytes start as `fill`, so that a byte one path
+/// writes and the other leaves shows as a difference.
+fn filled_sq(fill: u8, qp_type: QpType) -> (FakeRing, SendQueue) {
+    let mut r = FakeRing::new(4, 8);
+    let q = r.queue(208);
+    let word = u64::from_ne_bytes([fill; 8]);
+    for w in &mut r.buf[DATA_OFFSET / 8..] {
+        *w = word;
+    }
+    (r, SendQueue::new(q, 3, 48, qp_type).unwrap())
+}
+
+proptest! {
+    /// A prepared send posts the bytes `post` writes for the same request,
+    /// every byte of the WQE and its SGE, across ring wraps; and it is
+    /// refused what `post` refuses.
+    #[test]
+    fn prepared_sends_write_what_post_writes(c in prepared_case()) {
+        let remote = Remote { addr: 0x1000, rkey: c.rkey };
+        let ah = AhAddr::Number(9);
+        let qp_type = if c.ud { QpType::Ud } else { QpType::Rc };
+        let (mut a, mut qa) = filled_sq(0x11, qp_type);
+        let (mut b, mut qb) = filled_sq(0xee, qp_type);
+        let op_at = |addr: u64| {
+            let r = Remote { addr, rkey: c.rkey };
+            match c.op {
+                0 => SendOp::Send,
+                1 => SendOp::SendWithImm(c.imm),
+                2 => SendOp::Write(r),
+                3 => SendOp::WriteWithImm(r, c.imm),
+                _ => SendOp::Read(r),
+            }
+        };
+        let shape_sge = [Sge::default()];
+        fn shape<'a>(op: SendOp, sges: &'a [Sge], ah: Option<&'a AhAddr>, f: (bool, bool, bool)) -> Wr<'a> {
+            let wr = Wr::new(0, op, sges).signaled(f.0).solicited(f.1).fence(f.2);
+            match ah { Some(ah) => wr.to(ah, 0x22, 0x1111), None => wr }
+        }
+        let dest = c.ud.then_some(&ah);
+        let prepared = qb.prepare(&shape(op_at(remote.addr), &shape_sge, dest, c.flags));
+        let expected = qa.validate(&shape(op_at(remote.addr), &shape_sge, dest, c.flags)).map(|_| ());
+        match (&prepared, expected) {
+            (Ok(_), Ok(())) => {}
+            (Err(e), Err(f)) => { prop_assert_eq!(*e, f); return Ok(()); }
+            (p, e) => prop_assert!(false, "prepare {p:?}, post {e:?}"),
+        }
+        let t = prepared.unwrap();
+        prop_assert_eq!(t.takes_remote_address(), c.op >= 2);
+        for (wr_id, sge, raddr) in &c.posts {
+            let raddr = raddr.filter(|_| t.takes_remote_address());
+            let sges = [*sge];
+            let wr = shape(op_at(raddr.unwrap_or(remote.addr)), &sges, dest, c.flags);
+            let mut wr = wr;
+            wr.wr_id = *wr_id;
+            // SAFETY: the fake kernel never dereferences SGEs.
+            unsafe { qa.post(&wr) }.unwrap();
+            // SAFETY: as above; `t` is this queue's.
+            unsafe { qb.post_prepared_unpublished(&t, *wr_id, *sge, raddr) }.unwrap();
+            qb.publish();
+            let (wa, wb) = (kernel_consume(&mut a, 256), kernel_consume(&mut b, 256));
+            let end = send::PAYLOAD + 16;
+            prop_assert_eq!(&wa[..end], &wb[..end]);
+        }
+        if !t.takes_remote_address() {
+            // SAFETY: as above.
+            let e = unsafe { qb.post_prepared_unpublished(&t, 1, Sge::default(), Some(8)) };
+            prop_assert_eq!(e, Err(PostError::NoRemoteAddress { opcode: op_at(0).opcode() }));
+        }
+    }
+}
+
+#[test]
+fn a_full_queue_refuses_a_prepared_send() {
+    let (_r, mut sq) = sq_ring(4);
+    let sge = [Sge::default()];
+    let t = sq.prepare(&Wr::new(0, SendOp::Send, &sge)).unwrap();
+    for i in 0..3 {
+        // SAFETY: nothing dereferences the SGE.
+        unsafe { sq.post_prepared_unpublished(&t, i, Sge::default(), None) }.unwrap();
+    }
+    // SAFETY: as above.
+    let e = unsafe { sq.post_prepared_unpublished(&t, 3, Sge::default(), None) };
+    assert_eq!(e, Err(PostError::QueueFull));
+}

@@ -354,6 +354,78 @@ impl SendRing {
     }
 }
 
+/// A send prepared for one QP's send queue ([`SendRing::prepare`]).
+#[derive(Debug, Clone)]
+pub(crate) enum SendTemplate {
+    Rxe(provider_rxe::SendTemplate),
+    Mlx5(provider_mlx5::SendTemplate),
+}
+
+impl SendTemplate {
+    /// Whether posts may give a remote address (WRITE and READ).
+    pub(crate) fn takes_remote_address(&self) -> bool {
+        match self {
+            SendTemplate::Rxe(t) => t.takes_remote_address(),
+            SendTemplate::Mlx5(t) => t.takes_remote_address(),
+        }
+    }
+}
+
+impl SendRing {
+    /// Checks `wr` as a post would and builds its WQE's fixed part.
+    pub(crate) fn prepare<A: AddressHandle>(
+        &self,
+        wr: &SendWr<'_, Slice<'_>, A>,
+    ) -> Result<SendTemplate> {
+        let refused = |r| refused(r, "send queue", 0);
+        match self {
+            SendRing::Rxe(q) => q.sq.prepare(wr).map(SendTemplate::Rxe).map_err(refused),
+            SendRing::Mlx5(q) => q.prepare(wr).map(SendTemplate::Mlx5).map_err(refused),
+        }
+    }
+
+    /// Posts the request `t` was prepared for with `wr_id`, `sge` and the
+    /// remote address, and rings the doorbell.
+    ///
+    /// `t` must have been prepared by this ring (the caller checks).
+    #[inline(always)]
+    pub(crate) fn post_prepared(
+        &mut self,
+        dev: &Dev,
+        t: &SendTemplate,
+        wr_id: u64,
+        sge: Slice<'_>,
+        remote_addr: Option<u64>,
+    ) -> Result<()> {
+        let sge = rverbs_types::Sge {
+            addr: sge.addr(),
+            length: sge.len(),
+            lkey: sge.lkey(),
+        };
+        match (self, t) {
+            (SendRing::Rxe(q), SendTemplate::Rxe(t)) => {
+                // SAFETY: the SGE was a `Slice`, made only inside an Mr that
+                // owns its mapping and unmaps it only after DEREG_MR (see
+                // the mr module); `t` is this queue's (the caller's check).
+                unsafe { q.sq.post_prepared_unpublished(t, wr_id, sge, remote_addr) }
+                    .map_err(|r| refused(r, "send queue", 0))?;
+                q.sq.publish();
+                q.doorbell.ring(dev)
+            }
+            (SendRing::Mlx5(q), SendTemplate::Mlx5(t)) => {
+                // SAFETY: as above.
+                unsafe { q.post_prepared(t, wr_id, sge, remote_addr) }
+                    .map_err(|r| refused(r, "send queue", 0))?;
+                q.ring();
+                Ok(())
+            }
+            _ => Err(Error::invalid(
+                "post_prepared: the send was prepared by a QP of another provider",
+            )),
+        }
+    }
+}
+
 impl RecvRing {
     /// Posts receives in order, then publishes them (no system call).
     pub(crate) fn post(

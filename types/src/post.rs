@@ -92,6 +92,20 @@ pub enum PostError {
         /// The largest the queue takes.
         max: usize,
     },
+    /// A prepared send's shape is one of SEND, SEND with immediate, RDMA
+    /// WRITE, WRITE with immediate and RDMA READ, with exactly one SGE and
+    /// no inline data (the other operations' payloads or keys change from
+    /// post to post, or carry none).
+    NotPreparable {
+        /// The operation (`enum ib_uverbs_wr_opcode`).
+        opcode: u32,
+    },
+    /// A remote address given to a prepared post whose operation names no
+    /// remote memory (a SEND).
+    NoRemoteAddress {
+        /// The operation (`enum ib_uverbs_wr_opcode`).
+        opcode: u32,
+    },
 }
 
 impl PostError {
@@ -170,6 +184,17 @@ impl core::fmt::Display for PostError {
             PostError::WqeTooLarge { bytes, max } => {
                 write!(f, "a WQE of {bytes} bytes, the queue takes at most {max}")
             }
+            PostError::NotPreparable { opcode } => write!(
+                f,
+                "opcode {opcode} cannot be prepared: a prepared send is a SEND, SEND with \
+                 immediate, RDMA WRITE, WRITE with immediate or RDMA READ with exactly one SGE \
+                 and no inline data"
+            ),
+            PostError::NoRemoteAddress { opcode } => write!(
+                f,
+                "opcode {opcode} names no remote memory: a prepared post of it takes no remote \
+                 address"
+            ),
         }
     }
 }
@@ -216,6 +241,30 @@ pub fn check_send<S, A>(l: &SendLimits, wr: &SendWr<'_, S, A>) -> Result<(), Pos
         _ => return Err(PostError::UdMismatch { qp_is_ud: l.ud }),
     }
     check_payload(l.max_sge, l.max_inline, wr.sges.len(), wr.inline)
+}
+
+/// What a prepared send's shape must be, checked once when it is
+/// prepared (then [`check_send`] too): one of the five operations whose
+/// per-post variables are the work request id, one SGE and, for the
+/// operations that name remote memory, the remote address; exactly one
+/// SGE; no inline data. Returns whether the operation names remote memory
+/// (a post may then move the remote address).
+pub fn check_preparable<S, A>(wr: &SendWr<'_, S, A>) -> Result<bool, PostError> {
+    let remote = match wr.op {
+        SendOp::Send | SendOp::SendWithImm(_) => false,
+        SendOp::Write(_) | SendOp::WriteWithImm(..) | SendOp::Read(_) => true,
+        _ => return Err(not_preparable(&wr.op)),
+    };
+    if wr.sges.len() != 1 || wr.inline.is_some() {
+        return Err(not_preparable(&wr.op));
+    }
+    Ok(remote)
+}
+
+fn not_preparable(op: &SendOp) -> PostError {
+    PostError::NotPreparable {
+        opcode: op.opcode(),
+    }
 }
 
 /// Whether a UC or UD QP takes `op`: a UD QP only sends; a UC QP neither
@@ -276,6 +325,39 @@ mod tests {
     type Wr<'a> = SendWr<'a, Sge, AhAddr>;
 
     const RC: SendLimits = SendLimits::new(QpType::Rc, 2, 16);
+
+    #[test]
+    fn preparable_shapes() {
+        let r = Remote { addr: 8, rkey: 1 };
+        let sge = [Sge::default()];
+        let two = [Sge::default(); 2];
+        for (op, remote) in [
+            (SendOp::Send, false),
+            (SendOp::SendWithImm(3), false),
+            (SendOp::Write(r), true),
+            (SendOp::WriteWithImm(r, 3), true),
+            (SendOp::Read(r), true),
+        ] {
+            assert_eq!(check_preparable(&Wr::new(1, op, &sge)), Ok(remote));
+            let refused = Err(PostError::NotPreparable {
+                opcode: op.opcode(),
+            });
+            assert_eq!(check_preparable(&Wr::new(1, op, &[])), refused);
+            assert_eq!(check_preparable(&Wr::new(1, op, &two)), refused);
+            assert_eq!(check_preparable(&Wr::inline(1, op, b"x")), refused);
+        }
+        let cas = SendOp::CompareSwap {
+            remote: r,
+            compare: 0,
+            swap: 1,
+        };
+        assert_eq!(
+            check_preparable(&Wr::new(1, cas, &sge)),
+            Err(PostError::NotPreparable {
+                opcode: cas.opcode()
+            })
+        );
+    }
 
     #[test]
     fn transports_take_their_operations_only() {

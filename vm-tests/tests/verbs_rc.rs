@@ -521,3 +521,153 @@ fn fork_with_live_mrs_keeps_the_parents_pages() {
     // SAFETY: waits for the child forked above.
     assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
 }
+
+/// Prepared sends: WRITEs moved across the remote region, SENDs with
+/// immediate data and READs, posted many times each (past the SQ's
+/// depth, so the ring wraps) interleaved with ordinary posts; every byte
+/// lands, every request completes once, in order, with its id.
+#[test]
+fn prepared_sends_write_send_and_read() {
+    let mut p = pair();
+    let local = mr(&p.pd, 8192);
+    let remote = mr(&p.pd, 8192);
+    let pattern: Vec<u8> = (0..8192u32).map(|i| (i * 13 % 251) as u8).collect();
+    local.write(0, &pattern).unwrap();
+    let r = Remote {
+        addr: remote.addr(),
+        rkey: remote.rkey(),
+    };
+    let shape = [local.slice(0, 1).unwrap()];
+    let write =
+        p.a.qp
+            .prepare_send(&SendWr::new(0, SendOp::Write(r), &shape))
+            .unwrap();
+    assert!(write.takes_remote_address());
+    // 64 prepared WRITEs of 128 bytes each, at 64 remote offsets, every
+    // fourth request an ordinary post_send of the same.
+    for i in 0..64u64 {
+        let off = (i as usize) * 128;
+        let s = local.slice(off, 128).unwrap();
+        let at = remote.addr() + off as u64;
+        if i % 4 == 3 {
+            let op = SendOp::Write(Remote { addr: at, ..r });
+            p.a.qp.post_send(&[SendWr::new(i, op, &[s])]).unwrap();
+        } else {
+            p.a.qp.post_prepared(&write, i, s, Some(at)).unwrap();
+        }
+        let c = wait(&mut p.a.cq, 1);
+        assert_eq!(
+            (c[0].wr_id, c[0].status, c[0].opcode),
+            (i, WcStatus::SUCCESS, WcOpcode::RDMA_WRITE)
+        );
+    }
+    let mut back = vec![0u8; 8192];
+    remote.read(0, &mut back).unwrap();
+    assert_eq!(back, pattern);
+
+    // SEND with immediate, 20 times (the SQ holds 16), receives posted
+    // ahead; then READ back into a fresh region with the prepared address.
+    let dst = mr(&p.pd, 8192);
+    let send =
+        p.a.qp
+            .prepare_send(&SendWr::new(0, SendOp::SendWithImm(0x0102_0304), &shape))
+            .unwrap();
+    assert!(!send.takes_remote_address());
+    for i in 0..20u64 {
+        let rs = [dst.slice((i as usize % 16) * 512, 512).unwrap()];
+        p.b.qp
+            .post_recv(&[RecvWr {
+                wr_id: 500 + i,
+                sges: &rs,
+            }])
+            .unwrap();
+        let s = local.slice((i as usize) * 256, 256).unwrap();
+        p.a.qp.post_prepared(&send, 100 + i, s, None).unwrap();
+        let c = wait(&mut p.a.cq, 1);
+        assert_eq!((c[0].wr_id, c[0].opcode), (100 + i, WcOpcode::SEND));
+        let r = wait(&mut p.b.cq, 1);
+        assert_eq!(
+            (r[0].wr_id, r[0].byte_len, r[0].imm_data()),
+            (500 + i, 256, Some(0x0102_0304))
+        );
+        let mut got = vec![0u8; 256];
+        dst.read((i as usize % 16) * 512, &mut got).unwrap();
+        assert_eq!(got, pattern[i as usize * 256..][..256]);
+    }
+    let into = mr(&p.pd, 8192);
+    let read =
+        p.a.qp
+            .prepare_send(&SendWr::new(0, SendOp::Read(r), &shape))
+            .unwrap();
+    p.a.qp
+        .post_prepared(&read, 7, into.all().unwrap(), None)
+        .unwrap();
+    let c = wait(&mut p.a.cq, 1);
+    assert_eq!(
+        (c[0].wr_id, c[0].status, c[0].opcode, c[0].byte_len),
+        (7, WcStatus::SUCCESS, WcOpcode::RDMA_READ, 8192)
+    );
+    into.read(0, &mut back).unwrap();
+    assert_eq!(back, pattern);
+}
+
+/// What a prepared send refuses, by name: shapes it cannot prepare, a
+/// remote address for a SEND, another QP's prepared send, a QP not in RTS.
+#[test]
+fn prepared_sends_refuse_by_name() {
+    let mut p = pair();
+    let local = mr(&p.pd, 4096);
+    let shape = [local.slice(0, 8).unwrap()];
+    let two = [local.slice(0, 8).unwrap(), local.slice(8, 8).unwrap()];
+    let r = Remote { addr: 0, rkey: 1 };
+    let refused = |e: Error, want: PostError| match e {
+        Error::InvalidWorkRequest { index: 0, reason } => assert_eq!(reason, want),
+        e => panic!("{e}"),
+    };
+    let cas = SendOp::CompareSwap {
+        remote: r,
+        compare: 0,
+        swap: 1,
+    };
+    for (op, sges) in [
+        (cas, &shape[..]),
+        (SendOp::Send, &two[..]),
+        (SendOp::Send, &[][..]),
+    ] {
+        let e = p.a.qp.prepare_send(&SendWr::new(1, op, sges)).unwrap_err();
+        refused(
+            e,
+            PostError::NotPreparable {
+                opcode: op.opcode(),
+            },
+        );
+    }
+    let send =
+        p.a.qp
+            .prepare_send(&SendWr::new(1, SendOp::Send, &shape))
+            .unwrap();
+    let e =
+        p.a.qp
+            .post_prepared(&send, 1, shape[0], Some(8))
+            .unwrap_err();
+    refused(
+        e,
+        PostError::NoRemoteAddress {
+            opcode: SendOp::Send.opcode(),
+        },
+    );
+    let e = p.b.qp.post_prepared(&send, 1, shape[0], None).unwrap_err();
+    assert!(e.to_string().contains("prepared by another QP"), "{e}");
+    // A QP in INIT takes no prepared sends either.
+    let mut c = common::rc::side(&p.ctx, &p.pd, caps());
+    c.qp.modify(&QpAttr::init(1, ALL)).unwrap();
+    let early =
+        c.qp.prepare_send(&SendWr::new(1, SendOp::Send, &shape))
+            .unwrap();
+    let e = c.qp.post_prepared(&early, 1, shape[0], None).unwrap_err();
+    refused(e, PostError::NotReady { state: 1 });
+    // Nothing was posted by any of it.
+    let mut out = [Wc::default(); 4];
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(p.a.cq.poll(&mut out), 0);
+}

@@ -144,3 +144,59 @@ fn completion_channel_wakes_on_an_armed_cq() {
     let c = wait(&mut cq, 2);
     assert!(c.iter().all(|w| w.is_ok()));
 }
+
+/// A prepared UD send through an AH: the AH and the prepared send are
+/// both dropped right after the last post, and every datagram still
+/// arrives (the QP keeps the AH until its sends complete).
+#[test]
+fn prepared_ud_sends_keep_their_address_handle() {
+    let (ctx, _) = common::open();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq = ctx.create_cq(64, None, 0).unwrap();
+    let mk = || pd.create_qp(&QpInit::new(QpType::Ud, &cq)).unwrap();
+    let (mut a, mut b) = (mk(), mk());
+    const QKEY: u32 = 0x2222_2222;
+    for q in [&mut a, &mut b] {
+        q.ready_ud(1, QKEY).unwrap();
+    }
+    let rbuf = pd.alloc_mr(8 * 296, Access::LOCAL_WRITE).unwrap();
+    let sbuf = pd.alloc_mr(8 * 256, Access::LOCAL_WRITE).unwrap();
+    for i in 0..8usize {
+        sbuf.write(i * 256, &[i as u8 + 1; 64]).unwrap();
+        let rs = [rbuf.slice(i * 296, 296).unwrap()];
+        b.post_recv(&[RecvWr {
+            wr_id: 100 + i as u64,
+            sges: &rs,
+        }])
+        .unwrap();
+    }
+    let ah = pd.create_ah(&self_av(&ctx)).unwrap();
+    let shape = [sbuf.slice(0, 1).unwrap()];
+    let prepared = a
+        .prepare_send(&SendWr::new(0, SendOp::Send, &shape).to(&ah, b.qpn(), QKEY))
+        .unwrap();
+    drop(ah);
+    for i in 0..8usize {
+        let s = sbuf.slice(i * 256, 64).unwrap();
+        a.post_prepared(&prepared, i as u64, s, None).unwrap();
+    }
+    drop(prepared);
+    let c = wait(&mut cq, 16);
+    let mut sends: Vec<u64> = c
+        .iter()
+        .filter(|w| w.opcode == WcOpcode::SEND)
+        .map(|w| w.wr_id)
+        .collect();
+    sends.sort();
+    assert_eq!(sends, (0..8).collect::<Vec<_>>());
+    for w in c.iter().filter(|w| w.opcode == WcOpcode::RECV) {
+        assert_eq!(
+            (w.status, w.byte_len, w.src_qp),
+            (WcStatus::SUCCESS, 40 + 64, a.qpn())
+        );
+        let i = (w.wr_id - 100) as usize;
+        let mut got = [0u8; 64];
+        rbuf.read(i * 296 + 40, &mut got).unwrap();
+        assert_eq!(got, [i as u8 + 1; 64]);
+    }
+}

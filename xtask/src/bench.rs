@@ -425,6 +425,15 @@ fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
             ),
         ],
     )?;
+    let (prepared, mprep) = host_bench(
+        out_dir,
+        "provider-mlx5-model",
+        "bench_prepared",
+        &[(
+            "build + ring the same WRITE prepared once (`SendQueue::post_prepared` + `ring`)",
+            "bench_post_prepared",
+        )],
+    )?;
     let (rxe, r) = host_bench(
         out_dir,
         "provider-rxe",
@@ -469,15 +478,23 @@ fn mlx5_model(out_dir: &std::path::Path) -> Result<String> {
         ],
     )?;
     let reference = mlx5_ref::measure(out_dir)?;
+    let m: Vec<f64> = m.iter().chain(&mprep).copied().collect();
     record_host_figures(out_dir, &m, &mp, &r)?;
     record_mr_figures(out_dir, &mr)?;
     let mut md = format!("\n{MLX5_MARK} (callgrind, host, {MLX5_ITERS} iterations) | calls | inclusive Ir | per call |\n| --- | --- | --- | --- |\n");
     md.push_str(&mlx5);
+    md.push_str(&prepared);
     md.push_str(&mlx5_polls);
     md.push_str(&mlx5_ref::rows(&reference));
     md.push_str(&mlx5_ref::side_by_side(
         &reference,
-        &[m[0], mp[0], mp[1], mp[2]],
+        &[
+            m[0],
+            mp[0],
+            mp[1],
+            mp[2],
+            m.get(2).copied().unwrap_or(f64::NAN),
+        ],
     ));
     let _ = writeln!(
         md,
@@ -533,6 +550,12 @@ fn record_host_figures(out_dir: &std::path::Path, m: &[f64], mp: &[f64], r: &[f6
                 0,
             ),
             f("mlx5.poll_cqe", "mlx5 model: poll its CQE", m, 1),
+            f(
+                "mlx5.post_write_prepared",
+                "mlx5 model: build + ring one signaled RDMA WRITE prepared once",
+                m,
+                2,
+            ),
             f(
                 "mlx5.poll_one",
                 "mlx5 model: poll returning one completion",

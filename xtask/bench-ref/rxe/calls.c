@@ -6,8 +6,12 @@
  * signaled 64-byte inline SEND (IBV_SEND_INLINE), and one 64-byte UD SEND
  * through an address handle; poll a CQ holding one completion, one
  * holding four, one holding sixteen (with room for sixteen), and an
- * empty one. Each measured call is its own out-of-line function
- * (bench_*), whose inclusive cost per call callgrind gives.
+ * empty one; and the WRITE and the UD SEND again through the
+ * work-request builders (ibv_wr_start, ibv_wr_rdma_write or ibv_wr_send
+ * and ibv_wr_set_ud_addr, ibv_wr_set_sge, ibv_wr_complete), rdma-core's
+ * way to post without an ibv_send_wr, beside rverbs' prepared sends.
+ * Each measured call is its own out-of-line function (bench_*), whose
+ * inclusive cost per call callgrind gives.
  *
  * One RC QP looped back to itself takes the WRITEs and the inline SEND
  * (its receive posted beforehand); a UD QP sends to itself through an
@@ -110,6 +114,35 @@ MEASURED int bench_poll_16(struct ibv_cq *cq, struct ibv_wc *wc)
 	return ibv_poll_cq(cq, 16, wc);
 }
 
+/* One signaled 64 B WRITE through the builders. */
+MEASURED void bench_post_prepared(struct ibv_qp_ex *qpx, uint64_t id,
+				  uint32_t rkey, uint64_t raddr,
+				  uint32_t lkey, uint64_t addr)
+{
+	ibv_wr_start(qpx);
+	qpx->wr_id = id;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(qpx, rkey, raddr);
+	ibv_wr_set_sge(qpx, lkey, addr, LEN);
+	if (ibv_wr_complete(qpx))
+		die("ibv_wr_complete");
+}
+
+/* One signaled 64 B UD SEND through the builders. */
+MEASURED void bench_post_ud_prepared(struct ibv_qp_ex *qpx, uint64_t id,
+				     struct ibv_ah *ah, uint32_t qpn,
+				     uint32_t lkey, uint64_t addr)
+{
+	ibv_wr_start(qpx);
+	qpx->wr_id = id;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qpx);
+	ibv_wr_set_ud_addr(qpx, ah, qpn, QKEY);
+	ibv_wr_set_sge(qpx, lkey, addr, LEN);
+	if (ibv_wr_complete(qpx))
+		die("ibv_wr_complete UD");
+}
+
 /* Takes whatever a short poll left behind (not measured). */
 static void drain(struct ibv_cq *cq, int want)
 {
@@ -198,7 +231,8 @@ int main(int argc, char **argv)
 	struct ibv_ah *ah;
 	struct ibv_ah_attr ah_attr;
 	struct ibv_mr *src, *dst, *rcv;
-	struct ibv_qp_init_attr init;
+	struct ibv_qp_init_attr_ex init;
+	struct ibv_qp_ex *qpx, *udx;
 	struct ibv_qp_attr a;
 	struct ibv_sge sge, inline_sge;
 	struct ibv_send_wr wr, four_wr[4], wr16[16], inline_wr, ud_wr;
@@ -222,23 +256,32 @@ int main(int argc, char **argv)
 	if (!pd || !cq)
 		die("pd/cq");
 	memset(&init, 0, sizeof(init));
+	/* Extended QPs, for the builders; ibv_post_send takes them too. */
+	init.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	init.pd = pd;
+	init.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND;
 	init.send_cq = init.recv_cq = cq;
 	init.qp_type = IBV_QPT_RC;
 	init.cap.max_send_wr = 16;
 	init.cap.max_recv_wr = 4;
 	init.cap.max_send_sge = init.cap.max_recv_sge = 1;
 	init.cap.max_inline_data = LEN;
-	qp = ibv_create_qp(pd, &init);
+	qp = ibv_create_qp_ex(ctx, &init);
 	if (!qp)
-		die("ibv_create_qp");
+		die("ibv_create_qp_ex");
+	qpx = ibv_qp_to_qp_ex(qp);
 	/* One UD QP sending to itself through an AH of the port's GID. */
 	init.qp_type = IBV_QPT_UD;
 	init.cap.max_send_wr = 4;
 	init.cap.max_recv_wr = 4;
 	init.cap.max_inline_data = 0;
-	ud = ibv_create_qp(pd, &init);
+	init.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	ud = ibv_create_qp_ex(ctx, &init);
 	if (!ud)
-		die("ibv_create_qp UD");
+		die("ibv_create_qp_ex UD");
+	udx = ibv_qp_to_qp_ex(ud);
+	if (!qpx || !udx)
+		die("ibv_qp_to_qp_ex");
 	gidx = own_gid(ctx, port, &gid);
 
 	/* One QP connected to itself: rxe answers its own GID. */
@@ -431,6 +474,29 @@ int main(int argc, char **argv)
 		bench_post_ud(ud, &ud_wr);
 		if (!send_and_receive(cq, id, recv_id, GRH_LEN + LEN) ||
 		    rbuf[256 + GRH_LEN] != stamp)
+			short_polls++;
+		id++;
+
+		/* The WRITE through the builders, to block 30. */
+		bench_post_prepared(qpx, id, dst->rkey,
+				    (uintptr_t)(dbuf + 64 * 30), src->lkey,
+				    (uintptr_t)sbuf);
+		settle(dbuf + 64 * 30, stamp);
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n != 1 || wc[0].status != IBV_WC_SUCCESS ||
+		    wc[0].wr_id != id) {
+			short_polls++;
+			drain(cq, n == 1 ? 0 : 1);
+		}
+		id++;
+
+		/* The UD SEND through the builders. */
+		recv_id = (1ULL << 32) | id;
+		post_recv(ud, recv_id, rbuf + 512, GRH_LEN + LEN, rcv->lkey);
+		bench_post_ud_prepared(udx, id, ah, ud->qp_num, src->lkey,
+				       (uintptr_t)sbuf);
+		if (!send_and_receive(cq, id, recv_id, GRH_LEN + LEN) ||
+		    rbuf[512 + GRH_LEN] != stamp)
 			short_polls++;
 		id++;
 	}

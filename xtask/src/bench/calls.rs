@@ -65,6 +65,16 @@ const ROWS: &[(&str, &str, &str)] = &[
         "bench_poll_16",
         "poll_16",
     ),
+    (
+        "post one signaled 64 B RDMA WRITE built once, one SGE (rverbs: `Qp::post_prepared`; rdma-core: `ibv_wr_start`, `ibv_wr_rdma_write`, `ibv_wr_set_sge`, `ibv_wr_complete`)",
+        "bench_post_prepared",
+        "post_write_prepared",
+    ),
+    (
+        "post one signaled 64 B UD SEND through an address handle built once (rverbs: `Qp::post_prepared`; rdma-core: the builders with `ibv_wr_set_ud_addr`)",
+        "bench_post_ud_prepared",
+        "post_ud_prepared",
+    ),
 ];
 
 /// Where the VM finds rverbs' `libibverbs.so.1` (a copy of the
