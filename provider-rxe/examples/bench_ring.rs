@@ -212,7 +212,7 @@ fn main() {
         });
     }
     let mut cq_ring = Ring::new(WC_SIZE);
-    let mut cq = CompletionQueue::new(cq_ring.queue(WC_SIZE));
+    let mut cq = CompletionQueue::new(cq_ring.queue(WC_SIZE)).expect("WC-sized slots");
     let cq_kernel = cq_ring.queue(WC_SIZE);
     let mut out = [Wc::default(); 4];
     for i in 0..iters {

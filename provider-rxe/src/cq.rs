@@ -1,7 +1,8 @@
 //! The completion queue: `ib_uverbs_wc` entries the kernel produces.
 
-use crate::queue::Queue;
+use crate::queue::{Queue, ReadRing};
 use crate::wqe::{get_u16, get_u32, get_u64, wc, WC_SIZE};
+use crate::RingError;
 use rverbs_types::{Wc, WcFlags, WcOpcode, WcStatus};
 
 /// A completion as the kernel wrote it: a [`Wc`] has the layout of
@@ -99,23 +100,25 @@ impl core::fmt::Debug for RawWc {
 /// The consumer side of an rxe CQ.
 #[derive(Debug)]
 pub struct CompletionQueue {
-    q: Queue,
+    q: ReadRing<WC_SIZE>,
     cons: u32,
 }
 
 impl CompletionQueue {
-    /// Wraps a validated CQ ring (its slots must hold an `ib_uverbs_wc`;
-    /// pass `WC_SIZE` as `min_elem_size` to [`Queue::new`]; a ring with
-    /// smaller slots yields no completions).
-    pub fn new(q: Queue) -> CompletionQueue {
-        debug_assert!(q.elem_size() >= WC_SIZE);
-        let cons = q.load_consumer();
-        CompletionQueue { q, cons }
+    /// Wraps a validated CQ ring, whose slots must hold an `ib_uverbs_wc`
+    /// (`WC_SIZE` bytes; a ring of smaller slots is refused).
+    pub fn new(q: Queue) -> Result<CompletionQueue, RingError> {
+        let q = ReadRing::new(q).map_err(|q| RingError {
+            elem_size: q.elem_size(),
+            need: WC_SIZE,
+        })?;
+        let cons = q.queue().load_consumer();
+        Ok(CompletionQueue { q, cons })
     }
 
     /// Slots in the ring (capacity + 1).
     pub fn slots(&self) -> u32 {
-        self.q.slots()
+        self.q.queue().slots()
     }
 
     /// Copies up to `out.len()` completions out of the ring, oldest first,
@@ -123,7 +126,7 @@ impl CompletionQueue {
     #[inline]
     pub fn poll(&mut self, out: &mut [Wc]) -> usize {
         // One acquire load of the producer covers every slot before it.
-        let prod = self.q.load_producer();
+        let prod = self.q.queue().load_producer();
         let mut n = 0;
         while n < out.len() {
             match self.next(prod) {
@@ -148,10 +151,9 @@ impl CompletionQueue {
             return None;
         }
         // The caller's acquire load of `prod` (load_producer) ordered this
-        // read after the kernel's write. None only if the ring was validated
-        // for entries smaller than a WC (see new()): then nothing is read.
-        let b = self.q.read_slot::<WC_SIZE>(self.cons)?;
-        self.cons = self.q.next(self.cons);
+        // read after the kernel's write.
+        let b = self.q.read(self.cons);
+        self.cons = self.q.queue().next(self.cons);
         Some(parse(&b))
     }
 
@@ -163,26 +165,26 @@ impl CompletionQueue {
             return None;
         }
         // As in next(): ordered after the caller's acquire load of `prod`.
-        let b = self.q.read_slot::<WC_SIZE>(self.cons)?;
-        self.cons = self.q.next(self.cons);
+        let b = self.q.read(self.cons);
+        self.cons = self.q.queue().next(self.cons);
         Some(RawWc(b))
     }
 
     /// Acquire-loads the producer index, for [`CompletionQueue::next`].
     #[inline]
     pub fn load_producer(&self) -> u32 {
-        self.q.load_producer()
+        self.q.queue().load_producer()
     }
 
     /// Hands every slot read by [`CompletionQueue::next`] back to the kernel.
     #[inline]
     pub fn commit(&mut self) {
-        self.q.store_consumer(self.cons);
+        self.q.queue().store_consumer(self.cons);
     }
 
     /// True if a completion is waiting (an acquire load, no copy).
     pub fn has_completion(&self) -> bool {
-        self.cons != self.q.load_producer()
+        self.cons != self.q.queue().load_producer()
     }
 }
 

@@ -316,6 +316,48 @@ impl<const N: usize> SlotRing<N> {
     }
 }
 
+/// A [`Queue`] the consumer reads, whose slots were checked, once, to hold
+/// `N` bytes (an entry the kernel writes, e.g. `struct ib_uverbs_wc`): a
+/// read needs no check of the slot's size (callgrind: the check per poll
+/// was 4 of an empty poll's 19 instructions).
+#[derive(Debug)]
+pub(crate) struct ReadRing<const N: usize> {
+    q: Queue,
+}
+
+impl<const N: usize> ReadRing<N> {
+    /// Checks that `q`'s slots hold `N` bytes; gives `q` back if they do
+    /// not.
+    pub(crate) fn new(q: Queue) -> Result<ReadRing<N>, Queue> {
+        if q.elem_size() < N {
+            return Err(q);
+        }
+        Ok(ReadRing { q })
+    }
+
+    /// The queue.
+    #[inline(always)]
+    pub(crate) fn queue(&self) -> &Queue {
+        &self.q
+    }
+
+    /// Copies the first `N` bytes of slot `i` (masked) out of the ring.
+    ///
+    /// The caller orders this after the other side's writes (an acquire
+    /// load of its index).
+    #[inline(always)]
+    pub(crate) fn read(&self, i: u32) -> [u8; N] {
+        let mut out = [0u8; N];
+        // SAFETY: slot_ptr(i) is elem_size() >= N bytes (ReadRing::new
+        // checked it) inside the mapping (see slot_ptr()), readable under
+        // Queue::new's contract; `out` is a local array, so the two do not
+        // overlap. A byte copy reads whatever the kernel wrote; every value
+        // of u8 is valid.
+        unsafe { core::ptr::copy_nonoverlapping(self.q.slot_ptr(i).as_ptr(), out.as_mut_ptr(), N) };
+        out
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
     //! A heap-backed stand-in for a kernel-created queue, with the kernel's

@@ -245,7 +245,7 @@ proptest! {
     fn cq_polls_each_completion_once(batches in proptest::collection::vec((0u32..10, 0usize..6), 1..100)) {
         let mut r = FakeRing::new(8, 6);
         let q = r.queue(WC_SIZE);
-        let mut cq = CompletionQueue::new(q);
+        let mut cq = CompletionQueue::new(q).unwrap();
         let (mut produced, mut seen) = (0u64, 0u64);
         let mut out = [Wc::default(); 8];
         for (produce, poll) in batches {
@@ -561,4 +561,13 @@ fn a_full_queue_refuses_a_prepared_send() {
     // SAFETY: as above.
     let e = unsafe { sq.post_prepared_unpublished(&t, 3, Sge::default(), None) };
     assert_eq!(e, Err(PostError::QueueFull));
+}
+
+#[test]
+fn a_cq_ring_of_slots_smaller_than_a_wc_is_refused() {
+    let mut r = FakeRing::new(4, 5); // 32-byte slots
+    let e = CompletionQueue::new(r.queue(8)).unwrap_err();
+    assert_eq!((e.elem_size, e.need), (32, WC_SIZE));
+    let mut r = FakeRing::new(4, 6);
+    assert!(CompletionQueue::new(r.queue(8)).is_ok());
 }

@@ -77,17 +77,23 @@ pub(crate) fn create_cq(dev: &Arc<Dev>, req: &CqRequest) -> Result<CqParts> {
     Ok(CqParts {
         handle,
         cqe,
-        ring: CqRing::wrap(q, map),
+        ring: CqRing::wrap(q, map)?,
         shared: CqShared::Rxe,
     })
 }
 
+/// The CQ ring's consumer (map_ring checked its slots against `WC_SIZE`
+/// already; this refusal is the type's own).
+fn completion_queue(q: Queue) -> Result<CompletionQueue> {
+    CompletionQueue::new(q).map_err(|e| Error::bad_answer(format!("CQ ring: {e}")))
+}
+
 impl CqRing {
-    fn wrap(q: Queue, map: Mapping) -> super::CqRing {
-        super::CqRing::Rxe(CqRing {
-            cq: CompletionQueue::new(q),
+    fn wrap(q: Queue, map: Mapping) -> Result<super::CqRing> {
+        Ok(super::CqRing::Rxe(CqRing {
+            cq: completion_queue(q)?,
             _map: map,
-        })
+        }))
     }
 
     #[inline(always)]
@@ -126,7 +132,7 @@ impl CqRing {
         )?;
         // The kernel no longer touches the old ring: it is unmapped here.
         *self = CqRing {
-            cq: CompletionQueue::new(q),
+            cq: completion_queue(q)?,
             _map: map,
         };
         Ok(granted)
