@@ -348,11 +348,11 @@ impl<const N: usize> ReadRing<N> {
     #[inline(always)]
     pub(crate) fn read(&self, i: u32) -> [u8; N] {
         let mut out = [0u8; N];
-        // SAFETY: slot_ptr(i) is elem_size() >= N bytes (ReadRing::new
-        // checked it) inside the mapping (see slot_ptr()), readable under
-        // Queue::new's contract; `out` is a local array, so the two do not
-        // overlap. A byte copy reads whatever the kernel wrote; every value
-        // of u8 is valid.
+        // slot_ptr(i) is elem_size() >= N bytes (ReadRing::new checked it)
+        // inside the mapping (see slot_ptr()), readable under Queue::new's
+        // contract; `out` is a local array, so the two do not overlap.
+        // SAFETY: in bounds and readable (above); a byte copy reads
+        // whatever the kernel wrote, and every value of u8 is valid.
         unsafe { core::ptr::copy_nonoverlapping(self.q.slot_ptr(i).as_ptr(), out.as_mut_ptr(), N) };
         out
     }

@@ -104,6 +104,9 @@ pub const PACKAGES: &[&str] = &[
     // `dist`: strip, and readelf for the static binary's check (gcc
     // brings it too).
     "binutils",
+    // The barrier check disassembles provider-mlx5's aarch64 build
+    // (xtask/src/barriers.rs).
+    "binutils-aarch64-linux-gnu",
     // `bench`: callgrind, in the VM and on the host; for the rdma-core
     // mlx5 reference, dpkg-source and dpkg-buildflags (Debian's compiler
     // flags), and python3 for rdma-core's header generator.

@@ -9,6 +9,7 @@
 //! - `demo`: the main job: boot the VM and show the device as rdma-core and
 //!   rverbs see it.
 
+mod barriers;
 mod bench;
 mod checkers;
 mod dist;
@@ -38,6 +39,9 @@ commands:
                two-host interop on 6.1 and 7.2; K: the whole suite on K
   demo         boot the VM and show the rxe device through rdma-core and rverbs
   dist         build target/dist/rverbs: one static, stripped executable
+  barriers     build provider-mlx5 for aarch64 and x86_64 and check that its
+               DMA barriers and MMIO stores are the instructions rdma-core's
+               udma_barrier.h emits (part of `test`)
   bench [--mlx5-only | --charts-only | --callgrind-only] [--report-only] [--update-baseline]
                rverbs beside perftest in one VM boot, then the mlx5 data path
                on the device model and rdma-core's own mlx5 qp.c/cq.c under
@@ -58,6 +62,12 @@ fn main() -> ExitCode {
         Some("demo") => test::demo(),
         Some("bench") => bench::run(&args[1..]),
         Some("dist") => dist::main(),
+        Some("barriers") => barriers::check().map(|()| {
+            println!(
+                "xtask: barriers: every probe is the expected instructions on aarch64 and x86_64"
+            );
+            ExitCode::SUCCESS
+        }),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)

@@ -260,6 +260,12 @@ fn host_tests(tally: &mut Tally) -> Result<()> {
         tally.fail(&format!("cargo test {}", args.join(" ")), "exited non-zero");
     }
     checkers(tally);
+    let what =
+        "barriers: provider-mlx5's DMA barriers and MMIO stores as built for aarch64 and x86_64";
+    match crate::barriers::check() {
+        Ok(()) => tally.pass(what),
+        Err(e) => tally.fail(what, &e),
+    }
     Ok(())
 }
 
