@@ -51,7 +51,7 @@ const MIRI_RUNS: [(&str, &[&str]); 4] = [
         &["-p", "rverbs-libibverbs", "--lib"],
     ),
     (
-        "miri: provider-mlx5 unit tests, model_directed, model_errors, model_registry",
+        "miri: provider-mlx5 unit tests, model_directed, model_errors, model_registry, model_prepared",
         &[
             "-p",
             "provider-mlx5",
@@ -62,6 +62,8 @@ const MIRI_RUNS: [(&str, &[&str]); 4] = [
             "model_errors",
             "--test",
             "model_registry",
+            "--test",
+            "model_prepared",
         ],
     ),
 ];
