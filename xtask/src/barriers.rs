@@ -102,7 +102,7 @@ pub fn check() -> Result<()> {
     crate::host::ensure_host_packages()?;
     let mut wrong = Vec::new();
     for arch in &ARCHES {
-        ensure_target(arch.target)?;
+        crate::host::ensure_rust_target(arch.target)?;
         let obj = build(arch.target)?;
         let bodies = disassemble(arch.objdump, &obj)?;
         for (probe, want) in arch.probes {
@@ -120,22 +120,6 @@ pub fn check() -> Result<()> {
     } else {
         Err(wrong.join("; "))
     }
-}
-
-/// Adds `target`'s standard library with rustup if the toolchain lacks it.
-fn ensure_target(target: &str) -> Result<()> {
-    let installed = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output()
-        .map_err(|e| format!("rustup target list: {e} (the aarch64 build needs rustup)"))?;
-    if String::from_utf8_lossy(&installed.stdout)
-        .lines()
-        .any(|l| l.trim() == target)
-    {
-        return Ok(());
-    }
-    println!("xtask: adding the {target} standard library (rustup target add)");
-    run(Command::new("rustup").args(["target", "add", target]))
 }
 
 /// provider-mlx5 with its probes for `target`, as one object file (one

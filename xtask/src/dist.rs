@@ -7,11 +7,35 @@ use std::process::{Command, ExitCode};
 
 pub const TARGET: &str = "x86_64-unknown-linux-gnu";
 
-/// Builds the static binary and returns its path.
+/// The musl build: static by default, no glibc start-up (its tunables),
+/// and what Rust users who ship static binaries build for.
+pub const MUSL: &str = "x86_64-unknown-linux-musl";
+
+/// The targets `dist` builds: glibc static-PIE and musl static-PIE. The
+/// aarch64 ones wait for a cross linker and an arm64 test bed (issue 30).
+pub const TARGETS: [&str; 2] = [TARGET, MUSL];
+
+/// Builds the glibc static binary and returns its path
+/// (`target/dist/rverbs`).
 pub fn build() -> Result<PathBuf> {
+    build_for(TARGET)
+}
+
+/// Builds the static binary for `target` (one of [`TARGETS`]) and returns
+/// its path: `target/dist/rverbs` for glibc, `target/dist/<target>/rverbs`
+/// otherwise.
+pub fn build_for(target: &str) -> Result<PathBuf> {
+    if !TARGETS.contains(&target) {
+        return Err(format!(
+            "dist: no build for {target} (targets: {})",
+            TARGETS.join(", ")
+        ));
+    }
+    crate::host::ensure_rust_target(target)?;
     let build_dir = target_dir().join("dist-build");
     // An explicit --target keeps +crt-static off the host's build scripts
-    // and proc macros (clap's derive), which must stay dynamic.
+    // and proc macros (clap's derive), which must stay dynamic. (musl is
+    // static by default; the flag only says so again.)
     run(
         Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
             .current_dir(workspace_root())
@@ -24,14 +48,18 @@ pub fn build() -> Result<PathBuf> {
                 "--bin",
                 "rverbs",
                 "--target",
-                TARGET,
+                target,
             ])
             .arg("--target-dir")
             .arg(&build_dir)
             .env("RUSTFLAGS", "-C target-feature=+crt-static"),
     )?;
-    let built = build_dir.join(TARGET).join("release").join("rverbs");
-    let dist = target_dir().join("dist");
+    let built = build_dir.join(target).join("release").join("rverbs");
+    let dist = if target == TARGET {
+        target_dir().join("dist")
+    } else {
+        target_dir().join("dist").join(target)
+    };
     std::fs::create_dir_all(&dist).map_err(|e| e.to_string())?;
     let out = dist.join("rverbs");
     run(Command::new("strip").arg("-o").arg(&out).arg(&built))?;
@@ -52,26 +80,37 @@ pub fn dynamic_deps(bin: &std::path::Path) -> Result<(bool, Vec<String>)> {
     Ok((interp, needed))
 }
 
-pub fn main() -> Result<ExitCode> {
-    let bin = build()?;
-    let size = std::fs::metadata(&bin).map_err(|e| e.to_string())?.len();
-    let (interp, needed) = dynamic_deps(&bin)?;
-    println!(
-        "{}: {} bytes ({:.1} MiB)",
-        bin.display(),
-        size,
-        size as f64 / 1048576.0
-    );
-    println!("PT_INTERP: {}", if interp { "present" } else { "none" });
-    println!(
-        "DT_NEEDED: {}",
-        if needed.is_empty() {
-            "none".to_string()
-        } else {
-            needed.join(", ")
-        }
-    );
-    Ok(if !interp && needed.is_empty() {
+/// `cargo xtask dist [--target T | --all]`: the glibc build by default.
+pub fn main(args: &[String]) -> Result<ExitCode> {
+    let targets: Vec<&str> = match args {
+        [] => vec![TARGET],
+        [flag] if flag == "--all" => TARGETS.to_vec(),
+        [flag, t] if flag == "--target" => vec![t.as_str()],
+        _ => return Err("dist: usage: cargo xtask dist [--target TARGET | --all]".into()),
+    };
+    let mut all_static = true;
+    for target in targets {
+        let bin = build_for(target)?;
+        let size = std::fs::metadata(&bin).map_err(|e| e.to_string())?.len();
+        let (interp, needed) = dynamic_deps(&bin)?;
+        println!(
+            "{} ({target}): {} bytes ({:.1} MiB)",
+            bin.display(),
+            size,
+            size as f64 / 1048576.0
+        );
+        println!("PT_INTERP: {}", if interp { "present" } else { "none" });
+        println!(
+            "DT_NEEDED: {}",
+            if needed.is_empty() {
+                "none".to_string()
+            } else {
+                needed.join(", ")
+            }
+        );
+        all_static &= !interp && needed.is_empty();
+    }
+    Ok(if all_static {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -165,3 +165,19 @@ pub fn apt_update_once() -> Result<()> {
     });
     res
 }
+
+/// Adds `target`'s standard library with rustup if the toolchain lacks it.
+pub fn ensure_rust_target(target: &str) -> Result<()> {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map_err(|e| format!("rustup target list: {e} (cross builds need rustup)"))?;
+    if String::from_utf8_lossy(&installed.stdout)
+        .lines()
+        .any(|l| l.trim() == target)
+    {
+        return Ok(());
+    }
+    println!("xtask: adding the {target} standard library (rustup target add)");
+    run(Command::new("rustup").args(["target", "add", target]))
+}

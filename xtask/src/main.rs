@@ -25,12 +25,13 @@ use std::time::Duration;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  vm-run [--kernel 6.1|6.12|7.2] [--two-hosts | --bare] [--timeout SECS] [-v] -- CMD [ARGS...]
+  vm-run [--kernel 6.1|6.12|7.2] [--two-hosts | --bare | --bare-musl] [--timeout SECS] [-v] -- CMD [ARGS...]
         boot a fresh VM with rxe0 and run CMD inside it (host paths), on
         Debian's kernel of that series (default 6.12);
         with --two-hosts, RVERBS_PEER_CMD (if set) runs on the second VM;
         with --bare, the VM holds only busybox, the modules and the static
-        rverbs (no host share, no rxe0: create it with rverbs link add)
+        rverbs (no host share, no rxe0: create it with rverbs link add);
+        --bare-musl: the same with the musl build
   vm-prepare [--kernel K|all]
                fetch the kernel and build the initramfs (cached in target/vm)
   test [--kernel K|all] [--host-only | --vm-only]
@@ -38,7 +39,10 @@ commands:
                all (the default): the whole suite on 6.12, the VM tests and
                two-host interop on 6.1 and 7.2; K: the whole suite on K
   demo         boot the VM and show the rxe device through rdma-core and rverbs
-  dist         build target/dist/rverbs: one static, stripped executable
+  dist [--target T | --all]
+               build target/dist/rverbs: one static, stripped executable
+               (glibc); --target x86_64-unknown-linux-musl builds
+               target/dist/x86_64-unknown-linux-musl/rverbs; --all both
   barriers     build provider-mlx5 for aarch64 and x86_64 and check that its
                DMA barriers and MMIO stores are the instructions rdma-core's
                udma_barrier.h emits (part of `test`)
@@ -61,7 +65,7 @@ fn main() -> ExitCode {
         Some("test") => test::run(&args[1..]),
         Some("demo") => test::demo(),
         Some("bench") => bench::run(&args[1..]),
-        Some("dist") => dist::main(),
+        Some("dist") => dist::main(&args[1..]),
         Some("barriers") => barriers::check().map(|()| {
             println!(
                 "xtask: barriers: every probe is the expected instructions on aarch64 and x86_64"
@@ -117,6 +121,7 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
         match a.as_str() {
             "--two-hosts" => opts.two_hosts = true,
             "--bare" => opts.bare = Some(dist::build()?),
+            "--bare-musl" => opts.bare = Some(dist::build_for(dist::MUSL)?),
             "-v" | "--verbose" => opts.verbose = true,
             "--kernel" => {
                 let k = it

@@ -458,21 +458,10 @@ fn testbed_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
     static_binary(tally, &base);
 }
 
-/// The static binary: no loader, no shared libraries, and it works in the VM.
-fn static_binary(tally: &mut Tally, base: &vm::Options) {
-    let what = "dist: target/dist/rverbs has no PT_INTERP and no DT_NEEDED";
-    let bin = match crate::dist::build() {
-        Ok(b) => b,
-        Err(e) => return tally.fail(what, &e),
-    };
-    match crate::dist::dynamic_deps(&bin) {
-        Ok((false, needed)) if needed.is_empty() => tally.pass(what),
-        Ok((interp, needed)) => {
-            tally.fail(what, &format!("PT_INTERP {interp}, DT_NEEDED {needed:?}"))
-        }
-        Err(e) => tally.fail(what, &e),
-    }
-    let what = "bare VM (busybox + modules + static rverbs only): link add, devinfo, gids, pingpong x1000, link delete";
+/// The bare-VM check of one static binary: a VM of busybox, the modules
+/// and `bin` only.
+fn bare_vm(tally: &mut Tally, base: &vm::Options, libc: &str, bin: &std::path::Path) {
+    let what = format!("bare VM (busybox + modules + the {libc} static rverbs only): link add, devinfo, gids, pingpong x1000, link delete");
     let script = r#"set -e
 rverbs link add rxe0 type rxe netdev veth0
 rverbs link
@@ -494,7 +483,7 @@ rverbs link delete rxe0
 echo bare-done"#;
     match vm::run(&vm::Options {
         cmd: vec!["sh".into(), "-c".into(), script.into()],
-        bare: Some(bin.clone()),
+        bare: Some(bin.to_path_buf()),
         ..base.clone()
     }) {
         Ok(o)
@@ -513,11 +502,44 @@ echo bare-done"#;
                     .iter()
                     .any(|l| l.starts_with("rxe0\t1\t1\t") && l.contains("10.77.0.1")) =>
         {
-            tally.pass(what)
+            tally.pass(&what)
         }
-        Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
-        Err(e) => tally.fail(what, &e),
+        Ok(o) => tally.fail(&what, &format!("statuses {:?}", o.status)),
+        Err(e) => tally.fail(&what, &e),
     }
+}
+
+/// The static binaries (glibc and musl): no loader, no shared libraries,
+/// and each works in a bare VM; the glibc one's devinfo equals rdma-core's.
+fn static_binary(tally: &mut Tally, base: &vm::Options) {
+    let mut glibc = None;
+    for target in crate::dist::TARGETS {
+        let libc = if target == crate::dist::TARGET {
+            "glibc"
+        } else {
+            "musl"
+        };
+        let what = format!("dist ({libc}): the static binary has no PT_INTERP and no DT_NEEDED");
+        let bin = match crate::dist::build_for(target) {
+            Ok(b) => b,
+            Err(e) => {
+                tally.fail(&what, &e);
+                continue;
+            }
+        };
+        match crate::dist::dynamic_deps(&bin) {
+            Ok((false, needed)) if needed.is_empty() => tally.pass(&what),
+            Ok((interp, needed)) => {
+                tally.fail(&what, &format!("PT_INTERP {interp}, DT_NEEDED {needed:?}"))
+            }
+            Err(e) => tally.fail(&what, &e),
+        }
+        bare_vm(tally, base, libc, &bin);
+        if target == crate::dist::TARGET {
+            glibc = Some(bin);
+        }
+    }
+    let Some(bin) = glibc else { return };
     let what = "dist: the static binary's devinfo equals ibv_devinfo in the VM";
     let script = format!(
         "{} devinfo -d rxe0 > /tmp/a && ibv_devinfo -d rxe0 > /tmp/b && diff /tmp/a /tmp/b && {} link",

@@ -1,8 +1,8 @@
 //! Start-up, whole process, in the VM under callgrind: exec → open a
 //! device context → exit (examples/bench_open.rs, static, against
 //! xtask/bench-ref/startup/ibv_open.c over the host's libibverbs), and
-//! `rverbs devices` (the static binary of `cargo xtask dist`) against
-//! rdma-core's `ibv_devices`. Every instruction of the process counts:
+//! `rverbs devices` (the static binary of `cargo xtask dist`, glibc and
+//! musl) against rdma-core's `ibv_devices`. Every instruction of the process counts:
 //! the dynamic loader, libibverbs' provider scan, the exit.
 
 use super::guard::{self, Figure};
@@ -28,11 +28,18 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "$RV_STATIC devices",
         "ibv_devices",
     ),
+    (
+        "devices_musl",
+        "`rverbs devices` built for musl (`x86_64-unknown-linux-musl`) vs `ibv_devices`",
+        "$RV_MUSL devices",
+        "ibv_devices",
+    ),
 ];
 
 /// Builds the three programs; returns the VM environment naming them.
 pub fn prepare() -> Result<Vec<(String, String)>> {
     let rv_static = crate::dist::build()?;
+    let rv_musl = crate::dist::build_for(crate::dist::MUSL)?;
     // The same static build as `dist` (its target directory, so that the
     // library is compiled once for both).
     run(
@@ -67,6 +74,7 @@ pub fn prepare() -> Result<Vec<(String, String)>> {
         .arg("-libverbs"))?;
     Ok(vec![
         ("RV_STATIC".into(), rv_static.display().to_string()),
+        ("RV_MUSL".into(), rv_musl.display().to_string()),
         ("RV_OPEN".into(), rv_open.display().to_string()),
         ("IBV_OPEN".into(), ibv_open.display().to_string()),
     ])
