@@ -56,7 +56,9 @@ fuzz_target!(|data: &[u8]| {
     let Ok(q) = (unsafe { Queue::new(base, len, WC_SIZE) }) else {
         return;
     };
-    let mut cq = CompletionQueue::new(q);
+    // Queue::new checked that the slots hold WC_SIZE bytes, which is all
+    // CompletionQueue::new checks: it cannot refuse this ring.
+    let mut cq = CompletionQueue::new(q).expect("a ring Queue::new took for WC_SIZE entries");
     let slots = cq.slots() as usize;
     let mut out = [Wc::default(); 8];
     let mut polled = cq.poll(&mut out);
