@@ -16,6 +16,7 @@ mod dist;
 mod fuzz;
 mod host;
 mod libtest;
+mod publish;
 mod test;
 mod vm;
 
@@ -43,6 +44,9 @@ commands:
                build target/dist/rverbs: one static, stripped executable
                (glibc); --target x86_64-unknown-linux-musl builds
                target/dist/x86_64-unknown-linux-musl/rverbs; --all both
+  package      check that the library crates package for a registry (offline
+               cargo package, no manifest warning, licences and README in
+               each; part of `test`)
   barriers     build provider-mlx5 for aarch64 and x86_64 and check that its
                DMA barriers and MMIO stores are the instructions rdma-core's
                udma_barrier.h emits (part of `test`)
@@ -66,6 +70,13 @@ fn main() -> ExitCode {
         Some("demo") => test::demo(),
         Some("bench") => bench::run(&args[1..]),
         Some("dist") => dist::main(&args[1..]),
+        Some("package") => publish::check().map(|()| {
+            println!(
+                "xtask: package: {} package cleanly",
+                publish::CRATES.join(", ")
+            );
+            ExitCode::SUCCESS
+        }),
         Some("barriers") => barriers::check().map(|()| {
             println!(
                 "xtask: barriers: every probe is the expected instructions on aarch64 and x86_64"
