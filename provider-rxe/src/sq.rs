@@ -187,12 +187,7 @@ impl SendQueue {
             },
             None => 0,
         };
-        if self.room == 0 {
-            self.room = self.free_slots();
-            if self.room == 0 {
-                return Err(PostError::QueueFull);
-            }
-        }
+        self.ensure_room()?;
         let next = self.q.queue().next(self.prod);
         let mut w = self.q.slot_mut(self.prod);
         // SendQueue::new checked that every valid request fits a slot, so
@@ -213,6 +208,20 @@ impl SendQueue {
         self.room -= 1;
         if PUBLISH {
             self.q.queue().store_producer(next);
+        }
+        Ok(())
+    }
+
+    /// Makes sure one slot is free: the cached room, refilled from the
+    /// consumer index only when it ran out (the kernel only ever frees
+    /// more).
+    #[inline(always)]
+    fn ensure_room(&mut self) -> Result<(), PostError> {
+        if self.room == 0 {
+            self.room = self.free_slots();
+            if self.room == 0 {
+                return Err(PostError::QueueFull);
+            }
         }
         Ok(())
     }

@@ -99,12 +99,7 @@ impl SendQueue {
         if remote_addr.is_some() && !t.remote {
             return Err(PostError::NoRemoteAddress { opcode: t.opcode });
         }
-        if self.room == 0 {
-            self.room = self.free_slots();
-            if self.room == 0 {
-                return Err(PostError::QueueFull);
-            }
-        }
+        self.ensure_room()?;
         let next = self.q.queue().next(self.prod);
         let mut w = self.q.slot_mut(self.prod);
         let elem_size = w.len();
