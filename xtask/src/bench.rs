@@ -683,6 +683,9 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         capture: true,
         out_dir: Some(out_dir.clone()),
         bare: None,
+        peer_kernel: None,
+        peer_bare: None,
+        userland: false,
         kernel: vm::kernels::DEFAULT,
     })?;
     let lines = &o.lines[0];
@@ -714,6 +717,9 @@ fn charts_only(out_dir: &std::path::Path) -> Result<ExitCode> {
         capture: true,
         out_dir: Some(out_dir.to_path_buf()),
         bare: None,
+        peer_kernel: None,
+        peer_bare: None,
+        userland: false,
         kernel: vm::kernels::DEFAULT,
     })?;
     let lines = &o.lines[0];

@@ -1,5 +1,6 @@
 //! `cargo xtask dist`: the `rverbs` tool as one static, stripped executable
-//! (`target/dist/rverbs`) — no dynamic loader, no shared libraries.
+//! (`target/dist/rverbs`; the other targets' under
+//! `target/dist/<target>/rverbs`) — no dynamic loader, no shared libraries.
 
 use crate::host::{output, run, target_dir, workspace_root, Result, TOOL_PACKAGE};
 use std::path::PathBuf;
@@ -11,9 +12,33 @@ pub const TARGET: &str = "x86_64-unknown-linux-gnu";
 /// and what Rust users who ship static binaries build for.
 pub const MUSL: &str = "x86_64-unknown-linux-musl";
 
-/// The targets `dist` builds: glibc static-PIE and musl static-PIE. The
-/// aarch64 ones wait for a cross linker and an arm64 test bed (issue 30).
-pub const TARGETS: [&str; 2] = [TARGET, MUSL];
+/// The arm64 builds, linked by Debian's cross gcc (gcc-aarch64-linux-gnu;
+/// its libc6-dev-arm64-cross has the static glibc, and rustc brings musl's
+/// own objects for the musl target).
+pub const AARCH64: &str = "aarch64-unknown-linux-gnu";
+pub const AARCH64_MUSL: &str = "aarch64-unknown-linux-musl";
+
+/// The targets `dist` builds: x86_64 and aarch64, each with glibc and with
+/// musl, all static.
+pub const TARGETS: [&str; 4] = [TARGET, MUSL, AARCH64, AARCH64_MUSL];
+
+/// "glibc" or "musl", for messages.
+pub fn libc_of(target: &str) -> &'static str {
+    if target.ends_with("musl") {
+        "musl"
+    } else {
+        "glibc"
+    }
+}
+
+/// The cross tools (linker, strip) a target needs: none for x86_64.
+fn cross_prefix(target: &str) -> &'static str {
+    if target.starts_with("aarch64-") {
+        "aarch64-linux-gnu-"
+    } else {
+        ""
+    }
+}
 
 /// Builds the glibc static binary and returns its path
 /// (`target/dist/rverbs`).
@@ -33,27 +58,36 @@ pub fn build_for(target: &str) -> Result<PathBuf> {
     }
     crate::host::ensure_rust_target(target)?;
     let build_dir = target_dir().join("dist-build");
+    let cross = cross_prefix(target);
+    let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    if !cross.is_empty() {
+        cargo.env(
+            format!(
+                "CARGO_TARGET_{}_LINKER",
+                target.to_uppercase().replace('-', "_")
+            ),
+            format!("{cross}gcc"),
+        );
+    }
     // An explicit --target keeps +crt-static off the host's build scripts
     // and proc macros (clap's derive), which must stay dynamic. (musl is
     // static by default; the flag only says so again.)
-    run(
-        Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-            .current_dir(workspace_root())
-            .args([
-                "build",
-                "--release",
-                "--quiet",
-                "-p",
-                TOOL_PACKAGE,
-                "--bin",
-                "rverbs",
-                "--target",
-                target,
-            ])
-            .arg("--target-dir")
-            .arg(&build_dir)
-            .env("RUSTFLAGS", "-C target-feature=+crt-static"),
-    )?;
+    run(cargo
+        .current_dir(workspace_root())
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            TOOL_PACKAGE,
+            "--bin",
+            "rverbs",
+            "--target",
+            target,
+        ])
+        .arg("--target-dir")
+        .arg(&build_dir)
+        .env("RUSTFLAGS", "-C target-feature=+crt-static"))?;
     let built = build_dir.join(target).join("release").join("rverbs");
     let dist = if target == TARGET {
         target_dir().join("dist")
@@ -62,8 +96,21 @@ pub fn build_for(target: &str) -> Result<PathBuf> {
     };
     std::fs::create_dir_all(&dist).map_err(|e| e.to_string())?;
     let out = dist.join("rverbs");
-    run(Command::new("strip").arg("-o").arg(&out).arg(&built))?;
+    run(Command::new(format!("{cross}strip"))
+        .arg("-o")
+        .arg(&out)
+        .arg(&built))?;
     Ok(out)
+}
+
+/// The machine the ELF header names (`X86-64`, `AArch64`).
+pub fn machine(bin: &std::path::Path) -> Result<String> {
+    let header = output(Command::new("readelf").arg("-hW").arg(bin))?;
+    header
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Machine:"))
+        .map(|m| m.trim().to_string())
+        .ok_or_else(|| format!("{}: readelf names no machine", bin.display()))
 }
 
 /// What the ELF headers say about dynamic linking: (PT_INTERP present,
@@ -99,6 +146,7 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
             size,
             size as f64 / 1048576.0
         );
+        println!("machine: {}", machine(&bin)?);
         println!("PT_INTERP: {}", if interp { "present" } else { "none" });
         println!(
             "DT_NEEDED: {}",

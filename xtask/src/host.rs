@@ -105,8 +105,14 @@ pub const PACKAGES: &[&str] = &[
     // brings it too).
     "binutils",
     // The barrier check disassembles provider-mlx5's aarch64 build
-    // (xtask/src/barriers.rs).
+    // (xtask/src/barriers.rs); `dist` links and strips the aarch64 builds
+    // with Debian's cross gcc (its static glibc is libc6-dev-arm64-cross,
+    // which gcc only recommends), and the arm64 test bed boots them under
+    // qemu-system-aarch64 (package qemu-system-arm).
     "binutils-aarch64-linux-gnu",
+    "gcc-aarch64-linux-gnu",
+    "libc6-dev-arm64-cross",
+    "qemu-system-arm",
     // `bench`: callgrind, in the VM and on the host; for the rdma-core
     // mlx5 reference, dpkg-source and dpkg-buildflags (Debian's compiler
     // flags), and python3 for rdma-core's header generator.

@@ -26,13 +26,17 @@ use std::time::Duration;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  vm-run [--kernel 6.1|6.12|7.2] [--two-hosts | --bare | --bare-musl] [--timeout SECS] [-v] -- CMD [ARGS...]
+  vm-run [--kernel 6.1|6.12|7.2|6.12-arm64] [--two-hosts [--peer-arm64]] [--bare | --bare-musl] [--rdma-core] [--timeout SECS] [-v] -- CMD [ARGS...]
         boot a fresh VM with rxe0 and run CMD inside it (host paths), on
         Debian's kernel of that series (default 6.12);
         with --two-hosts, RVERBS_PEER_CMD (if set) runs on the second VM;
+        --peer-arm64 makes that second VM an arm64 one (bare, with
+        rdma-core's arm64 tools);
         with --bare, the VM holds only busybox, the modules and the static
-        rverbs (no host share, no rxe0: create it with rverbs link add);
-        --bare-musl: the same with the musl build
+        rverbs of its architecture (no host share, no rxe0: create it with
+        rverbs link add); --bare-musl: the same with the musl build;
+        6.12-arm64 runs bare only (QEMU's virt board under TCG);
+        --rdma-core gives a bare arm64 VM rdma-core's arm64 tools by name
   vm-prepare [--kernel K|all]
                fetch the kernel and build the initramfs (cached in target/vm)
   test [--kernel K|all] [--host-only | --vm-only]
@@ -42,8 +46,9 @@ commands:
   demo         boot the VM and show the rxe device through rdma-core and rverbs
   dist [--target T | --all]
                build target/dist/rverbs: one static, stripped executable
-               (glibc); --target x86_64-unknown-linux-musl builds
-               target/dist/x86_64-unknown-linux-musl/rverbs; --all both
+               (glibc); --target T (x86_64-unknown-linux-musl,
+               aarch64-unknown-linux-gnu, aarch64-unknown-linux-musl) builds
+               target/dist/T/rverbs; --all all four
   package      check that the library crates package for a registry (offline
                cargo package, no manifest warning, licences and README in
                each; part of `test`)
@@ -125,14 +130,23 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
         capture: false,
         out_dir: None,
         bare: None,
+        peer_kernel: None,
+        peer_bare: None,
+        userland: false,
         kernel: vm::kernels::DEFAULT,
     };
     let mut it = args.iter();
+    // Which libc's build a bare VM gets (0 glibc, 1 musl), resolved once
+    // the kernel, and so the architecture, is known.
+    let mut bare: Option<usize> = None;
+    let mut peer_arm64 = false;
     while let Some(a) = it.next() {
         match a.as_str() {
             "--two-hosts" => opts.two_hosts = true,
-            "--bare" => opts.bare = Some(dist::build()?),
-            "--bare-musl" => opts.bare = Some(dist::build_for(dist::MUSL)?),
+            "--peer-arm64" => peer_arm64 = true,
+            "--rdma-core" => opts.userland = true,
+            "--bare" => bare = Some(0),
+            "--bare-musl" => bare = Some(1),
             "-v" | "--verbose" => opts.verbose = true,
             "--kernel" => {
                 let k = it
@@ -155,6 +169,18 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
     }
     if opts.cmd.is_empty() {
         return Err(format!("vm-run: no command given\n{USAGE}"));
+    }
+    if let Some(libc) = bare {
+        opts.bare = Some(dist::build_for(opts.kernel.arch.rust_targets()[libc])?);
+    }
+    if peer_arm64 {
+        if !opts.two_hosts {
+            return Err("vm-run: --peer-arm64 needs --two-hosts".into());
+        }
+        let k = vm::kernels::ARM64;
+        opts.peer_kernel = Some(k);
+        opts.peer_bare = Some(dist::build_for(k.arch.rust_targets()[bare.unwrap_or(0)])?);
+        opts.userland = true;
     }
     if !opts.two_hosts && opts.peer_cmd.is_some() {
         eprintln!("xtask: note: RVERBS_PEER_CMD is ignored without --two-hosts");

@@ -13,6 +13,8 @@
 //! suite on K alone. It ends with one line `N passed, N failed`; a VM that
 //! cannot boot counts as a failure naming its kernel, never as a skip.
 
+mod arm64;
+
 use crate::host::{workspace_root, Result, TOOL_PACKAGE, VM_TESTS_PACKAGE};
 use crate::libtest::parse_test_result;
 use crate::vm;
@@ -198,27 +200,38 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         fuzz_targets(&mut tally);
     }
     if in_vm {
-        let (full, others): (&vm::Kernel, Vec<&vm::Kernel>) = match kernels {
-            Kernels::One(k) => (k, Vec::new()),
+        let x86 = |k: &&vm::Kernel| k.arch == vm::kernels::Arch::X86_64;
+        let (full, others, arm): (Option<&vm::Kernel>, Vec<&vm::Kernel>, bool) = match kernels {
+            Kernels::One(k) if !x86(&k) => (None, Vec::new(), true),
+            Kernels::One(k) => (Some(k), Vec::new(), false),
             Kernels::All => (
-                vm::kernels::DEFAULT,
+                Some(vm::kernels::DEFAULT),
                 vm::kernels::KERNELS
                     .iter()
-                    .filter(|k| k.name != vm::kernels::DEFAULT.name)
+                    .filter(|k| k.name != vm::kernels::DEFAULT.name && x86(k))
                     .collect(),
+                true,
             ),
         };
-        let t = Instant::now();
-        tally.label = format!("[{full}] ");
-        vm_tests(&mut tally, full);
-        testbed_checks(&mut tally, full);
-        println!("xtask: {full}: {}s", t.elapsed().as_secs());
+        if let Some(full) = full {
+            let t = Instant::now();
+            tally.label = format!("[{full}] ");
+            vm_tests(&mut tally, full);
+            testbed_checks(&mut tally, full);
+            println!("xtask: {full}: {}s", t.elapsed().as_secs());
+        }
         for k in others {
             let t = Instant::now();
             tally.label = format!("[{k}] ");
             vm_tests(&mut tally, k);
             interop_checks(&mut tally, k);
             println!("xtask: {k}: {}s", t.elapsed().as_secs());
+        }
+        if arm {
+            let t = Instant::now();
+            tally.label = format!("[{}] ", vm::kernels::ARM64);
+            arm64::checks(&mut tally);
+            println!("xtask: {}: {}s", vm::kernels::ARM64, t.elapsed().as_secs());
         }
     }
     println!();
@@ -356,6 +369,9 @@ fn vm_tests(tally: &mut Tally, kernel: &'static vm::Kernel) {
         capture: true,
         out_dir: None,
         bare: None,
+        peer_kernel: None,
+        peer_bare: None,
+        userland: false,
         kernel,
     };
     match vm::run(&opts) {
@@ -404,6 +420,9 @@ fn base_options(kernel: &'static vm::Kernel) -> vm::Options {
         capture: true,
         out_dir: None,
         bare: None,
+        peer_kernel: None,
+        peer_bare: None,
+        userland: false,
         kernel,
     }
 }
@@ -466,7 +485,7 @@ fn testbed_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
 /// The bare-VM check of one static binary: a VM of busybox, the modules
 /// and `bin` only.
 fn bare_vm(tally: &mut Tally, base: &vm::Options, libc: &str, bin: &std::path::Path) {
-    let what = format!("bare VM (busybox + modules + the {libc} static rverbs only): link add, devinfo, gids, pingpong x1000, link delete");
+    let what = format!("bare VM (busybox + modules + the {libc} static rverbs only, {}): link add, devinfo, gids, pingpong x1000, link delete", base.kernel.arch.debian());
     let script = r#"set -e
 rverbs link add rxe0 type rxe netdev veth0
 rverbs link
@@ -514,17 +533,21 @@ echo bare-done"#;
     }
 }
 
-/// The static binaries (glibc and musl): no loader, no shared libraries,
-/// and each works in a bare VM; the glibc one's devinfo equals rdma-core's.
+/// The static binaries (glibc and musl) of the base kernel's architecture:
+/// no loader, no shared libraries, that architecture's ELF, and each works
+/// in a bare VM; on x86_64 the glibc one's devinfo equals rdma-core's (the
+/// arm64 share compares it with rdma-core's arm64 build, see `arm64`).
 fn static_binary(tally: &mut Tally, base: &vm::Options) {
+    let arch = base.kernel.arch;
+    let machine = match arch {
+        vm::kernels::Arch::X86_64 => "Advanced Micro Devices X86-64",
+        vm::kernels::Arch::Aarch64 => "AArch64",
+    };
     let mut glibc = None;
-    for target in crate::dist::TARGETS {
-        let libc = if target == crate::dist::TARGET {
-            "glibc"
-        } else {
-            "musl"
-        };
-        let what = format!("dist ({libc}): the static binary has no PT_INTERP and no DT_NEEDED");
+    for target in arch.rust_targets() {
+        let libc = crate::dist::libc_of(target);
+        let what =
+            format!("dist ({target}): a static {machine} executable, no PT_INTERP, no DT_NEEDED");
         let bin = match crate::dist::build_for(target) {
             Ok(b) => b,
             Err(e) => {
@@ -532,15 +555,16 @@ fn static_binary(tally: &mut Tally, base: &vm::Options) {
                 continue;
             }
         };
-        match crate::dist::dynamic_deps(&bin) {
-            Ok((false, needed)) if needed.is_empty() => tally.pass(&what),
-            Ok((interp, needed)) => {
-                tally.fail(&what, &format!("PT_INTERP {interp}, DT_NEEDED {needed:?}"))
-            }
-            Err(e) => tally.fail(&what, &e),
+        match (crate::dist::dynamic_deps(&bin), crate::dist::machine(&bin)) {
+            (Ok((false, needed)), Ok(m)) if needed.is_empty() && m == machine => tally.pass(&what),
+            (Ok((interp, needed)), Ok(m)) => tally.fail(
+                &what,
+                &format!("machine {m}, PT_INTERP {interp}, DT_NEEDED {needed:?}"),
+            ),
+            (Err(e), _) | (_, Err(e)) => tally.fail(&what, &e),
         }
         bare_vm(tally, base, libc, &bin);
-        if target == crate::dist::TARGET {
+        if libc == "glibc" && arch == vm::kernels::Arch::X86_64 {
             glibc = Some(bin);
         }
     }
@@ -823,6 +847,9 @@ echo "== rverbs selftest -d $RVERBS_TEST_DEV"
         capture: false,
         out_dir: None,
         bare: None,
+        peer_kernel: None,
+        peer_bare: None,
+        userland: false,
         kernel: vm::kernels::DEFAULT,
     })?;
     Ok(if out.success() {

@@ -6,7 +6,7 @@
 //! host). The initramfs holds busybox, the modules rxe, uverbs, rdma_cm, 9p
 //! and virtio-net need (decompressed, in dependency order) and `/init`.
 
-use super::kernels::{Apt, Kernel};
+use super::kernels::{Apt, Arch, Kernel};
 use crate::host::{apt_update_once, output, run, target_dir, Result};
 use std::collections::BTreeSet;
 use std::fs;
@@ -29,6 +29,12 @@ pub struct Image {
 /// Returns the cached image of kernel `k`, fetching and building what is
 /// missing.
 pub fn ensure(k: &Kernel) -> Result<Image> {
+    if k.arch != Arch::X86_64 {
+        return Err(format!(
+            "{k}: only bare VMs run on {} (the host's root is amd64): give the static binary",
+            k.arch.debian()
+        ));
+    }
     ensure_with(k, "", INIT_SH)
 }
 
@@ -58,7 +64,6 @@ fn ensure_with(k: &Kernel, flavour: &str, init: &str) -> Result<Image> {
 
 /// An unpacked kernel from an earlier run (the newest, if several).
 fn cached_kernel(vm_dir: &Path, k: &Kernel) -> Option<PathBuf> {
-    let prefix = k.cache_prefix();
     let mut found: Vec<PathBuf> = fs::read_dir(vm_dir)
         .ok()?
         .filter_map(|e| e.ok())
@@ -66,7 +71,7 @@ fn cached_kernel(vm_dir: &Path, k: &Kernel) -> Option<PathBuf> {
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&prefix))
+                .is_some_and(|n| k.owns_cache_dir(n))
                 && p.join(".complete").exists()
         })
         .collect();
@@ -92,6 +97,8 @@ fn fetch_kernel(vm_dir: &Path, k: &Kernel) -> Result<PathBuf> {
             match k.apt {
                 Apt::Host => "is bookworm with its updates in the host's sources?",
                 Apt::Sid => "in the private sid configuration under target/vm/apt-sid",
+                Apt::BookwormArm64 =>
+                    "in the private arm64 configuration under target/vm/apt-bookworm-arm64",
             }
         )
     })?;
@@ -149,11 +156,39 @@ struct AptConfig {
 
 impl AptConfig {
     fn new(vm_dir: &Path, apt: Apt) -> Result<AptConfig> {
-        if apt == Apt::Host {
-            apt_update_once()?;
-            return Ok(AptConfig { opts: Vec::new() });
+        let keyring = "/usr/share/keyrings/debian-archive-keyring.gpg";
+        let deb = |mirror: &str, suite: &str| {
+            format!("deb [signed-by={keyring}] {mirror} {suite} main\n")
+        };
+        match apt {
+            Apt::Host => {
+                apt_update_once()?;
+                Ok(AptConfig { opts: Vec::new() })
+            }
+            Apt::Sid => AptConfig::private(
+                &vm_dir.join("apt-sid"),
+                "amd64",
+                &deb(&host_mirror(), "sid"),
+                keyring,
+            ),
+            // 6.12 reaches bookworm through its security archive.
+            Apt::BookwormArm64 => AptConfig::private(
+                &vm_dir.join("apt-bookworm-arm64"),
+                "arm64",
+                &[
+                    deb(&host_mirror(), "bookworm"),
+                    deb(&host_mirror(), "bookworm-updates"),
+                    deb(&security_mirror(), "bookworm-security"),
+                ]
+                .concat(),
+                keyring,
+            ),
         }
-        let root = vm_dir.join("apt-sid");
+    }
+
+    /// A configuration whose sources, lists, state and package cache all
+    /// live under `root`, for architecture `arch` only.
+    fn private(root: &Path, arch: &str, sources_list: &str, keyring: &str) -> Result<AptConfig> {
         for d in [
             "etc/preferences.d",
             "state/lists/partial",
@@ -161,17 +196,13 @@ impl AptConfig {
         ] {
             fs::create_dir_all(root.join(d)).map_err(|e| format!("{}: {e}", root.display()))?;
         }
-        let keyring = "/usr/share/keyrings/debian-archive-keyring.gpg";
         if !Path::new(keyring).exists() {
             return Err(format!("no {keyring} (package debian-archive-keyring)"));
         }
         let sources = root.join("etc/sources.list");
-        fs::write(
-            &sources,
-            format!("deb [signed-by={keyring}] {} sid main\n", host_mirror()),
-        )
-        .map_err(|e| e.to_string())?;
-        // An empty dpkg status: nothing is "installed" in this world.
+        fs::write(&sources, sources_list).map_err(|e| e.to_string())?;
+        // An empty dpkg status: nothing is "installed" in this world, so
+        // `install --download-only` fetches a package's whole closure.
         let status = root.join("state/status");
         fs::write(&status, "").map_err(|e| e.to_string())?;
         let p = |k: &str, v: &Path| format!("{k}={}", v.display());
@@ -186,11 +217,15 @@ impl AptConfig {
             p("Dir::State", &root.join("state")),
             p("Dir::State::status", &status),
             p("Dir::Cache", &root.join("cache")),
-            "APT::Architectures::=amd64".into(),
+            format!("APT::Architecture={arch}"),
+            format!("APT::Architectures::={arch}"),
             "Acquire::Languages=none".into(),
         ];
         let cfg = AptConfig { opts };
-        eprintln!("xtask: apt-get update of Debian unstable's lists, private to target/vm/apt-sid");
+        eprintln!(
+            "xtask: apt-get update of a private package list ({arch}) under {}",
+            root.display()
+        );
         run(cfg
             .command("apt-get")
             .args(["update", "-q"])
@@ -230,6 +265,100 @@ pub fn host_mirror() -> String {
         }
     }
     "http://deb.debian.org/debian".into()
+}
+
+/// The security archive beside [`host_mirror`]: the host's own
+/// `.../debian-security` URI, or Debian's.
+fn security_mirror() -> String {
+    let mut texts: Vec<String> = fs::read_to_string("/etc/apt/sources.list")
+        .into_iter()
+        .collect();
+    if let Ok(dir) = fs::read_dir("/etc/apt/sources.list.d") {
+        for e in dir.flatten() {
+            texts.extend(fs::read_to_string(e.path()).ok());
+        }
+    }
+    texts
+        .iter()
+        .flat_map(|t| t.split_whitespace())
+        .map(|w| w.trim_start_matches("URIs:").trim_end_matches('/'))
+        .find(|w| {
+            (w.starts_with("http://") || w.starts_with("https://"))
+                && w.ends_with("/debian-security")
+        })
+        .map(String::from)
+        .unwrap_or_else(|| "http://deb.debian.org/debian-security".into())
+}
+
+/// The packages of a guest userland: busybox (the bare VMs' shell and
+/// `ip`) and rdma-core's tools, the interop peer.
+const USERLAND_PACKAGES: &[&str] = &[
+    "busybox-static",
+    "ibverbs-utils",
+    "ibverbs-providers",
+    "rdmacm-utils",
+    "perftest",
+];
+
+/// rdma-core's tools and busybox for `arch`, from Debian's packages and
+/// their dependencies (fetched once through the kernel's private apt
+/// configuration, unpacked with `dpkg -x`, cached as
+/// `target/vm/userland-<arch>/`). A guest of another architecture than the
+/// host's cannot use the host's root; it mounts this directory instead.
+pub fn userland(k: &Kernel) -> Result<PathBuf> {
+    let vm_dir = target_dir().join("vm");
+    let dir = vm_dir.join(format!("userland-{}", k.arch.debian()));
+    let stamp = USERLAND_PACKAGES.join(" ");
+    if fs::read_to_string(dir.join(".complete")).ok().as_deref() == Some(stamp.as_str()) {
+        return Ok(dir);
+    }
+    if k.arch == Arch::X86_64 {
+        return Err("the amd64 guests use the host's root, not a userland".into());
+    }
+    let apt = AptConfig::new(&vm_dir, k.apt)?;
+    let archives = vm_dir.join(format!("userland-{}-debs", k.arch.debian()));
+    let _ = fs::remove_dir_all(&archives);
+    fs::create_dir_all(archives.join("partial")).map_err(|e| e.to_string())?;
+    eprintln!(
+        "xtask: fetching Debian's {} for {} (once; cached under target/vm)",
+        stamp,
+        k.arch.debian()
+    );
+    run(apt
+        .command("apt-get")
+        .arg("-o")
+        .arg(format!("Dir::Cache::archives={}", archives.display()))
+        .args([
+            "install",
+            "--download-only",
+            "--no-install-recommends",
+            "-y",
+            "-q",
+        ])
+        .args(USERLAND_PACKAGES)
+        .stdout(std::process::Stdio::null()))?;
+    let _ = fs::remove_dir_all(&dir);
+    let mut debs = 0;
+    for entry in fs::read_dir(&archives).map_err(|e| e.to_string())? {
+        let deb = entry.map_err(|e| e.to_string())?.path();
+        if deb.extension().is_some_and(|x| x == "deb") {
+            run(Command::new("dpkg").arg("-x").arg(&deb).arg(&dir))?;
+            debs += 1;
+        }
+    }
+    if debs < USERLAND_PACKAGES.len() {
+        return Err(format!(
+            "the {} userland: only {debs} packages fetched",
+            k.arch.debian()
+        ));
+    }
+    // Mount points for the guest's chroot: the share is read-only there.
+    for d in ["proc", "sys", "dev", "tmp", "run"] {
+        fs::create_dir_all(dir.join(d)).map_err(|e| e.to_string())?;
+    }
+    let _ = fs::remove_dir_all(&archives);
+    fs::write(dir.join(".complete"), stamp).map_err(|e| e.to_string())?;
+    Ok(dir)
 }
 
 fn kernel_version(kdir: &Path) -> Result<String> {
@@ -305,9 +434,13 @@ fn build_initramfs(
     init_sh: &str,
 ) -> Result<PathBuf> {
     let order = module_order(k, moddir)?;
-    let busybox = Path::new("/bin/busybox");
+    // The host's busybox on amd64; the arm64 package's otherwise.
+    let busybox = match k.arch {
+        Arch::X86_64 => PathBuf::from("/bin/busybox"),
+        Arch::Aarch64 => userland(k)?.join("bin/busybox"),
+    };
     if !busybox.exists() {
-        return Err("no /bin/busybox: install busybox-static".into());
+        return Err(format!("no {}: install busybox-static", busybox.display()));
     }
     let stamp = format!("{IMAGE_FORMAT}\n{version}\n{}\n{init_sh}", order.join("\n"));
     let out = vm_dir.join(format!("initramfs-{flavour}{version}.cpio"));
@@ -320,7 +453,7 @@ fn build_initramfs(
     for d in ["bin", "proc", "sys", "dev", "tmp", "host", "modules"] {
         fs::create_dir_all(root.join(d)).map_err(|e| e.to_string())?;
     }
-    fs::copy(busybox, root.join("bin/busybox")).map_err(|e| format!("copy busybox: {e}"))?;
+    fs::copy(&busybox, root.join("bin/busybox")).map_err(|e| format!("copy busybox: {e}"))?;
     let mut names = Vec::new();
     for m in &order {
         let src = moddir.join(m);

@@ -14,6 +14,51 @@ pub enum Apt {
     /// A private configuration under `target/vm/apt-sid/` with Debian
     /// unstable as its one source; the host's apt sources stay untouched.
     Sid,
+    /// A private configuration under `target/vm/apt-bookworm-arm64/`:
+    /// bookworm, its updates and its security archive, for arm64 only.
+    BookwormArm64,
+}
+
+/// The machine a kernel runs on: which QEMU, which console, which Rust
+/// targets build its userspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    X86_64,
+    Aarch64,
+}
+
+impl Arch {
+    /// Debian's name of the architecture.
+    pub fn debian(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "amd64",
+            Arch::Aarch64 => "arm64",
+        }
+    }
+
+    pub fn qemu(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "qemu-system-x86_64",
+            Arch::Aarch64 => "qemu-system-aarch64",
+        }
+    }
+
+    /// The serial console the kernel writes to: the PC's 16550, or the
+    /// PL011 of QEMU's `virt` board.
+    pub fn console(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "ttyS0",
+            Arch::Aarch64 => "ttyAMA0",
+        }
+    }
+
+    /// The static builds of the tool for this machine: glibc, then musl.
+    pub fn rust_targets(self) -> [&'static str; 2] {
+        match self {
+            Arch::X86_64 => ["x86_64-unknown-linux-gnu", "x86_64-unknown-linux-musl"],
+            Arch::Aarch64 => ["aarch64-unknown-linux-gnu", "aarch64-unknown-linux-musl"],
+        }
+    }
 }
 
 /// One kernel the test bed can boot.
@@ -21,6 +66,7 @@ pub enum Apt {
 pub struct Kernel {
     /// The name on the command line (`--kernel 6.1`).
     pub name: &'static str,
+    pub arch: Arch,
     pub apt: Apt,
     /// `apt-cache search --names-only` pattern of the package whose name
     /// carries the kernel release; the newest match is taken.
@@ -57,6 +103,7 @@ macro_rules! common_modules {
 pub const KERNELS: &[Kernel] = &[
     Kernel {
         name: "6.1",
+        arch: Arch::X86_64,
         apt: Apt::Host,
         search: r"^linux-image-6\.1\.0-[0-9]+-amd64$",
         prefix: "linux-image-",
@@ -70,6 +117,7 @@ pub const KERNELS: &[Kernel] = &[
     },
     Kernel {
         name: "6.12",
+        arch: Arch::X86_64,
         apt: Apt::Host,
         search: r"^linux-image-6\.12\.[0-9]+\+deb12-amd64$",
         prefix: "linux-image-",
@@ -81,6 +129,7 @@ pub const KERNELS: &[Kernel] = &[
     },
     Kernel {
         name: "7.2",
+        arch: Arch::X86_64,
         apt: Apt::Sid,
         // linux-image-7.2.* is only a metapackage over these two.
         search: r"^linux-binary-7\.2\.[0-9]+\+deb14-amd64$",
@@ -93,7 +142,28 @@ pub const KERNELS: &[Kernel] = &[
         // crc32_cryptoapi over the library crc32.
         modules: common_modules!("crc32_cryptoapi"),
     },
+    Kernel {
+        // The same series for arm64, booted on QEMU's `virt` board under
+        // TCG. Only bare VMs run on it: the host's root is x86_64, so the
+        // guest's userspace is busybox, our aarch64 static builds and, for
+        // interop, rdma-core's arm64 packages unpacked (see image.rs).
+        name: "6.12-arm64",
+        arch: Arch::Aarch64,
+        apt: Apt::BookwormArm64,
+        search: r"^linux-image-6\.12\.[0-9]+\+deb12-arm64$",
+        prefix: "linux-image-",
+        release_start: "6.12.",
+        packages: &["linux-image-"],
+        modroot: "lib/modules",
+        vmlinuz: "boot/vmlinuz-{V}",
+        // virtio_pci is built in, as on amd64; the list is amd64's.
+        modules: common_modules!("crc32_generic"),
+    },
 ];
+
+/// The arm64 kernel (the arm64 test bed's, and the mixed-architecture
+/// pair's second host).
+pub const ARM64: &Kernel = &KERNELS[3];
 
 /// The kernel `vm-run` and `test` use unless told otherwise.
 pub const DEFAULT: &Kernel = &KERNELS[1];
@@ -116,6 +186,13 @@ impl Kernel {
     pub fn cache_prefix(&self) -> String {
         format!("kernel-{}", self.release_start)
     }
+
+    /// Whether an unpacked kernel directory (`kernel-<release>`) is this
+    /// row's: its prefix, and its architecture's suffix.
+    pub fn owns_cache_dir(&self, name: &str) -> bool {
+        name.starts_with(&self.cache_prefix())
+            && name.ends_with(&format!("-{}", self.arch.debian()))
+    }
 }
 
 impl fmt::Display for Kernel {
@@ -131,7 +208,22 @@ mod tests {
     #[test]
     fn cache_prefixes_do_not_overlap() {
         let p: Vec<String> = KERNELS.iter().map(|k| k.cache_prefix()).collect();
-        assert_eq!(p, ["kernel-6.1.0-", "kernel-6.12.", "kernel-7.2."]);
+        assert_eq!(
+            p,
+            [
+                "kernel-6.1.0-",
+                "kernel-6.12.",
+                "kernel-7.2.",
+                "kernel-6.12."
+            ]
+        );
+        // 6.12 for amd64 and for arm64 share a prefix: the suffix tells
+        // them apart.
+        let amd = "kernel-6.12.117+deb12-amd64";
+        let arm = "kernel-6.12.117+deb12-arm64";
+        assert!(KERNELS[1].owns_cache_dir(amd) && !KERNELS[1].owns_cache_dir(arm));
+        assert!(ARM64.owns_cache_dir(arm) && !ARM64.owns_cache_dir(amd));
+        assert!(!KERNELS[0].owns_cache_dir(amd));
     }
 
     #[test]
@@ -139,6 +231,7 @@ mod tests {
         assert_eq!(Kernel::by_name("6.12").unwrap().name, DEFAULT.name);
         assert!(Kernel::by_name("5.10")
             .unwrap_err()
-            .contains("6.1, 6.12, 7.2"));
+            .contains("6.1, 6.12, 7.2, 6.12-arm64"));
+        assert_eq!(Kernel::by_name("6.12-arm64").unwrap().arch, Arch::Aarch64);
     }
 }

@@ -18,5 +18,10 @@ pub use qemu::{run, shell_quote, Options};
 /// the first test does not pay for the fetch inside its timeout.
 pub fn prepare(k: &Kernel) -> crate::host::Result<()> {
     crate::host::ensure_host_packages()?;
-    image::ensure(k).map(|_| ())
+    if k.arch == kernels::Arch::X86_64 {
+        image::ensure(k).map(|_| ())
+    } else {
+        image::userland(k)?;
+        image::ensure_bare(k).map(|_| ())
+    }
 }

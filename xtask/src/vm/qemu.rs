@@ -34,6 +34,16 @@ pub struct Options {
     pub bare: Option<PathBuf>,
     /// The kernel to boot.
     pub kernel: &'static super::Kernel,
+    /// The second host's kernel, when it differs (`--two-hosts`): an arm64
+    /// VM beside an amd64 one, say. Such a host is bare and needs
+    /// [`Options::peer_bare`].
+    pub peer_kernel: Option<&'static super::Kernel>,
+    /// The second host's static binary, for a bare second host.
+    pub peer_bare: Option<PathBuf>,
+    /// Bare VMs of an architecture other than the host's also get
+    /// rdma-core's tools for it, under `/rdma`, callable by name (see
+    /// init-bare.sh and [`super::userland`]).
+    pub userland: bool,
 }
 
 /// How the run ended.
@@ -114,12 +124,6 @@ const BOOT_FAILED: &str = "BOOT-FAILED: ";
 
 fn run_once(opts: &Options) -> Result<Outcome> {
     ensure_host_packages()?;
-    let img = if opts.bare.is_some() {
-        image::ensure_bare(opts.kernel)?
-    } else {
-        image::ensure(opts.kernel)?
-    };
-    let accel = accel()?;
     let runs = target_dir().join("vm").join("runs");
     std::fs::create_dir_all(&runs).map_err(|e| e.to_string())?;
     let run_dir = unique_dir(&runs)?;
@@ -130,6 +134,35 @@ fn run_once(opts: &Options) -> Result<Outcome> {
     let (tx, rx) = mpsc::channel();
     let mut vms = Vec::new();
     for host in 1..=hosts {
+        // Host 2 may boot another kernel (another architecture); a host of
+        // another architecture than the machine's is always bare.
+        let (kernel, bare) = match host {
+            1 => (opts.kernel, opts.bare.as_ref()),
+            _ => match opts.peer_kernel {
+                Some(k) => (k, opts.peer_bare.as_ref()),
+                None => (opts.kernel, opts.bare.as_ref()),
+            },
+        };
+        let arch = kernel.arch;
+        let foreign = arch != super::kernels::Arch::X86_64;
+        if foreign && bare.is_none() {
+            return Err(format!(
+                "{kernel}: host{host} needs a static {} binary: only bare VMs run on it",
+                arch.debian()
+            ));
+        }
+        let img = if bare.is_some() {
+            image::ensure_bare(kernel)?
+        } else {
+            image::ensure(kernel)?
+        };
+        let userland = match (bare, opts.userland) {
+            (Some(_), true) if foreign => Some(image::userland(kernel)?),
+            (Some(_), true) => {
+                return Err("a bare amd64 VM gets no userland: it proves the binary alone".into())
+            }
+            _ => None,
+        };
         let hdir = run_dir.join(format!("host{host}"));
         let out = match (&opts.out_dir, host) {
             (Some(d), 1) => d
@@ -145,11 +178,14 @@ fn run_once(opts: &Options) -> Result<Outcome> {
         };
         write_run_script(&hdir, host, hosts, script.as_deref(), &opts.env, &out)?;
         let mut initrd = img.initramfs.clone();
-        if let Some(bin) = &opts.bare {
+        if let Some(bin) = bare {
             // The command alone (the host's paths mean nothing in there).
             let run = hdir.join("bare-run.sh");
-            std::fs::write(&run, format!("{}\n", script.as_deref().unwrap_or("true")))
-                .map_err(|e| e.to_string())?;
+            std::fs::write(
+                &run,
+                format!("{}\n", script.as_deref().unwrap_or("exec sleep 100000")),
+            )
+            .map_err(|e| e.to_string())?;
             initrd = hdir.join("initrd.cpio");
             image::with_extra_files(
                 &img.initramfs,
@@ -160,9 +196,15 @@ fn run_once(opts: &Options) -> Result<Outcome> {
                 &initrd,
             )?;
         }
-        let mut cmd = Command::new("qemu-system-x86_64");
-        cmd.args(accel.args())
-            .args(["-m", "2048", "-smp", "2", "-nodefaults", "-no-reboot"])
+        let mut cmd = Command::new(arch.qemu());
+        if foreign {
+            // QEMU's generic arm64 board; pauth-impdef: TCG's own pointer
+            // authentication hash, much cheaper to emulate than QARMA.
+            cmd.args(["-M", "virt", "-accel", "tcg", "-cpu", "max,pauth-impdef=on"]);
+        } else {
+            cmd.args(accel()?.args());
+        }
+        cmd.args(["-m", "2048", "-smp", "2", "-nodefaults", "-no-reboot"])
             .args(["-display", "none", "-serial", "stdio", "-monitor", "none"])
             .arg("-kernel")
             .arg(&img.kernel)
@@ -170,14 +212,23 @@ fn run_once(opts: &Options) -> Result<Outcome> {
             .arg(&initrd)
             .arg("-append")
             .arg(format!(
-                "console=ttyS0 quiet loglevel=3 panic=-1 {GUEST_CLOCK} rverbs.host={host} rverbs.rundir={} rverbs.outdir={} rverbs.netdev={} rverbs.keep={}",
+                "console={} quiet loglevel=3 panic=-1 {} rverbs.host={host} rverbs.rundir={} rverbs.outdir={} rverbs.netdev={} rverbs.userland={} rverbs.keep={}",
+                arch.console(),
+                if foreign { "" } else { GUEST_CLOCK },
                 hdir.display(),
                 out.display(),
                 if opts.two_hosts { "eth0" } else { "veth0" },
+                u8::from(userland.is_some()),
                 keep_paths()?
             ))
             ;
-        if opts.bare.is_none() {
+        if let Some(dir) = &userland {
+            cmd.arg("-virtfs").arg(format!(
+                "local,path={},mount_tag=userland,security_model=none,readonly=on,multidevs=remap",
+                dir.display()
+            ));
+        }
+        if bare.is_none() {
             cmd.args([
                 "-virtfs",
                 "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap",
@@ -202,7 +253,7 @@ fn run_once(opts: &Options) -> Result<Outcome> {
             .stderr(Stdio::piped());
         let mut child = cmd
             .spawn()
-            .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
+            .map_err(|e| format!("cannot start {}: {e}", arch.qemu()))?;
         let idx = host - 1;
         for pipe in [
             child
