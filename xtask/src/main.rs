@@ -49,8 +49,9 @@ commands:
                (glibc); --target T (x86_64-unknown-linux-musl,
                aarch64-unknown-linux-gnu, aarch64-unknown-linux-musl) builds
                target/dist/T/rverbs; --all all four
-  package      check that the library crates package for a registry (offline
-               cargo package, no manifest warning, licences and README in
+  package      check that the library crates publish (cargo publish --dry-run
+               of all seven, each built from its package; no manifest
+               warning, licences and README in
                each; part of `test`)
   barriers     build provider-mlx5 for aarch64 and x86_64 and check that its
                DMA barriers and MMIO stores are the instructions rdma-core's

@@ -1,10 +1,12 @@
-//! The library crates as a registry would take them: `cargo package` of
-//! each (no build: the test run builds them all already), offline, in one
-//! call so that each crate's dependencies on the others resolve to the
-//! packages made beside it, as `cargo publish --workspace` would. The run
-//! fails on any manifest warning (a missing description, repository,
-//! licence…), and each package must carry both licence texts and the
-//! README it names.
+//! The library crates as a registry would take them: `cargo publish
+//! --dry-run` of all of them in one call, so that each crate's
+//! dependencies on the others resolve to the packages made beside it (the
+//! multi-package publish of cargo 1.90 and later). Each package is built
+//! from its `.crate` alone (the verify step: a file left out of a package
+//! fails here), under `target/package`; the registry is asked only for its
+//! index. The run fails on any manifest warning (a missing description,
+//! repository, licence…), and each package must carry both licence texts
+//! and the README it names.
 
 use crate::host::{workspace_root, Result};
 use std::process::Command;
@@ -28,18 +30,32 @@ fn cargo() -> Command {
 
 pub fn check() -> Result<()> {
     let mut c = cargo();
-    c.args(["package", "--no-verify", "--offline", "--allow-dirty"]);
+    c.args(["publish", "--dry-run", "--allow-dirty"]);
     for k in CRATES {
         c.args(["-p", k]);
     }
     let out = c.output().map_err(|e| format!("cargo package: {e}"))?;
     let err = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
-        return Err(format!("cargo package failed: {}", err.trim()));
+        return Err(format!("cargo publish --dry-run failed: {}", err.trim()));
     }
-    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    // The dry run's own notice is the one warning expected.
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("warning:") && !l.contains("aborting upload due to dry run"))
+        .collect();
     if !warnings.is_empty() {
-        return Err(format!("cargo package warned: {}", warnings.join("; ")));
+        return Err(format!("cargo publish --dry-run warned: {}", warnings.join("; ")));
+    }
+    let dry_runs = err
+        .lines()
+        .filter(|l| l.contains("aborting upload due to dry run"))
+        .count();
+    if dry_runs != CRATES.len() {
+        return Err(format!(
+            "cargo publish --dry-run went through {dry_runs} of {} crates",
+            CRATES.len()
+        ));
     }
     for k in CRATES {
         let list = cargo()

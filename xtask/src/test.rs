@@ -279,7 +279,7 @@ fn host_tests(tally: &mut Tally) -> Result<()> {
         Ok(()) => tally.pass(what),
         Err(e) => tally.fail(what, &e),
     }
-    let what = "publish: the library crates package for a registry (cargo package, offline), licences and README included";
+    let what = "publish: cargo publish --dry-run of the seven library crates (each built from its package alone), licences and README included";
     match crate::publish::check() {
         Ok(()) => tally.pass(what),
         Err(e) => tally.fail(what, &e),
