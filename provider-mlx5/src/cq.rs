@@ -11,7 +11,7 @@
 //! Trust: the ring is written by the device. Each CQE is copied out with
 //! volatile reads after the ownership check and a [`barrier::from_device`];
 //! the QP number it names is resolved through a [`WorkQueues`] (a CQ's
-//! [`crate::registry`], or a fixed list of [`QpQueues`]) and its
+//! [`crate::registry`], or a fixed list of [`QpQueues`](crate::lookup::QpQueues)) and its
 //! `wqe_counter` is masked and checked by the owning queue, so a corrupt
 //! CQE yields a [`BadCqe`], never an out-of-bounds access or a second
 //! completion of one request.

@@ -42,7 +42,7 @@ pub trait WorkQueues {
     fn at(&mut self, _ci: u32) {}
 }
 
-/// The queues of one QP, for [`CompletionQueue::poll`]; a slice of these
+/// The queues of one QP, for [`CompletionQueue::poll`](crate::cq::CompletionQueue::poll); a slice of these
 /// serves a CQ shared by several QPs.
 #[derive(Debug, Clone, Copy)]
 pub struct QpQueues<'a> {

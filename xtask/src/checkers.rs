@@ -184,7 +184,7 @@ fn timed(what: &str, f: impl FnOnce() -> Result<()>) -> Result<()> {
 }
 
 /// `rustup run nightly cargo ARGS` from the workspace root.
-fn nightly_cargo() -> Command {
+pub fn nightly_cargo() -> Command {
     let mut c = Command::new("rustup");
     c.args(["run", "nightly", "cargo"])
         .current_dir(workspace_root());

@@ -9,6 +9,7 @@
 //! - `demo`: the main job: boot the VM and show the device as rdma-core and
 //!   rverbs see it.
 
+mod api;
 mod barriers;
 mod bench;
 mod checkers;
@@ -53,6 +54,11 @@ commands:
                of all seven, each built from its package; no manifest
                warning, licences and README in
                each; part of `test`)
+  api [--bless]
+               the public API guard: each library crate's public items and
+               signatures (rustdoc JSON, nightly) against the listing in
+               api/; any difference fails; --bless rewrites the listing
+               (part of `test`)
   barriers     build provider-mlx5 for aarch64 and x86_64 and check that its
                DMA barriers and MMIO stores are the instructions rdma-core's
                udma_barrier.h emits (part of `test`)
@@ -83,6 +89,7 @@ fn main() -> ExitCode {
             );
             ExitCode::SUCCESS
         }),
+        Some("api") => api::main(&args[1..]),
         Some("barriers") => barriers::check().map(|()| {
             println!(
                 "xtask: barriers: every probe is the expected instructions on aarch64 and x86_64"

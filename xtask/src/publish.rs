@@ -45,7 +45,10 @@ pub fn check() -> Result<()> {
         .filter(|l| l.starts_with("warning:") && !l.contains("aborting upload due to dry run"))
         .collect();
     if !warnings.is_empty() {
-        return Err(format!("cargo publish --dry-run warned: {}", warnings.join("; ")));
+        return Err(format!(
+            "cargo publish --dry-run warned: {}",
+            warnings.join("; ")
+        ));
     }
     let dry_runs = err
         .lines()

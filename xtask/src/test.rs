@@ -284,6 +284,14 @@ fn host_tests(tally: &mut Tally) -> Result<()> {
         Ok(()) => tally.pass(what),
         Err(e) => tally.fail(what, &e),
     }
+    let what =
+        "api: the six Rust library crates' public API equals the listing in api/ (rustdoc JSON)";
+    let t = Instant::now();
+    match crate::api::check(false) {
+        Ok(()) => tally.pass(what),
+        Err(e) => tally.fail(what, &e),
+    }
+    println!("xtask: api: {}s", t.elapsed().as_secs());
     Ok(())
 }
 
