@@ -54,6 +54,11 @@ commands:
                of all seven, each built from its package; no manifest
                warning, licences and README in
                each; part of `test`)
+  netem [--bytes N]
+               loss and disorder: two VMs with tc netem on their link (5%
+               loss, 5% reordering, 1% duplication, 0.1% corruption, all
+               four), rverbs stream SEND/WRITE/READ over 8 QPs with every
+               byte checked, and rping over rdma_cm (default 64M a stream)
   api [--bless]
                the public API guard: each library crate's public items and
                signatures (rustdoc JSON, nightly) against the listing in
@@ -90,6 +95,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }),
         Some("api") => api::main(&args[1..]),
+        Some("netem") => test::netem_main(&args[1..]),
         Some("barriers") => barriers::check().map(|()| {
             println!(
                 "xtask: barriers: every probe is the expected instructions on aarch64 and x86_64"

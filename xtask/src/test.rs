@@ -14,6 +14,33 @@
 //! cannot boot counts as a failure naming its kernel, never as a skip.
 
 mod arm64;
+mod netem;
+mod script;
+
+/// Bytes per stream in the suite's loss and disorder runs (see
+/// `netem`; `cargo xtask netem --bytes N` runs any size).
+const NETEM_SUITE_BYTES: &str = "64M";
+
+/// `cargo xtask netem [--bytes N]`: the loss and disorder runs alone.
+pub fn netem_main(args: &[String]) -> Result<ExitCode> {
+    let bytes = match args {
+        [] => NETEM_SUITE_BYTES.to_string(),
+        [f, n] if f == "--bytes" => n.clone(),
+        _ => return Err("netem: usage: cargo xtask netem [--bytes N]".into()),
+    };
+    crate::host::ensure_host_packages()?;
+    let mut tally = Tally::default();
+    netem::checks(&mut tally, &bytes);
+    for f in &tally.failures {
+        println!("xtask: failed: {f}");
+    }
+    println!("{} passed, {} failed", tally.passed, tally.failed);
+    Ok(if tally.failed == 0 && tally.passed > 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
 
 use crate::host::{workspace_root, Result, TOOL_PACKAGE, VM_TESTS_PACKAGE};
 use crate::libtest::parse_test_result;

@@ -11,6 +11,7 @@ mod perf;
 mod pingpong;
 mod rping;
 mod selftest;
+mod stream;
 mod udaddy;
 mod wait;
 
@@ -57,6 +58,9 @@ enum Cmd {
     Perf(perf::PerfArgs),
     /// RC ping-pong, wire-compatible with ibv_rc_pingpong.
     Pingpong(pingpong::PingpongArgs),
+    /// RC streams over many QPs, every byte checked and every work request
+    /// completed exactly once (for lossy links).
+    Stream(stream::StreamArgs),
     /// Print the device's async events, like ibv_asyncwatch.
     Asyncwatch(asyncwatch::AsyncwatchArgs),
     /// RC connections over rdma_cm, like rdma-core's ucmatose.
@@ -107,6 +111,7 @@ fn parse_one(argv: &[OsString]) -> Option<Cmd> {
         "devinfo" => Cmd::Devinfo(args("devinfo", argv)?),
         "perf" => Cmd::Perf(args("perf", argv)?),
         "pingpong" => Cmd::Pingpong(args("pingpong", argv)?),
+        "stream" => Cmd::Stream(args("stream", argv)?),
         "selftest" => Cmd::Selftest(args("selftest", argv)?),
         "rping" => Cmd::Rping(args("rping", argv)?),
         "asyncwatch" => Cmd::Asyncwatch(args("asyncwatch", argv)?),
@@ -127,6 +132,7 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
         Cmd::Devices => devices::devices(),
         Cmd::Devinfo(a) => devices::devinfo(&a),
         Cmd::Pingpong(a) => pingpong::pingpong(&a),
+        Cmd::Stream(a) => stream::stream(&a),
         Cmd::Gids { dev } => gids::gids(dev.as_deref()),
         Cmd::Perf(a) => perf::perf(&a),
         Cmd::Link { cmd } => link::link(cmd.as_ref()),

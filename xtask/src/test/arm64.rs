@@ -7,6 +7,7 @@
 //! ~10 s, a mixed pair ~20 s): each check's commands are framed by marker
 //! lines and judged on their own, so one failure names its check.
 
+use super::script::{last, retry, section};
 use super::{base_options, static_binary, Tally};
 use crate::vm;
 use std::time::Duration;
@@ -19,12 +20,6 @@ struct Pair {
     client: String,
     /// A substring of a line of the client's output.
     expect: &'static str,
-}
-
-/// How a client waits for its server: it retries while the server starts
-/// (or while rxe's link on the other host comes up).
-fn retry(client: &str) -> String {
-    format!("( for t in $(seq 120); do {client} && exit 0; sleep 0.5; done; exit 1 )")
 }
 
 /// Creates rxe0 on the bare VM's netdev and waits for its IPv4 GID (the
@@ -247,41 +242,5 @@ fn mixed(tally: &mut Tally, arm: &std::path::Path, x86: &str) {
                 )
             }
         }
-    }
-}
-
-/// The lines between `BEGIN tag` and the next `BEGIN`.
-fn section(lines: &[String], tag: &str) -> Vec<String> {
-    let begin = format!("BEGIN {tag}");
-    lines
-        .iter()
-        .skip_while(|l| **l != begin)
-        .skip(1)
-        .take_while(|l| !l.starts_with("BEGIN "))
-        .cloned()
-        .collect()
-}
-
-/// The last few lines of a section, for a failure's message.
-fn last(s: &[String]) -> String {
-    if s.is_empty() {
-        return "no output (the check never started)".into();
-    }
-    s[s.len().saturating_sub(6)..].join(" | ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::section;
-
-    #[test]
-    fn sections_split_on_markers() {
-        let lines: Vec<String> = ["x", "BEGIN 0", "a", "RC 0 0", "BEGIN 1", "b"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        assert_eq!(section(&lines, "0"), ["a", "RC 0 0"]);
-        assert_eq!(section(&lines, "1"), ["b"]);
-        assert!(section(&lines, "2").is_empty());
     }
 }

@@ -90,10 +90,12 @@ pub struct Kernel {
 
 /// Modules every kernel needs: uverbs (which 7.2's rdma_rxe no longer
 /// depends on: it comes with ib_uverbs_support), rxe, rdma_cm, veth for the
-/// one-VM link, 9p for the host share, virtio_net for two VMs.
+/// one-VM link, 9p for the host share, virtio_net for two VMs, and
+/// sch_netem for `tc qdisc ... netem` (loss, reordering, duplication,
+/// corruption on a link: the loss tests).
 macro_rules! common_modules {
     ($($extra:literal),*) => {
-        &[$($extra,)* "ib_uverbs", "rdma_rxe", "rdma_ucm", "veth", "9p", "9pnet_virtio", "virtio_net"]
+        &[$($extra,)* "ib_uverbs", "rdma_rxe", "rdma_ucm", "veth", "9p", "9pnet_virtio", "virtio_net", "sch_netem"]
     };
 }
 

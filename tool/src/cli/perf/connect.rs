@@ -218,6 +218,12 @@ fn connect_qp(
             qp.modify(&rtr)?;
             let mut rts = QpAttr::rts(me.psn);
             rts.max_rd_atomic = Some(plan::initiator_depth(peer.out_reads, &dev.attr));
+            // perftest's 7, which rxe reads as "retry for ever": a run over
+            // a lossy link must behave as perftest's does (with 6, a 64 KiB
+            // WRITE at 5% loss ran out of retries in seconds: go-back-N
+            // resends all 64 packets from the lost one). `--timeout` still
+            // ends a run whose peer is gone.
+            rts.retry_cnt = Some(7);
             qp.modify(&rts)?;
         }
     }
