@@ -50,9 +50,9 @@ commands:
                (glibc); --target T (x86_64-unknown-linux-musl,
                aarch64-unknown-linux-gnu, aarch64-unknown-linux-musl) builds
                target/dist/T/rverbs; --all all four
-  package      check that the library crates publish (cargo publish --dry-run
-               of all seven, each built from its package; no manifest
-               warning, licences and README in
+  package      check that the library crates publish (cargo package --offline
+               of all seven, each built from its package: publish --dry-run
+               but the index lookup; no manifest warning, licences and README in
                each; part of `test`)
   netem [--bytes N]
                loss and disorder: two VMs with tc netem on their link (5%

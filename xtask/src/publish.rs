@@ -1,12 +1,14 @@
-//! The library crates as a registry would take them: `cargo publish
-//! --dry-run` of all of them in one call, so that each crate's
-//! dependencies on the others resolve to the packages made beside it (the
-//! multi-package publish of cargo 1.90 and later). Each package is built
-//! from its `.crate` alone (the verify step: a file left out of a package
-//! fails here), under `target/package`; the registry is asked only for its
-//! index. The run fails on any manifest warning (a missing description,
-//! repository, licence…), and each package must carry both licence texts
-//! and the README it names.
+//! The library crates as a registry would take them: `cargo package
+//! --offline` of all of them in one call, so that each crate's
+//! dependencies on the others resolve to the packages made beside it.
+//! Each package is then built from its `.crate` alone (cargo's verify
+//! step, under `target/package`: a file left out of a package fails here).
+//! That is `cargo publish --dry-run` without its one online step, the
+//! registry index lookup (which needs the network, and says nothing about
+//! crates never published); the dry run itself passed for all seven by
+//! hand on 2026-11-26. The run fails on any manifest warning (a missing
+//! description, repository, licence…), and each package must carry both
+//! licence texts and the README it names.
 
 use crate::host::{workspace_root, Result};
 use std::process::Command;
@@ -30,33 +32,26 @@ fn cargo() -> Command {
 
 pub fn check() -> Result<()> {
     let mut c = cargo();
-    c.args(["publish", "--dry-run", "--allow-dirty"]);
+    c.args(["package", "--offline", "--allow-dirty"]);
     for k in CRATES {
         c.args(["-p", k]);
     }
     let out = c.output().map_err(|e| format!("cargo package: {e}"))?;
     let err = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
-        return Err(format!("cargo publish --dry-run failed: {}", err.trim()));
+        return Err(format!("cargo package failed: {}", err.trim()));
     }
-    // The dry run's own notice is the one warning expected.
-    let warnings: Vec<&str> = err
-        .lines()
-        .filter(|l| l.starts_with("warning:") && !l.contains("aborting upload due to dry run"))
-        .collect();
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
     if !warnings.is_empty() {
-        return Err(format!(
-            "cargo publish --dry-run warned: {}",
-            warnings.join("; ")
-        ));
+        return Err(format!("cargo package warned: {}", warnings.join("; ")));
     }
-    let dry_runs = err
+    let verified = err
         .lines()
-        .filter(|l| l.contains("aborting upload due to dry run"))
+        .filter(|l| l.trim_start().starts_with("Verifying "))
         .count();
-    if dry_runs != CRATES.len() {
+    if verified != CRATES.len() {
         return Err(format!(
-            "cargo publish --dry-run went through {dry_runs} of {} crates",
+            "cargo package verified {verified} of {} crates",
             CRATES.len()
         ));
     }

@@ -306,7 +306,7 @@ fn host_tests(tally: &mut Tally) -> Result<()> {
         Ok(()) => tally.pass(what),
         Err(e) => tally.fail(what, &e),
     }
-    let what = "publish: cargo publish --dry-run of the seven library crates (each built from its package alone), licences and README included";
+    let what = "publish: cargo package --offline of the seven library crates, each built from its package alone (publish --dry-run but the index lookup), licences and README included";
     match crate::publish::check() {
         Ok(()) => tally.pass(what),
         Err(e) => tally.fail(what, &e),
