@@ -118,14 +118,7 @@ fn fetch_kernel(vm_dir: &Path, k: &Kernel) -> Result<PathBuf> {
         .current_dir(&dl))?;
     let kdir = vm_dir.join(format!("kernel-{ver}"));
     let _ = fs::remove_dir_all(&kdir);
-    let mut debs = 0;
-    for entry in fs::read_dir(&dl).map_err(|e| e.to_string())? {
-        let deb = entry.map_err(|e| e.to_string())?.path();
-        if deb.extension().is_some_and(|x| x == "deb") {
-            run(Command::new("dpkg").arg("-x").arg(&deb).arg(&kdir))?;
-            debs += 1;
-        }
-    }
+    let debs = unpack_debs(&dl, &kdir)?;
     if debs != pkgs.len() {
         return Err(format!(
             "apt-get download gave {debs} .deb files for {} packages",
@@ -144,6 +137,20 @@ fn fetch_kernel(vm_dir: &Path, k: &Kernel) -> Result<PathBuf> {
     fs::write(kdir.join(".complete"), ver).map_err(|e| e.to_string())?;
     let _ = fs::remove_dir_all(&dl);
     Ok(kdir)
+}
+
+/// Unpacks every `.deb` in `from` into `into` with `dpkg -x` (never
+/// installed); returns how many there were.
+fn unpack_debs(from: &Path, into: &Path) -> Result<usize> {
+    let mut debs = 0;
+    for entry in fs::read_dir(from).map_err(|e| e.to_string())? {
+        let deb = entry.map_err(|e| e.to_string())?.path();
+        if deb.extension().is_some_and(|x| x == "deb") {
+            run(Command::new("dpkg").arg("-x").arg(&deb).arg(into))?;
+            debs += 1;
+        }
+    }
+    Ok(debs)
 }
 
 /// How apt is run for a kernel's packages: the host's configuration as it
@@ -338,14 +345,7 @@ pub fn userland(k: &Kernel) -> Result<PathBuf> {
         .args(USERLAND_PACKAGES)
         .stdout(std::process::Stdio::null()))?;
     let _ = fs::remove_dir_all(&dir);
-    let mut debs = 0;
-    for entry in fs::read_dir(&archives).map_err(|e| e.to_string())? {
-        let deb = entry.map_err(|e| e.to_string())?.path();
-        if deb.extension().is_some_and(|x| x == "deb") {
-            run(Command::new("dpkg").arg("-x").arg(&deb).arg(&dir))?;
-            debs += 1;
-        }
-    }
+    let debs = unpack_debs(&archives, &dir)?;
     if debs < USERLAND_PACKAGES.len() {
         return Err(format!(
             "the {} userland: only {debs} packages fetched",
