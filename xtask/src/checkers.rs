@@ -33,6 +33,13 @@ use std::time::Instant;
 /// Proptest cases per property under Miri (the normal run keeps 256).
 const MIRI_PROPTEST_CASES: &str = "4";
 
+/// The Miri runs, in two lanes: Miri interprets a test program on one
+/// thread, so the lanes run at once, one per core of the 2-core machines
+/// the suite is sized for. The mlx5 models (about 185 s alone) are one
+/// lane, the other three runs (about 155 s together) the other: the
+/// lanes split [`MIRI_RUNS`] here.
+const MIRI_LANE_SPLIT: usize = 3;
+
 /// The Miri runs: what each is called, and `cargo miri test`'s arguments.
 const MIRI_RUNS: [(&str, &[&str]); 4] = [
     ("miri: provider-rxe tests", &["-p", "provider-rxe"]),
@@ -74,8 +81,28 @@ pub fn run(mut report: impl FnMut(&str, Result<()>)) {
     println!("xtask: == Miri and loom");
     match ensure_miri() {
         Ok(()) => {
-            for (what, args) in MIRI_RUNS {
-                report(what, timed(what, || miri_test(args)));
+            // Each lane's lines are echoed as they come, tagged with the
+            // lane; the results are reported in the runs' order.
+            let results: Vec<(&str, Result<()>)> = std::thread::scope(|s| {
+                let (first, second) = MIRI_RUNS.split_at(MIRI_LANE_SPLIT);
+                let lanes = [first, second].map(|runs| {
+                    s.spawn(move || {
+                        runs.iter()
+                            .map(|&(what, args)| (what, timed(what, || miri_test(args, what))))
+                            .collect::<Vec<_>>()
+                    })
+                });
+                lanes
+                    .into_iter()
+                    .flat_map(|lane| {
+                        lane.join().unwrap_or_else(|_| {
+                            vec![("miri: a lane", Err("its thread panicked".into()))]
+                        })
+                    })
+                    .collect()
+            });
+            for (what, result) in results {
+                report(what, result);
             }
         }
         Err(e) => {
@@ -233,13 +260,14 @@ fn ensure_miri() -> Result<()> {
     }
 }
 
-fn miri_test(args: &[&str]) -> Result<()> {
+/// `cargo miri test ARGS`, its output lines tagged with `what`.
+fn miri_test(args: &[&str], what: &str) -> Result<()> {
     let mut c = nightly_cargo();
     c.args(["miri", "test"])
         .args(args)
         .env("MIRIFLAGS", "-Zmiri-disable-isolation")
         .env("PROPTEST_CASES", MIRI_PROPTEST_CASES);
-    run_libtest(c)
+    run_libtest(c, &format!("[{}] ", what.trim_start_matches("miri: ")))
 }
 
 fn loom_test() -> Result<()> {
@@ -258,12 +286,13 @@ fn loom_test() -> Result<()> {
         .arg("--target-dir")
         .arg(target_dir().join("loom"))
         .env("RUSTFLAGS", flags.trim());
-    run_libtest(c)
+    run_libtest(c, "")
 }
 
-/// Runs a `cargo test`-like command, echoing its output: it must exit 0
-/// and its libtest summaries must show tests run and none failed.
-fn run_libtest(mut c: Command) -> Result<()> {
+/// Runs a `cargo test`-like command, echoing its output (each line after
+/// `tag`): it must exit 0 and its libtest summaries must show tests run
+/// and none failed.
+fn run_libtest(mut c: Command, tag: &str) -> Result<()> {
     let mut child = c
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -272,7 +301,7 @@ fn run_libtest(mut c: Command) -> Result<()> {
     let (mut passed, mut failed) = (0u64, 0u64);
     for line in BufReader::new(child.stdout.take().expect("piped")).lines() {
         let line = line.map_err(|e| e.to_string())?;
-        println!("{line}");
+        println!("{tag}{line}");
         if let Some((p, f)) = crate::libtest::parse_test_result(&line) {
             passed += p;
             failed += f;

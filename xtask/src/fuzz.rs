@@ -22,11 +22,24 @@ pub fn run_all() -> Vec<(String, Result<()>)> {
         Ok(t) => t,
         Err((targets, why)) => return targets.into_iter().map(|t| (t, Err(why.clone()))).collect(),
     };
+    // Two at a time: a libFuzzer run is one thread, and the machines the
+    // suite is sized for have two cores.
     targets
-        .into_iter()
-        .map(|t| {
-            let r = run_one(&t);
-            (t, r)
+        .chunks(2)
+        .flat_map(|pair| {
+            std::thread::scope(|s| {
+                let runs: Vec<_> = pair
+                    .iter()
+                    .map(|t| s.spawn(move || (t.clone(), run_one(t))))
+                    .collect();
+                runs.into_iter()
+                    .zip(pair)
+                    .map(|(run, t)| {
+                        run.join()
+                            .unwrap_or_else(|_| (t.clone(), Err("its thread panicked".to_string())))
+                    })
+                    .collect::<Vec<_>>()
+            })
         })
         .collect()
 }

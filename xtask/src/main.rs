@@ -54,11 +54,12 @@ commands:
                of all seven, each built from its package: publish --dry-run
                but the index lookup; no manifest warning, licences and README in
                each; part of `test`)
-  netem [--bytes N]
+  netem [--suite | --bytes N]
                loss and disorder: two VMs with tc netem on their link (5%
                loss, 5% reordering, 1% duplication, 0.1% corruption, all
                four), rverbs stream SEND/WRITE/READ over 8 QPs with every
-               byte checked, and rping over rdma_cm (default 64M a stream)
+               byte checked, UD counted, rping over rdma_cm, perf against
+               perftest (default 64M a stream; --suite: test's 1M)
   api [--bless]
                the public API guard: each library crate's public items and
                signatures (rustdoc JSON, nightly) against the listing in

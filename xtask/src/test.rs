@@ -17,20 +17,21 @@ mod arm64;
 mod netem;
 mod script;
 
-/// Bytes per stream in the suite's loss and disorder runs (see
-/// `netem`; `cargo xtask netem --bytes N` runs any size).
-const NETEM_SUITE_BYTES: &str = "64M";
-
-/// `cargo xtask netem [--bytes N]`: the loss and disorder runs alone.
+/// `cargo xtask netem [--suite | --bytes N]`: the loss and disorder runs
+/// alone: the 64 MiB streams, the suite's size, or any.
 pub fn netem_main(args: &[String]) -> Result<ExitCode> {
-    let bytes = match args {
-        [] => NETEM_SUITE_BYTES.to_string(),
-        [f, n] if f == "--bytes" => n.clone(),
-        _ => return Err("netem: usage: cargo xtask netem [--bytes N]".into()),
+    let scale = match args {
+        [] => netem::FULL,
+        [f] if f == "--suite" => netem::SUITE,
+        [f, n] if f == "--bytes" => netem::Scale {
+            bytes: n.clone().into(),
+            ..netem::FULL
+        },
+        _ => return Err("netem: usage: cargo xtask netem [--suite | --bytes N]".into()),
     };
     crate::host::ensure_host_packages()?;
     let mut tally = Tally::default();
-    netem::checks(&mut tally, &bytes);
+    netem::checks(&mut tally, &base_options(vm::kernels::DEFAULT), &scale);
     for f in &tally.failures {
         println!("xtask: failed: {f}");
     }
@@ -514,6 +515,7 @@ fn testbed_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
         }
         Err(e) => tally.fail("two hosts: rverbs pingpong", &e),
     }
+    netem::checks(tally, &base, &netem::SUITE);
     static_binary(tally, &base);
 }
 

@@ -285,6 +285,45 @@ fn first_bad(buf: &[u8], seed: u64, qp: u32, off: u64) -> Option<u64> {
     })
 }
 
+/// What is wrong in `buf`, which should hold QP `qp`'s pattern from stream
+/// offset `off`, or `None` if nothing is: the first wrong byte, how many
+/// are wrong and in how many runs, and what the first run holds instead —
+/// zeros, another place of some QP's stream (data landed in the wrong
+/// place, or an older message left in a reused slot), or nothing of the
+/// streams. Under loss this tells a retransmission written at the wrong
+/// offset from a message never written at all.
+fn what_is_wrong(buf: &[u8], p: &Plan, qp: u32, off: u64) -> Option<String> {
+    let at = first_bad(buf, p.seed, qp, off)?;
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for (i, c) in buf.chunks_exact(8).enumerate() {
+        if c != word(p.seed, qp, off + 8 * i as u64) {
+            match runs.last_mut() {
+                Some(r) if r.1 == 8 * i => r.1 += 8,
+                _ => runs.push((8 * i, 8 * i + 8)),
+            }
+        }
+    }
+    let wrong: usize = runs.iter().map(|r| r.1 - r.0).sum();
+    // A tail shorter than a word is caught by first_bad alone.
+    let (from, to) = runs.first().copied().unwrap_or((0, 0));
+    let holds = match buf.get(from..from + 8) {
+        None => "a partial word".to_string(),
+        Some(w) if w.iter().all(|&b| b == 0) => "zeros".to_string(),
+        Some(w) => (0..p.qps)
+            .find_map(|q| {
+                (0..p.share() / 8)
+                    .find(|k| word(p.seed, q, 8 * k) == w)
+                    .map(|k| format!("QP {q}'s stream byte {}", 8 * k))
+            })
+            .unwrap_or_else(|| "nothing of the streams".to_string()),
+    };
+    Some(format!(
+        "byte {at} of the stream is wrong: {wrong} of the message's {} bytes, in {} run(s), the first at bytes {from}..{to} of the message, which hold {holds}",
+        buf.len(),
+        runs.len()
+    ))
+}
+
 /// One side's address of a QP: QPN, PSN, GID; and where its memory is.
 #[derive(Clone, Copy, Debug)]
 struct End {
@@ -617,10 +656,8 @@ fn run_client(side: &mut Side, p: &Plan, rem: &[End], t: Timeout) -> Result<u64>
             if p.op == Op::Read {
                 let slot = q * ring + (seq % p.depth as u64) as usize * slot_bytes;
                 side.mr.read(slot, &mut buf)?;
-                if let Some(at) = first_bad(&buf, p.seed, q as u32, seq * p.size as u64) {
-                    return Err(bad(format!(
-                        "READ of QP {q}'s message {seq}: byte {at} of the stream is wrong"
-                    )));
+                if let Some(why) = what_is_wrong(&buf, p, q as u32, seq * p.size as u64) {
+                    return Err(bad(format!("READ of QP {q}'s message {seq}: {why}")));
                 }
             }
             done[q] += 1;
@@ -1056,10 +1093,8 @@ fn serve_sends(side: &mut Side, p: &Plan, t: Timeout, done: &mut Done) -> Result
             }
             side.mr
                 .read(q * ring + slot as usize * p.size as usize, &mut buf)?;
-            if let Some(at) = first_bad(&buf, p.seed, q as u32, seq * p.size as u64) {
-                return Err(bad(format!(
-                    "SEND on QP {q}, message {seq}: byte {at} of the stream is wrong"
-                )));
+            if let Some(why) = what_is_wrong(&buf, p, q as u32, seq * p.size as u64) {
+                return Err(bad(format!("SEND on QP {q}, message {seq}: {why}")));
             }
             got[q] += 1;
             received += 1;
@@ -1087,10 +1122,8 @@ fn check_written(side: &Side, p: &Plan) -> Result<()> {
         for m in 0..p.msgs {
             let off = m * p.size as u64;
             side.mr.read(q as usize * share + off as usize, &mut buf)?;
-            if let Some(at) = first_bad(&buf, p.seed, q, off) {
-                return Err(bad(format!(
-                    "WRITE on QP {q}: byte {at} of the stream is wrong"
-                )));
+            if let Some(why) = what_is_wrong(&buf, p, q, off) {
+                return Err(bad(format!("WRITE on QP {q}: {why}")));
             }
         }
     }
@@ -1120,6 +1153,41 @@ mod tests {
         assert!(first_bad(&a, 7, 1, 4104).is_some());
         a[13] ^= 1;
         assert_eq!(first_bad(&a, 7, 1, 4096), Some(4096 + 13));
+    }
+
+    #[test]
+    fn a_wrong_message_is_described_by_what_it_holds() {
+        let p = Plan {
+            op: Op::Read,
+            qps: 2,
+            msgs: 4,
+            size: 4096,
+            depth: 2,
+            seed: 9,
+        };
+        let mut m = vec![0u8; 4096];
+        fill(&mut m, 9, 1, 8192);
+        assert_eq!(what_is_wrong(&m, &p, 1, 8192), None);
+        // Its second KiB holds QP 0's first (a packet landed in the
+        // wrong place), its last KiB zeros.
+        fill(&mut m[1024..2048], 9, 0, 0);
+        m[3072..].fill(0);
+        let why = what_is_wrong(&m, &p, 1, 8192).unwrap();
+        assert!(why.starts_with("byte 9216 of the stream is wrong: 2048 of the message's 4096 bytes, in 2 run(s), the first at bytes 1024..2048"), "{why}");
+        assert!(why.ends_with("which hold QP 0's stream byte 0"), "{why}");
+        fill(&mut m[..1024], 9, 1, 0);
+        fill(&mut m[1024..], 9, 1, 8192 + 1024);
+        let why = what_is_wrong(&m, &p, 1, 8192).unwrap();
+        assert!(
+            why.ends_with(
+                "the first at bytes 0..1024 of the message, which hold QP 1's stream byte 0"
+            ),
+            "{why}"
+        );
+        m[..8].fill(0x5a);
+        assert!(what_is_wrong(&m, &p, 1, 8192)
+            .unwrap()
+            .ends_with("nothing of the streams"));
     }
 
     #[test]
