@@ -27,6 +27,11 @@ pub(crate) struct ContextInner {
     pub(crate) num_comp_vectors: u32,
     /// The provider's per-device state.
     pub(crate) provider: provider::Ctx,
+    /// The device's extended capability flags, queried once: rxe's
+    /// CREATE_QP consults them for every QP, and a device's capabilities
+    /// do not change under an open context (querying each time made a
+    /// QP's creation one kernel command longer than rdma-core's).
+    pub(crate) cap_flags_ex: std::sync::OnceLock<u64>,
 }
 
 impl std::fmt::Debug for Context {
@@ -83,6 +88,7 @@ impl Context {
                 async_fd: opened.async_fd,
                 device: dev.clone(),
                 num_comp_vectors: opened.num_comp_vectors,
+                cap_flags_ex: std::sync::OnceLock::new(),
                 provider,
             }),
         })

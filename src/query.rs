@@ -361,6 +361,11 @@ impl DeviceInfo for Context {
     }
 
     fn device_cap_flags_ex(&self) -> Result<u64> {
-        Ok(self.query_device_ex()?.device_cap_flags_ex)
+        if let Some(&flags) = self.inner.cap_flags_ex.get() {
+            return Ok(flags);
+        }
+        let flags = self.query_device_ex()?.device_cap_flags_ex;
+        // Two threads may both query; they get the same answer.
+        Ok(*self.inner.cap_flags_ex.get_or_init(|| flags))
     }
 }

@@ -54,6 +54,11 @@ commands:
                of all seven, each built from its package: publish --dry-run
                but the index lookup; no manifest warning, licences and README in
                each; part of `test`)
+  two-hosts [--kernel K]
+               the two-host interop checks alone, in one boot of two VMs:
+               rdma-core's and our pingpong (RC, UD), rping, cmatose,
+               cm-server/cm-client, perf write-bw, each against the other
+               in both roles (part of `test`)
   netem [--suite | --bytes N]
                loss and disorder: two VMs with tc netem on their link (5%
                loss, 5% reordering, 1% duplication, 0.1% corruption, all
@@ -97,6 +102,7 @@ fn main() -> ExitCode {
         }),
         Some("api") => api::main(&args[1..]),
         Some("netem") => test::netem_main(&args[1..]),
+        Some("two-hosts") => test::two_hosts_main(&args[1..]),
         Some("barriers") => barriers::check().map(|()| {
             println!(
                 "xtask: barriers: every probe is the expected instructions on aarch64 and x86_64"

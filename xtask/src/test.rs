@@ -16,6 +16,7 @@
 mod arm64;
 mod netem;
 mod script;
+mod two_hosts;
 
 /// `cargo xtask netem [--suite | --bytes N]`: the loss and disorder runs
 /// alone: the issue's 64 MiB streams, the suite's size, or any.
@@ -32,6 +33,26 @@ pub fn netem_main(args: &[String]) -> Result<ExitCode> {
     crate::host::ensure_host_packages()?;
     let mut tally = Tally::default();
     netem::checks(&mut tally, &base_options(vm::kernels::DEFAULT), &scale);
+    summary(&tally)
+}
+
+/// `cargo xtask two-hosts [--kernel K]`: the two-host interop checks
+/// alone (all of them, as the default kernel runs them).
+pub fn two_hosts_main(args: &[String]) -> Result<ExitCode> {
+    let kernel = match args {
+        [] => vm::kernels::DEFAULT,
+        [f, k] if f == "--kernel" => vm::Kernel::by_name(k)?,
+        _ => return Err("two-hosts: usage: cargo xtask two-hosts [--kernel K]".into()),
+    };
+    crate::host::ensure_host_packages()?;
+    let mut tally = Tally::default();
+    two_hosts::checks(&mut tally, &base_options(kernel), &build_rverbs()?, true);
+    summary(&tally)
+}
+
+/// Prints the failures and the count line; succeeds only if something
+/// passed and nothing failed.
+fn summary(tally: &Tally) -> Result<ExitCode> {
     for f in &tally.failures {
         println!("xtask: failed: {f}");
     }
@@ -472,7 +493,7 @@ fn interop_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
     println!("xtask: == two-host interop checks on {kernel}");
     let base = base_options(kernel);
     match build_rverbs() {
-        Ok(bin) => two_host_pingpong(tally, &base, &bin),
+        Ok(bin) => two_hosts::checks(tally, &base, &bin, false),
         Err(e) => tally.fail("two hosts: rverbs pingpong", &e),
     }
 }
@@ -491,28 +512,9 @@ fn testbed_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
         Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
         Err(e) => tally.fail(what, &e),
     }
-    // Two hosts over a socket netdev: rdma-core's ibv_rc_pingpong between
-    // them, the server on host 2 and the client on host 1.
-    let what = "two hosts: ibv_rc_pingpong 10.77.0.1 <-> 10.77.0.2";
-    let client = "for i in $(seq 50); do ibv_rc_pingpong -d rxe0 -g 1 -n 20 $RVERBS_PEER_ADDR && exit 0; sleep 0.3; done; exit 1";
-    match vm::run(&vm::Options {
-        two_hosts: true,
-        cmd: vec!["sh".into(), "-c".into(), client.into()],
-        peer_cmd: Some("ibv_rc_pingpong -d rxe0 -g 1 -n 20".into()),
-        ..base.clone()
-    }) {
-        Ok(o) if o.success() && o.lines[0].iter().any(|l| l.contains("20 iters in")) => {
-            tally.pass(what)
-        }
-        Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
-        Err(e) => tally.fail(what, &e),
-    }
+    // Two hosts over a socket netdev, every check in one boot.
     match build_rverbs() {
-        Ok(bin) => {
-            two_host_pingpong(tally, &base, &bin);
-            two_host_cm(tally, &base, &bin);
-            two_host_perf(tally, &base, &bin);
-        }
+        Ok(bin) => two_hosts::checks(tally, &base, &bin, true),
         Err(e) => tally.fail("two hosts: rverbs pingpong", &e),
     }
     netem::checks(tally, &base, &netem::SUITE);
@@ -621,206 +623,6 @@ fn static_binary(tally: &mut Tally, base: &vm::Options) {
                 && o.lines[0]
                     .iter()
                     .any(|l| l.starts_with("link rxe0/1 state ACTIVE")) =>
-        {
-            tally.pass(what)
-        }
-        Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
-        Err(e) => tally.fail(what, &e),
-    }
-}
-
-/// Two hosts, our tool against rdma-core's in both roles.
-fn two_host_pingpong(tally: &mut Tally, base: &vm::Options, bin: &str) {
-    let retry = |client: &str| {
-        format!(
-            "for i in $(seq 50); do {client} $RVERBS_PEER_ADDR && exit 0; sleep 0.3; done; exit 1"
-        )
-    };
-    let ours = format!("{bin} pingpong -d rxe0 -g 1 -n 20");
-    let theirs = "ibv_rc_pingpong -d rxe0 -g 1 -n 20".to_string();
-    let ours_ud = format!("{bin} pingpong --ud -c -d rxe0 -g 1 -n 20");
-    let theirs_ud = "ibv_ud_pingpong -c -d rxe0 -g 1 -n 20".to_string();
-    for (what, server, client) in [
-        (
-            "two hosts: rverbs pingpong client -> ibv_rc_pingpong server",
-            &theirs,
-            &ours,
-        ),
-        (
-            "two hosts: ibv_rc_pingpong client -> rverbs pingpong server",
-            &ours,
-            &theirs,
-        ),
-        (
-            "two hosts: rverbs pingpong --ud client -> ibv_ud_pingpong server",
-            &theirs_ud,
-            &ours_ud,
-        ),
-        (
-            "two hosts: ibv_ud_pingpong client -> rverbs pingpong --ud server",
-            &ours_ud,
-            &theirs_ud,
-        ),
-    ] {
-        match vm::run(&vm::Options {
-            two_hosts: true,
-            cmd: vec!["sh".into(), "-c".into(), retry(client)],
-            peer_cmd: Some(server.clone()),
-            ..base.clone()
-        }) {
-            Ok(o) if o.success() && o.lines[0].iter().any(|l| l.contains("20 iters in")) => {
-                tally.pass(what)
-            }
-            Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
-            Err(e) => tally.fail(what, &e),
-        }
-    }
-}
-
-/// Two hosts, `rverbs perf write-bw` against perftest's `ib_write_bw` in
-/// both roles (perftest's exchange; -F: perftest's clock check is too
-/// strict under an emulated CPU). Each host prints the client's figures.
-fn two_host_perf(tally: &mut Tally, base: &vm::Options, bin: &str) {
-    let retry = |client: &str| {
-        format!(
-            "for i in $(seq 50); do {client} $RVERBS_PEER_ADDR && exit 0; sleep 0.3; done; exit 1"
-        )
-    };
-    let ours = format!("{bin} perf write-bw -d rxe0 -x 1 -F -n 200");
-    let theirs = "ib_write_bw -d rxe0 -x 1 -F -n 200".to_string();
-    for (what, server, client) in [
-        (
-            "two hosts: rverbs perf write-bw client -> ib_write_bw server",
-            &theirs,
-            &ours,
-        ),
-        (
-            "two hosts: ib_write_bw client -> rverbs perf write-bw server",
-            &ours,
-            &theirs,
-        ),
-    ] {
-        match vm::run(&vm::Options {
-            two_hosts: true,
-            cmd: vec!["sh".into(), "-c".into(), retry(client)],
-            peer_cmd: Some(server.clone()),
-            ..base.clone()
-        }) {
-            Ok(o) if o.success() && o.lines[0].iter().any(|l| l.contains(" 65536      200 ")) => {
-                tally.pass(what)
-            }
-            Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
-            Err(e) => tally.fail(what, &e),
-        }
-    }
-}
-
-/// Two hosts over rdma_cm: rping in both roles against rdma-core's, and the
-/// classic cm-server / cm-client pair.
-fn two_host_cm(tally: &mut Tally, base: &vm::Options, bin: &str) {
-    let retry = |client: &str| {
-        format!("for i in $(seq 50); do {client} && exit 0; sleep 0.3; done; exit 1")
-    };
-    let ours = format!("{bin} rping");
-    for (what, server, client) in [
-        (
-            "two hosts: rverbs rping client -> rdma-core rping server",
-            "rping",
-            ours.as_str(),
-        ),
-        (
-            "two hosts: rdma-core rping client -> rverbs rping server",
-            ours.as_str(),
-            "rping",
-        ),
-    ] {
-        let client = format!("{client} -c -a $RVERBS_PEER_ADDR -p 7500 -C 20 -V -v");
-        match vm::run(&vm::Options {
-            two_hosts: true,
-            capture: true,
-            cmd: vec!["sh".into(), "-c".into(), retry(&client)],
-            peer_cmd: Some(format!("{server} -s -p 7500 -v")),
-            ..base.clone()
-        }) {
-            Ok(o) if o.success() => {
-                let pings = o.lines[0]
-                    .iter()
-                    .filter(|l| l.contains("ping data: rdma-ping-"))
-                    .count();
-                let served = o.lines[1]
-                    .iter()
-                    .filter(|l| l.contains("server ping data: rdma-ping-"))
-                    .count();
-                if pings == 20 && served == 20 {
-                    tally.pass(what)
-                } else {
-                    tally.fail(what, &format!("{pings} pings, {served} served"))
-                }
-            }
-            Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
-            Err(e) => tally.fail(what, &e),
-        }
-    }
-    // cmatose, 10 messages each way, both roles. One connection: with
-    // more, a client started between the server's bind and listen could
-    // have some rejected and others accepted, and its retry would find
-    // the server's count spent (the VM tests wait for the listener and
-    // use four).
-    let ours = format!("{bin} cmatose");
-    for (what, server, client) in [
-        (
-            "two hosts: rverbs cmatose client -> ucmatose server",
-            "ucmatose",
-            ours.as_str(),
-        ),
-        (
-            "two hosts: ucmatose client -> rverbs cmatose server",
-            ours.as_str(),
-            "ucmatose",
-        ),
-    ] {
-        let client = format!("{client} -s $RVERBS_PEER_ADDR -p 7502 -c 1 -C 10");
-        match vm::run(&vm::Options {
-            two_hosts: true,
-            capture: true,
-            cmd: vec!["sh".into(), "-c".into(), retry(&client)],
-            peer_cmd: Some(format!("{server} -p 7502 -c 1 -C 10")),
-            ..base.clone()
-        }) {
-            Ok(o)
-                if o.success()
-                    && o.lines.iter().all(|l| {
-                        l.iter().any(|l| l.trim_end() == "data transfers complete")
-                            && l.iter().any(|l| l.trim_end() == "return status 0")
-                    }) =>
-            {
-                tally.pass(what)
-            }
-            Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
-            Err(e) => tally.fail(what, &e),
-        }
-    }
-    // The server prints its kernel-chosen port on its own console; give it
-    // a known one so the client on the other host can find it.
-    let what = "two hosts: rverbs cm-client -> rverbs cm-server";
-    let server = format!(
-        "{bin} cm-server -p 7501 > /tmp/s.out 2>&1 & P=$!; \
-         for i in $(seq 300); do grep -q 'peer disconnected.' /tmp/s.out && break; sleep 0.2; done; \
-         kill $P; cat /tmp/s.out; grep -q 'received message: message from active/client side' /tmp/s.out"
-    );
-    let client = retry(&format!("{bin} cm-client $RVERBS_PEER_ADDR 7501"));
-    match vm::run(&vm::Options {
-        two_hosts: true,
-        capture: true,
-        cmd: vec!["sh".into(), "-c".into(), client],
-        peer_cmd: Some(server),
-        ..base.clone()
-    }) {
-        Ok(o)
-            if o.success()
-                && o.lines[0]
-                    .iter()
-                    .any(|l| l.contains("received message: message from passive/server side")) =>
         {
             tally.pass(what)
         }

@@ -7,20 +7,10 @@
 //! ~10 s, a mixed pair ~20 s): each check's commands are framed by marker
 //! lines and judged on their own, so one failure names its check.
 
-use super::script::{last, retry, section};
+use super::script::{client_says, judge, last, retry, scripts, section, Pair};
 use super::{base_options, static_binary, Tally};
 use crate::vm;
 use std::time::Duration;
-
-/// One check of a combined boot: a server and a client, judged by both
-/// exit statuses and by a line the client's output must hold.
-struct Pair {
-    what: String,
-    server: String,
-    client: String,
-    /// A substring of a line of the client's output.
-    expect: &'static str,
-}
 
 /// Creates rxe0 on the bare VM's netdev and waits for its IPv4 GID (the
 /// bare init leaves the link to the run: its own checks create it).
@@ -59,25 +49,25 @@ fn one_vm(tally: &mut Tally, base: &vm::Options, bin: &std::path::Path) {
             what: "arm64: rverbs pingpong client -> ibv_rc_pingpong server".into(),
             server: pp_theirs.into(),
             client: format!("{pp_ours} 10.77.0.1"),
-            expect: "100 iters in",
+            judge: client_says("100 iters in"),
         },
         Pair {
             what: "arm64: ibv_rc_pingpong client -> rverbs pingpong server".into(),
             server: pp_ours.into(),
             client: format!("{pp_theirs} 10.77.0.1"),
-            expect: "100 iters in",
+            judge: client_says("100 iters in"),
         },
         Pair {
             what: "arm64: rverbs rping client -> rdma-core rping server".into(),
             server: "rping -s -p 7500 -C 20 -v".into(),
             client: format!("rverbs rping {rping_client}"),
-            expect: "ping data: rdma-ping-19",
+            judge: client_says("ping data: rdma-ping-19"),
         },
         Pair {
             what: "arm64: rdma-core rping client -> rverbs rping server".into(),
             server: "rverbs rping -s -p 7500 -C 20 -v".into(),
             client: format!("rping {rping_client}"),
-            expect: "ping data: rdma-ping-19",
+            judge: client_says("ping data: rdma-ping-19"),
         },
     ];
     let mut script = String::from(RXE_UP);
@@ -123,8 +113,7 @@ fn one_vm(tally: &mut Tally, base: &vm::Options, bin: &std::path::Path) {
     }
     for (i, p) in pairs.iter().enumerate() {
         let s = segment(&i.to_string());
-        let ok =
-            s.iter().any(|l| *l == format!("RC {i} 0 0")) && s.iter().any(|l| l.contains(p.expect));
+        let ok = s.iter().any(|l| *l == format!("RC {i} 0 0")) && (p.judge)(&s, &s);
         if ok {
             tally.pass(&p.what)
         } else {
@@ -146,20 +135,20 @@ fn mixed(tally: &mut Tally, arm: &std::path::Path, x86: &str) {
             what: "arm64 <-> x86_64: x86_64 rverbs pingpong client -> arm64 rverbs server".into(),
             server: format!("rverbs {pp}"),
             client: format!("{x86} {pp} $RVERBS_PEER_ADDR"),
-            expect: "50 iters in",
+            judge: client_says("50 iters in"),
         },
         Pair {
             what: "arm64 <-> x86_64: x86_64 ibv_rc_pingpong client -> arm64 rverbs server".into(),
             server: format!("rverbs {pp}"),
             client: format!("ibv_rc_{pp} $RVERBS_PEER_ADDR"),
-            expect: "50 iters in",
+            judge: client_says("50 iters in"),
         },
         Pair {
             what: "arm64 <-> x86_64: x86_64 rverbs perf write-bw client -> arm64 rverbs server"
                 .into(),
             server: format!("rverbs {bw}"),
             client: format!("{x86} {bw} $RVERBS_PEER_ADDR"),
-            expect: " 65536      200 ",
+            judge: client_says(" 65536      200 "),
         },
     ];
     // And the other way: the arm64 VM's clients, the x86_64 VM serving.
@@ -169,35 +158,24 @@ fn mixed(tally: &mut Tally, arm: &std::path::Path, x86: &str) {
             what: "arm64 <-> x86_64: arm64 rverbs pingpong client -> x86_64 rverbs server".into(),
             server: format!("{x86} {pp}"),
             client: format!("rverbs {pp} $RVERBS_PEER_ADDR"),
-            expect: "50 iters in",
+            judge: client_says("50 iters in"),
         },
         Pair {
             what: "arm64 <-> x86_64: arm64 ibv_rc_pingpong client -> x86_64 rverbs server".into(),
             server: format!("{x86} {pp}"),
             client: format!("ibv_rc_{pp} $RVERBS_PEER_ADDR"),
-            expect: "50 iters in",
+            judge: client_says("50 iters in"),
         },
         Pair {
             what: "arm64 <-> x86_64: arm64 rverbs perf write-bw client -> x86_64 rverbs server"
                 .into(),
             server: format!("{x86} {bw}"),
             client: format!("rverbs {bw} $RVERBS_PEER_ADDR"),
-            expect: " 65536      200 ",
+            judge: client_says(" 65536      200 "),
         },
     ];
     for (pairs, arm_is_server) in [(&arm_serves, true), (&x86_serves, false)] {
-        let mut servers = String::new();
-        let mut clients = String::new();
-        for (i, p) in pairs.iter().enumerate() {
-            servers.push_str(&format!(
-                "echo BEGIN {i}\ntimeout 120 {}; echo \"RC {i} $?\"\n",
-                p.server
-            ));
-            clients.push_str(&format!(
-                "echo BEGIN {i}\n{}; echo \"RC {i} $?\"\n",
-                retry(&p.client)
-            ));
-        }
+        let (servers, clients) = scripts(pairs);
         // The arm64 host makes its rxe link itself; the x86_64 host's init
         // has made its own.
         let (host1, host2) = if arm_is_server {
@@ -229,18 +207,6 @@ fn mixed(tally: &mut Tally, arm: &std::path::Path, x86: &str) {
         } else {
             (&o.lines[1], &o.lines[0])
         };
-        for (i, p) in pairs.iter().enumerate() {
-            let c = section(client_lines, &i.to_string());
-            let s = section(server_lines, &i.to_string());
-            let rc = format!("RC {i} 0");
-            if c.contains(&rc) && s.contains(&rc) && c.iter().any(|l| l.contains(p.expect)) {
-                tally.pass(&p.what)
-            } else {
-                tally.fail(
-                    &p.what,
-                    &format!("client: {}; server: {}", last(&c), last(&s)),
-                )
-            }
-        }
+        judge(tally, pairs, client_lines, server_lines);
     }
 }

@@ -1,6 +1,64 @@
 //! The shell scripts of the multi-check boots: each check's commands are
 //! framed by `BEGIN tag` lines, and a client retries until its server
-//! listens.
+//! listens. A boot costs 10–20 s under TCG, so checks share one where
+//! they can; each is still judged, and named, on its own.
+
+use super::Tally;
+
+/// A check's verdict on its sections (the client's lines, the server's),
+/// asked only when both exited 0.
+pub(super) type Judge = Box<dyn Fn(&[String], &[String]) -> bool>;
+
+/// One check of a two-host boot: a server on one host, a client on the
+/// other, and what their output must show.
+pub(super) struct Pair {
+    pub what: String,
+    pub server: String,
+    pub client: String,
+    pub judge: Judge,
+}
+
+/// A judge: some line of the client's output holds `text`.
+pub(super) fn client_says(text: &'static str) -> Judge {
+    Box::new(move |c, _| c.iter().any(|l| l.contains(text)))
+}
+
+/// The two hosts' scripts for `pairs`, each pair in section `i` of both:
+/// (the servers' script, the clients'). A server gets 120 s; a client
+/// retries until its server listens. Every pair needs a port of its own:
+/// a client retried after its server left must not reach the next one.
+pub(super) fn scripts(pairs: &[Pair]) -> (String, String) {
+    let (mut servers, mut clients) = (String::new(), String::new());
+    for (i, p) in pairs.iter().enumerate() {
+        servers.push_str(&format!(
+            "echo BEGIN {i}\ntimeout 120 {}; echo \"RC {i} $?\"\n",
+            p.server
+        ));
+        clients.push_str(&format!(
+            "echo BEGIN {i}\n{}; echo \"RC {i} $?\"\n",
+            retry(&p.client)
+        ));
+    }
+    (servers, clients)
+}
+
+/// Counts each of `pairs` passed or failed from the output lines of the
+/// host that ran the clients and of the one that ran the servers.
+pub(super) fn judge(tally: &mut Tally, pairs: &[Pair], clients: &[String], servers: &[String]) {
+    for (i, p) in pairs.iter().enumerate() {
+        let c = section(clients, &i.to_string());
+        let s = section(servers, &i.to_string());
+        let rc = format!("RC {i} 0");
+        if c.contains(&rc) && s.contains(&rc) && (p.judge)(&c, &s) {
+            tally.pass(&p.what)
+        } else {
+            tally.fail(
+                &p.what,
+                &format!("client: {}; server: {}", last(&c), last(&s)),
+            )
+        }
+    }
+}
 
 /// How a client waits for its server: it retries while the server starts
 /// (or while rxe's link on the other host comes up).
