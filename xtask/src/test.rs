@@ -16,6 +16,7 @@
 mod arm64;
 mod netem;
 mod script;
+mod soak;
 mod two_hosts;
 
 /// `cargo xtask netem [--suite | --bytes N]`: the loss and disorder runs
@@ -47,6 +48,31 @@ pub fn two_hosts_main(args: &[String]) -> Result<ExitCode> {
     crate::host::ensure_host_packages()?;
     let mut tally = Tally::default();
     two_hosts::checks(&mut tally, &base_options(kernel), &build_rverbs()?, true);
+    summary(&tally)
+}
+
+/// How long `cargo xtask test` soaks.
+const SOAK_SUITE_SECS: u64 = 120;
+
+/// `cargo xtask soak [--minutes N]`: the soak alone (30 minutes unless
+/// told).
+pub fn soak_main(args: &[String]) -> Result<ExitCode> {
+    let minutes: u64 = match args {
+        [] => 30,
+        [f, n] if f == "--minutes" => n
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| format!("soak: --minutes {n}: a positive number of minutes"))?,
+        _ => return Err("soak: usage: cargo xtask soak [--minutes N]".into()),
+    };
+    crate::host::ensure_host_packages()?;
+    let mut tally = Tally::default();
+    soak::checks(
+        &mut tally,
+        &base_options(vm::kernels::DEFAULT),
+        minutes * 60,
+    );
     summary(&tally)
 }
 
@@ -518,6 +544,7 @@ fn testbed_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
         Err(e) => tally.fail("two hosts: rverbs pingpong", &e),
     }
     netem::checks(tally, &base, &netem::SUITE);
+    soak::checks(tally, &base, SOAK_SUITE_SECS);
     static_binary(tally, &base);
 }
 

@@ -56,7 +56,7 @@ const GRH_LEN: usize = 40;
 /// Receives a `ud` server keeps posted per QP.
 const UD_RECVS: u32 = 256;
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct StreamArgs {
     /// Listen on / connect to this TCP port.
     #[arg(short = 'p', long, default_value_t = 18600)]
@@ -104,6 +104,14 @@ pub struct StreamArgs {
     /// duplicates frames duplicates datagrams).
     #[arg(long)]
     allow_dups: bool,
+    /// Soak: run again and again for this many seconds (the client
+    /// cycles SEND, WRITE, READ and UD, a new seed each run; the server
+    /// takes each client in turn). A run that cannot finish (the peer
+    /// gone or restarting, the link down) is counted and the next one
+    /// begins; a wrong byte, datagram or completion ends it at once, as
+    /// does a process whose fds or memory grew across the runs.
+    #[arg(long = "for", value_name = "SECS")]
+    soak: Option<u64>,
     /// The server to connect to (none: be the server).
     server: Option<String>,
 }
@@ -125,6 +133,23 @@ fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
 
 fn bad(what: impl Into<String>) -> Error {
     Error::InvalidArgument { what: what.into() }
+}
+
+/// How every error that says a byte, a datagram or a completion was
+/// wrong begins: the one failure `--for` never rides out.
+const BROKEN: &str = "delivery broken: ";
+
+/// A failed check of what arrived (wrong bytes, a completion out of
+/// place, twice or extra, a datagram corrupt or twice), as opposed to a
+/// run that could not finish (a peer gone, a link down, a timeout).
+fn broken(what: impl Into<String>) -> Error {
+    Error::InvalidArgument {
+        what: format!("{BROKEN}{}", what.into()),
+    }
+}
+
+fn is_broken(e: &Error) -> bool {
+    matches!(e, Error::InvalidArgument { what } if what.starts_with(BROKEN))
 }
 
 fn io(what: &str) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -499,10 +524,104 @@ pub fn stream(a: &StreamArgs) -> Result<ExitCode> {
         }
         None => [0; 16],
     };
-    match &a.server {
-        Some(host) => client(a, &ctx, gid, host),
-        None => server(a, &ctx, gid),
+    match (&a.server, a.soak) {
+        (_, Some(secs)) => soak(a, &ctx, gid, std::time::Duration::from_secs(secs)),
+        (Some(host), None) => client(a, &ctx, gid, host),
+        (None, None) => {
+            let s = accept(a, None)?.expect("an accept without a deadline answers");
+            serve(a, &ctx, gid, s)
+        }
     }
+}
+
+/// Open fds of this process, and its resident set in KiB.
+fn fds_and_rss() -> Result<(usize, u64)> {
+    let fds = std::fs::read_dir("/proc/self/fd")
+        .map_err(io("reading /proc/self/fd"))?
+        .count();
+    let status =
+        std::fs::read_to_string("/proc/self/status").map_err(io("reading /proc/self/status"))?;
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| bad("/proc/self/status has no VmRSS"))?;
+    Ok((fds, rss))
+}
+
+/// How much a soaking process's resident memory may grow past what it
+/// had after its first finished run (the allocator keeps some).
+const SOAK_RSS_SLACK_KIB: u64 = 4096;
+
+/// `--for SECS`: see [`StreamArgs::soak`]. The baseline of fds and
+/// memory is taken after the first run that finished.
+fn soak(
+    a: &StreamArgs,
+    ctx: &Context,
+    gid: [u8; 16],
+    secs: std::time::Duration,
+) -> Result<ExitCode> {
+    const OPS: [Op; 4] = [Op::Send, Op::Write, Op::Read, Op::Ud];
+    let end = Instant::now() + secs;
+    let (mut runs, mut finished, mut cut) = (0u64, 0u64, 0u64);
+    let mut base = None;
+    while Instant::now() < end {
+        let r = match &a.server {
+            Some(host) => {
+                let mut b = a.clone();
+                b.op = OPS[runs as usize % OPS.len()];
+                b.seed = None;
+                if b.op == Op::Ud {
+                    // A datagram is at most the path MTU: 1 KiB on rxe
+                    // over a 1500-byte link.
+                    b.size = b.size.min(1024);
+                }
+                runs += 1;
+                client(&b, ctx, gid, host)
+            }
+            None => match accept(a, Some(end))? {
+                Some(s) => {
+                    runs += 1;
+                    serve(a, ctx, gid, s)
+                }
+                None => break,
+            },
+        };
+        match r {
+            Ok(_) => {
+                finished += 1;
+                if base.is_none() {
+                    base = Some(fds_and_rss()?);
+                }
+            }
+            Err(e) if is_broken(&e) => return Err(e),
+            Err(e) => {
+                cut += 1;
+                println!("stream --for: run {runs} did not finish: {e}");
+                if a.server.is_some() {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+            }
+        }
+    }
+    let (fds, rss) = fds_and_rss()?;
+    let Some((fds0, rss0)) = base else {
+        return Err(bad(format!(
+            "--for {}: no run finished ({cut} did not)",
+            secs.as_secs()
+        )));
+    };
+    println!(
+        "stream --for {}: {runs} runs, {finished} finished and checked, {cut} did not finish; fds {fds0} -> {fds}, RSS {rss0} -> {rss} KiB",
+        secs.as_secs()
+    );
+    if fds != fds0 || rss > rss0 + SOAK_RSS_SLACK_KIB {
+        return Err(bad(format!(
+            "--for {}: the process grew across its runs: fds {fds0} -> {fds}, RSS {rss0} -> {rss} KiB (at most +{SOAK_RSS_SLACK_KIB} KiB allowed)",
+            secs.as_secs()
+        )));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The memory each side needs and the rights the peer needs on it.
@@ -573,7 +692,11 @@ fn client(a: &StreamArgs, ctx: &Context, gid: [u8; 16], host: &str) -> Result<Ex
     let secs = start.elapsed().as_secs_f64();
     let bytes = p.share() * p.qps as u64;
     if verdict.trim() != format!("ok {bytes}") {
-        return Err(bad(format!("the server found: {}", verdict.trim())));
+        let found = verdict.trim().trim_start_matches("bad ");
+        return Err(broken(format!(
+            "the server found: {}",
+            found.trim_start_matches(BROKEN)
+        )));
     }
     report(&p, bytes, wrs, secs);
     Ok(ExitCode::SUCCESS)
@@ -647,7 +770,7 @@ fn run_client(side: &mut Side, p: &Plan, rem: &[End], t: Timeout) -> Result<u64>
                 return Err(failed_completion(format!("QP {q}'s message {seq}"), w));
             }
             if q >= n || seq != done[q] {
-                return Err(bad(format!(
+                return Err(broken(format!(
                     "completion wr_id {:#x} out of place: QP {q} expected message {}",
                     w.wr_id,
                     done.get(q).copied().unwrap_or(0)
@@ -657,7 +780,7 @@ fn run_client(side: &mut Side, p: &Plan, rem: &[End], t: Timeout) -> Result<u64>
                 let slot = q * ring + (seq % p.depth as u64) as usize * slot_bytes;
                 side.mr.read(slot, &mut buf)?;
                 if let Some(why) = what_is_wrong(&buf, p, q as u32, seq * p.size as u64) {
-                    return Err(bad(format!("READ of QP {q}'s message {seq}: {why}")));
+                    return Err(broken(format!("READ of QP {q}'s message {seq}: {why}")));
                 }
             }
             done[q] += 1;
@@ -668,7 +791,7 @@ fn run_client(side: &mut Side, p: &Plan, rem: &[End], t: Timeout) -> Result<u64>
     std::thread::sleep(std::time::Duration::from_millis(100));
     let extra = side.cq.poll(&mut wcs);
     if extra != 0 {
-        return Err(bad(format!(
+        return Err(broken(format!(
             "{extra} completions after the last: {:?}",
             &wcs[..extra]
         )));
@@ -740,7 +863,7 @@ fn run_client_ud(
                 return Err(failed_completion(format!("QP {q}'s datagram {seq}"), w));
             }
             if q >= n || seq != done[q] {
-                return Err(bad(format!(
+                return Err(broken(format!(
                     "send completion wr_id {:#x} out of place",
                     w.wr_id
                 )));
@@ -777,13 +900,13 @@ fn ud_verdict(p: &Plan, a: &StreamArgs, sent: u64, verdict: &str, secs: f64) -> 
     // server counted against that plan: intact ones once each, the rest
     // lost.
     if sent != p.msgs * p.qps as u64 || seen != sent || ok + lost != sent {
-        return Err(bad(format!("the counts do not add up: the plan {}, sent {sent}, the server counted {seen}: {ok} intact + {lost} lost", p.msgs * p.qps as u64)));
+        return Err(broken(format!("the counts do not add up: the plan {}, sent {sent}, the server counted {seen}: {ok} intact + {lost} lost", p.msgs * p.qps as u64)));
     }
     if corrupt > 0 {
-        return Err(bad(format!("{corrupt} datagrams arrived corrupt")));
+        return Err(broken(format!("{corrupt} datagrams arrived corrupt")));
     }
     if dups > 0 && !a.allow_dups {
-        return Err(bad(format!(
+        return Err(broken(format!(
             "{dups} datagrams arrived twice (--allow-dups on a link that duplicates)"
         )));
     }
@@ -880,7 +1003,7 @@ fn serve_ud(side: &mut Side, p: &Plan, t: Timeout, line: Line) -> Result<ExitCod
             let q = (wc.wr_id >> 40) as usize;
             let slot = wc.wr_id & ((1 << 40) - 1);
             if q >= n || slot >= UD_RECVS as u64 {
-                return Err(bad(format!(
+                return Err(broken(format!(
                     "a receive completion with wr_id {:#x}, never posted",
                     wc.wr_id
                 )));
@@ -929,7 +1052,7 @@ fn serve_ud(side: &mut Side, p: &Plan, t: Timeout, line: Line) -> Result<ExitCod
     }
     let (total, _) = sent.expect("the loop ends only after done");
     if total != p.msgs * n as u64 {
-        return Err(bad(format!(
+        return Err(broken(format!(
             "the client says it sent {total} datagrams, not its plan's {}",
             p.msgs * n as u64
         )));
@@ -944,14 +1067,38 @@ fn serve_ud(side: &mut Side, p: &Plan, t: Timeout, line: Line) -> Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
-fn server(a: &StreamArgs, ctx: &Context, gid: [u8; 16]) -> Result<ExitCode> {
-    let t = a.timeout;
+/// Waits for a client, until `until` if given (`None` then). One client:
+/// the listener is closed once it came, so later connections are
+/// refused, not queued for a server that will never read them (a
+/// script's next client waits for the next server instead).
+fn accept(a: &StreamArgs, until: Option<Instant>) -> Result<Option<TcpStream>> {
     let listener = TcpListener::bind(("0.0.0.0", a.port)).map_err(io("listening"))?;
-    let (s, _) = listener.accept().map_err(io("accepting the client"))?;
-    // One client: later connections are refused, not queued for a server
-    // that will never read them (a script's next client waits for the
-    // next server instead).
-    drop(listener);
+    let Some(until) = until else {
+        let (s, _) = listener.accept().map_err(io("accepting the client"))?;
+        return Ok(Some(s));
+    };
+    listener
+        .set_nonblocking(true)
+        .map_err(io("listening without blocking"))?;
+    while Instant::now() < until {
+        match listener.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false)
+                    .map_err(io("the client's connection"))?;
+                return Ok(Some(s));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            Err(e) => return Err(io("accepting the client")(e)),
+        }
+    }
+    Ok(None)
+}
+
+/// Serves the client on `s`: one run.
+fn serve(a: &StreamArgs, ctx: &Context, gid: [u8; 16], s: TcpStream) -> Result<ExitCode> {
+    let t = a.timeout;
     t.bound(&s)?;
     let mut line = Line::new(s)?;
     let p = Plan::parse(&line.read(t, "the client's plan")?)?;
@@ -1013,7 +1160,7 @@ fn server(a: &StreamArgs, ctx: &Context, gid: [u8; 16]) -> Result<ExitCode> {
     let bytes = p.share() * p.qps as u64;
     let verdict = match p.op {
         Op::Write => check_written(&side, &p),
-        Op::Send if checked != bytes => Err(bad(format!("{checked} of {bytes} bytes received"))),
+        Op::Send if checked != bytes => Err(broken(format!("{checked} of {bytes} bytes received"))),
         _ => Ok(()),
     };
     match verdict {
@@ -1071,7 +1218,7 @@ fn serve_sends(side: &mut Side, p: &Plan, t: Timeout, done: &mut Done) -> Result
                 return Err(failed_completion(format!("QP {q}'s receive"), w));
             }
             if q >= n || slot >= p.depth as u64 {
-                return Err(bad(format!(
+                return Err(broken(format!(
                     "a receive completion with wr_id {:#x}, never posted",
                     w.wr_id
                 )));
@@ -1080,13 +1227,13 @@ fn serve_sends(side: &mut Side, p: &Plan, t: Timeout, done: &mut Done) -> Result
             // Receives complete in posting order: message seq fills slot
             // seq % depth.
             if slot != seq % p.depth as u64 {
-                return Err(bad(format!(
+                return Err(broken(format!(
                     "QP {q}: message {seq} completed in slot {slot}, not {}",
                     seq % p.depth as u64
                 )));
             }
             if w.byte_len != p.size {
-                return Err(bad(format!(
+                return Err(broken(format!(
                     "QP {q}: message {seq} is {} bytes, not {}",
                     w.byte_len, p.size
                 )));
@@ -1094,7 +1241,7 @@ fn serve_sends(side: &mut Side, p: &Plan, t: Timeout, done: &mut Done) -> Result
             side.mr
                 .read(q * ring + slot as usize * p.size as usize, &mut buf)?;
             if let Some(why) = what_is_wrong(&buf, p, q as u32, seq * p.size as u64) {
-                return Err(bad(format!("SEND on QP {q}, message {seq}: {why}")));
+                return Err(broken(format!("SEND on QP {q}, message {seq}: {why}")));
             }
             got[q] += 1;
             received += 1;
@@ -1106,7 +1253,7 @@ fn serve_sends(side: &mut Side, p: &Plan, t: Timeout, done: &mut Done) -> Result
     }
     let extra = side.cq.poll(&mut wcs);
     if extra != 0 {
-        return Err(bad(format!(
+        return Err(broken(format!(
             "{extra} receives after the last: {:?}",
             &wcs[..extra]
         )));
@@ -1123,7 +1270,7 @@ fn check_written(side: &Side, p: &Plan) -> Result<()> {
             let off = m * p.size as u64;
             side.mr.read(q as usize * share + off as usize, &mut buf)?;
             if let Some(why) = what_is_wrong(&buf, p, q, off) {
-                return Err(bad(format!("WRITE on QP {q}: {why}")));
+                return Err(broken(format!("WRITE on QP {q}: {why}")));
             }
         }
     }

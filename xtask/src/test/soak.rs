@@ -1,0 +1,100 @@
+//! The soak: two VMs, for a number of minutes, a mixed workload under
+//! churn, in one boot.
+//!
+//! - Host 1's `rverbs stream --for` client cycles RC SEND, WRITE and READ
+//!   and UD against host 2's `rverbs stream --for` server. Each run has a
+//!   new seed and new QPs, CQs and MR, and every byte and completion of
+//!   each finished run is checked.
+//! - Every 45 s, host 1 takes its link down for 2 s.
+//! - A second pair restarts its peer over and over: a client killed 3 s
+//!   into a long run, then one that finishes, against a second long-lived
+//!   server.
+//!
+//! Every long-lived process must end with the fds it had after its first
+//! finished run and its memory within 4 MiB of it. Runs that a flap or a
+//! killed peer cut short are counted; a wrong byte, datagram or
+//! completion fails the soak.
+
+use super::script::{last, section};
+use super::{build_rverbs, Tally};
+use crate::vm;
+use std::time::Duration;
+
+/// Both sides' summary lines if both exited 0, or what they last said.
+fn verdict(client: &[String], server: &[String], tag: &str) -> Result<String, String> {
+    let rc = format!("RC {tag} 0");
+    let lines = [client, server].concat();
+    let summary = lines
+        .iter()
+        .filter(|l| l.starts_with("stream --for "))
+        .cloned()
+        .collect::<Vec<_>>();
+    if !client.contains(&rc) || !server.contains(&rc) || summary.len() != 2 {
+        return Err(format!(
+            "client: {}; server: {}",
+            last(client),
+            last(server)
+        ));
+    }
+    Ok(summary.join("; "))
+}
+
+/// Soaks for `secs`: one boot of two VMs on `base`'s kernel.
+pub(super) fn checks(tally: &mut Tally, base: &vm::Options, secs: u64) {
+    println!("xtask: == soak: {secs} s of mixed streams, link flaps and restarted peers");
+    let bin = match build_rverbs() {
+        Ok(b) => b,
+        Err(e) => return tally.fail("soak: the rverbs tool", &e),
+    };
+    let tail = secs + 30;
+    let stream = format!("{bin} stream -g 1 -q 4");
+    let client = format!(
+        "flap() {{ while sleep 45; do ip link set eth0 down; sleep 2; ip link set eth0 up; echo FLAP; done; }}\n\
+         churn() {{ while true; do timeout -s KILL 3 {stream} --op write --bytes 64M -p 7701 --timeout 20 $RVERBS_PEER_ADDR > /dev/null 2>&1; echo \"CHURN $?\"; sleep 1; \
+         {stream} --op write --bytes 1M -p 7701 --timeout 20 $RVERBS_PEER_ADDR > /dev/null 2>&1; echo \"CHURNED $?\"; sleep 1; done; }}\n\
+         flap & F=$!\nchurn & C=$!\n\
+         echo BEGIN soak\n{stream} --bytes 4M -p 7700 --timeout 30 --for {secs} $RVERBS_PEER_ADDR; echo \"RC soak $?\"\n\
+         kill $F $C; wait; ip link set eth0 up\n"
+    );
+    let server = format!(
+        "{stream} -p 7701 --timeout 20 --for {tail} > /tmp/churn.out 2>&1 & B=$!\n\
+         echo BEGIN soak\n{stream} -p 7700 --timeout 30 --for {tail}; echo \"RC soak $?\"\n\
+         wait $B; r=$?\necho BEGIN churn\ncat /tmp/churn.out | tail -5; echo \"RC churn $r\"\n"
+    );
+    let run = vm::run(&vm::Options {
+        two_hosts: true,
+        cmd: vec!["sh".into(), "-c".into(), client],
+        peer_cmd: Some(server),
+        timeout: Duration::from_secs(tail + 300),
+        ..base.clone()
+    });
+    let o = match run {
+        Ok(o) => o,
+        Err(e) => return tally.fail("soak: the two VMs", &e),
+    };
+    let (c, s) = (&o.lines[0], &o.lines[1]);
+    let flaps = c.iter().filter(|l| *l == "FLAP").count();
+    let killed = c.iter().filter(|l| l.starts_with("CHURN ")).count();
+    let what = format!(
+        "soak {secs} s: SEND/WRITE/READ/UD runs checked across {flaps} link flaps, both processes' fds flat and memory within 4 MiB"
+    );
+    match verdict(&section(c, "soak"), &section(s, "soak"), "soak") {
+        Ok(summary) if flaps > 0 => {
+            tally.pass(&what);
+            println!("xtask: soak: {summary}");
+        }
+        Ok(_) => tally.fail(&what, "the link never flapped"),
+        Err(e) => tally.fail(&what, &e),
+    }
+    let what = format!(
+        "soak {secs} s: a server whose client was killed mid-run {killed} times keeps serving, fds flat and memory within 4 MiB"
+    );
+    let churn = section(s, "churn");
+    match churn.iter().find(|l| l.starts_with("stream --for ")) {
+        Some(l) if churn.contains(&"RC churn 0".to_string()) && killed > 0 => {
+            tally.pass(&what);
+            println!("xtask: soak, churn: {l}");
+        }
+        _ => tally.fail(&what, &last(&churn)),
+    }
+}
