@@ -19,8 +19,6 @@ use std::pin::Pin;
 use std::process::Command;
 use std::time::Duration;
 
-const CLIENTS: u64 = 8;
-const MESSAGES: u64 = 1000;
 const SIZE: usize = 64;
 /// Receives each echo connection keeps posted (and receive slots).
 const DEPTH: u32 = 4;
@@ -151,8 +149,8 @@ async fn echo_server(listener: AsyncCmListener, connections: u64) -> Vec<(u64, u
     out
 }
 
-/// A client: `MESSAGES` round trips, each echo checked byte for byte.
-async fn echo_client(dst: SocketAddr, client: u64) -> u64 {
+/// A client: `messages` round trips, each echo checked byte for byte.
+async fn echo_client(dst: SocketAddr, client: u64, messages: u64) -> u64 {
     let id = AsyncCmId::new(PortSpace::TCP).unwrap();
     id.resolve(None, &dst, 2000).await.expect("resolve");
     assert_eq!(id.id().num_paths().unwrap(), 1);
@@ -168,7 +166,7 @@ async fn echo_client(dst: SocketAddr, client: u64) -> u64 {
     .expect("connect");
     let (mut want, mut got) = ([0u8; SIZE], [0u8; SIZE]);
     let mut wcs = [Wc::default(); 4];
-    for seq in 0..MESSAGES {
+    for seq in 0..messages {
         pattern(client, seq, &mut want);
         c.mr.write(DEPTH as usize * SIZE, &want).unwrap();
         c.post_send(SEND | seq, u64::from(DEPTH));
@@ -192,30 +190,30 @@ async fn echo_client(dst: SocketAddr, client: u64) -> u64 {
         c.post_recv(0);
     }
     id.disconnect().await.expect("disconnect");
-    MESSAGES
+    messages
 }
 
-#[test]
-fn one_thread_serves_eight_async_clients_a_thousand_echoes_each() {
-    // The server: one thread, one current_thread runtime, a task per
-    // connection.
+/// `clients` async clients on one thread, all connecting at once (their
+/// number, below 256, is their private data), each making `messages`
+/// checked round trips with a server on another thread: one
+/// current_thread runtime each, a task per connection.
+fn echo(clients: u64, messages: u64) {
     let (tx, rx) = std::sync::mpsc::channel();
     let server = std::thread::spawn(move || {
         let rt = runtime();
         // Registered with this thread's runtime, which serves it.
         let listener = {
             let _in = rt.enter();
-            AsyncCmListener::bind(&addr(0), 16).expect("listen")
+            AsyncCmListener::bind(&addr(0), clients as u32).expect("listen")
         };
         tx.send(listener.local_addr().unwrap().port()).unwrap();
-        tokio::task::LocalSet::new().block_on(&rt, echo_server(listener, CLIENTS))
+        tokio::task::LocalSet::new().block_on(&rt, echo_server(listener, clients))
     });
     let port = rx.recv().expect("the server's port");
-    // The clients: 8 tasks on this thread's runtime.
     let rt = runtime();
     let sent = tokio::task::LocalSet::new().block_on(&rt, async {
-        let tasks: Vec<_> = (0..CLIENTS)
-            .map(|c| tokio::task::spawn_local(echo_client(addr(port), c)))
+        let tasks: Vec<_> = (0..clients)
+            .map(|c| tokio::task::spawn_local(echo_client(addr(port), c, messages)))
             .collect();
         let mut n = 0;
         for t in tasks {
@@ -223,14 +221,40 @@ fn one_thread_serves_eight_async_clients_a_thousand_echoes_each() {
         }
         n
     });
-    assert_eq!(sent, CLIENTS * MESSAGES);
+    assert_eq!(sent, clients * messages);
     let mut served = server.join().expect("the server thread");
     served.sort();
-    let want: Vec<(u64, u64)> = (0..CLIENTS).map(|c| (c, MESSAGES)).collect();
+    let want: Vec<(u64, u64)> = (0..clients).map(|c| (c, messages)).collect();
     assert_eq!(
         served, want,
         "every client's messages checked and echoed by the server"
     );
+}
+
+#[test]
+fn one_thread_serves_eight_async_clients_a_thousand_echoes_each() {
+    echo(8, 1000);
+}
+
+/// 256 rdma_cm connections to one server at once (512 QPs, CQs and PDs
+/// between the two threads), four round trips each. Each `AsyncCq` holds
+/// a completion channel and its registration (two fds), so 512 of them
+/// need more than the default soft limit of 1,024 open files: raised to
+/// the hard limit first, as a server of that many connections does.
+#[test]
+fn one_thread_serves_256_async_clients_connecting_at_once() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the one rlimit struct
+    // passed, which lives across each call.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
+        lim.rlim_cur = lim.rlim_max;
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
+    }
+    echo(256, 4);
 }
 
 #[test]

@@ -358,3 +358,125 @@ fn ud_ids_resolve_the_peer_qp_and_a_datagram_arrives() {
     assert_eq!(s[0].status, WcStatus::SUCCESS, "{s:?}");
     assert_eq!(server.join().unwrap(), ev.ud.qp_num);
 }
+
+/// Waits for `n` DISCONNECTED events on `chan`. An id with a QP also
+/// reports TIMEWAIT_EXIT once its QP may be reused; those may come
+/// between.
+fn disconnects(chan: &std::sync::Arc<CmChannel>, n: usize) {
+    let mut gone = 0;
+    while gone < n {
+        let ev = next(chan);
+        match ev.kind {
+            EventType::DISCONNECTED => gone += 1,
+            EventType::TIMEWAIT_EXIT => {}
+            _ => panic!("{gone} of {n} disconnected: {ev:?}"),
+        }
+    }
+}
+
+/// 256 connections to one listener at once through the blocking API, each
+/// side one thread reading one event channel: the client starts all 256
+/// address resolutions, then routes and connects each id as its events
+/// come; every connection carries one message (its number), checked on
+/// the server's QP it arrived on; then all 256 disconnect, each seen on
+/// both sides.
+#[test]
+fn two_hundred_fifty_six_connections_to_one_listener_from_one_event_loop() {
+    const N: usize = 256;
+    let chan = CmChannel::new().expect("open rdma_cm");
+    let l = chan.create_id(PortSpace::TCP).unwrap();
+    l.bind(&addr(0)).unwrap();
+    l.listen(N as u32).unwrap();
+    let port = l.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let _listener = l;
+        let mut conns = Vec::new();
+        let mut established = 0;
+        while established < N {
+            let ev = next(&chan);
+            match ev.kind {
+                EventType::CONNECT_REQUEST => {
+                    let id = ev.request.expect("a new id");
+                    let n = u16::from_le_bytes([ev.conn.private_data[0], ev.conn.private_data[1]]);
+                    let mut c = setup(&id);
+                    c.qp.post_recv(&[RecvWr {
+                        wr_id: u64::from(n),
+                        sges: &[c.mr.slice(0, 8).unwrap()],
+                    }])
+                    .unwrap();
+                    id.accept(&ConnParam::default()).unwrap();
+                    conns.push((id, c, u64::from(n)));
+                }
+                EventType::ESTABLISHED => established += 1,
+                _ => panic!("server, {established} established: {ev:?}"),
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (_, c, n) in conns.iter_mut() {
+            let r = wait(&mut c.cq, 1);
+            assert_eq!((r[0].wr_id, r[0].status), (*n, WcStatus::SUCCESS), "{r:?}");
+            let mut b = [0u8; 8];
+            c.mr.read(0, &mut b).unwrap();
+            assert_eq!(u64::from_le_bytes(b), *n, "connection {n}'s message");
+            assert!(seen.insert(*n), "connection {n} twice");
+        }
+        disconnects(&chan, N);
+        seen.len()
+    });
+    let chan = CmChannel::new().unwrap();
+    let ids: Vec<CmId> = (0..N)
+        .map(|_| chan.create_id(PortSpace::TCP).unwrap())
+        .collect();
+    let by_uid: std::collections::HashMap<u64, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.uid(), i))
+        .collect();
+    for id in &ids {
+        id.resolve_addr(None, &addr(port), 2000).unwrap();
+    }
+    let mut conns: Vec<Option<Conn>> = (0..N).map(|_| None).collect();
+    let mut established = 0;
+    while established < N {
+        let ev = next(&chan);
+        let i = by_uid[&ev.uid];
+        match ev.kind {
+            EventType::ADDR_RESOLVED => ids[i].resolve_route(2000).unwrap(),
+            EventType::ROUTE_RESOLVED => {
+                conns[i] = Some(setup(&ids[i]));
+                ids[i]
+                    .connect(&ConnParam {
+                        private_data: (i as u16).to_le_bytes().to_vec(),
+                        ..ConnParam::default()
+                    })
+                    .unwrap();
+            }
+            EventType::ESTABLISHED => {
+                established += 1;
+                let c = conns[i].as_mut().expect("connected after its route");
+                c.mr.write(0, &(i as u64).to_le_bytes()).unwrap();
+                c.qp.post_send(&[SendWr::new(
+                    i as u64,
+                    SendOp::Send,
+                    &[c.mr.slice(0, 8).unwrap()],
+                )])
+                .unwrap();
+            }
+            _ => panic!("client {i}, {established} established: {ev:?}"),
+        }
+    }
+    for (i, c) in conns.iter_mut().enumerate() {
+        let c = c.as_mut().unwrap();
+        let s = wait(&mut c.cq, 1);
+        assert_eq!(
+            (s[0].wr_id, s[0].status),
+            (i as u64, WcStatus::SUCCESS),
+            "{s:?}"
+        );
+    }
+    for id in &ids {
+        id.disconnect().unwrap();
+    }
+    disconnects(&chan, N);
+    assert_eq!(server.join().expect("the server thread"), N);
+}

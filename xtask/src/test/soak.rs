@@ -74,7 +74,8 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, secs: u64) {
     };
     let (c, s) = (&o.lines[0], &o.lines[1]);
     let flaps = c.iter().filter(|l| *l == "FLAP").count();
-    let killed = c.iter().filter(|l| l.starts_with("CHURN ")).count();
+    // 137: SIGKILL, the client killed mid-run (not one that ended on its own).
+    let killed = c.iter().filter(|l| *l == "CHURN 137").count();
     let what = format!(
         "soak {secs} s: SEND/WRITE/READ/UD runs checked across {flaps} link flaps, both processes' fds flat and memory within 4 MiB"
     );
