@@ -31,18 +31,6 @@ fn connect_rw(ctx: &Context, a: &mut Qp, b: &mut Qp) -> Result<()> {
     connect(a, b, Access::LOCAL_WRITE | Access::REMOTE_WRITE, av)
 }
 
-/// Open fds of this process, and its resident set in KiB.
-fn fds_and_rss() -> (usize, u64) {
-    let fds = std::fs::read_dir("/proc/self/fd").unwrap().count();
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let rss = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS");
-    (fds, rss)
-}
-
 /// 10,000 rounds of PD, MR, CQ, QP (to RTS and back to ERR) made and
 /// dropped: the process's fds and resident memory stay flat — every
 /// DESTROY ran, every mapping went.
@@ -63,12 +51,12 @@ fn ten_thousand_create_destroy_cycles_leave_nothing_behind() {
     for i in 0..200 {
         round(i).unwrap();
     }
-    let (fds0, rss0) = fds_and_rss();
+    let (fds0, rss0) = common::fds_and_rss();
     let start = Instant::now();
     for i in 0..10_000 {
         round(i).unwrap_or_else(|e| panic!("round {i}: {e}"));
     }
-    let (fds1, rss1) = fds_and_rss();
+    let (fds1, rss1) = common::fds_and_rss();
     eprintln!(
         "10,000 rounds in {:?}: fds {fds0} -> {fds1}, RSS {rss0} -> {rss1} KiB",
         start.elapsed()

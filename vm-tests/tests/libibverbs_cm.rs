@@ -14,9 +14,8 @@ use common::asyncwatch::{assert_same_events, Watcher};
 use common::cm::{
     assert_lines, assert_rping_client, CMATOSE_CLIENT, CMATOSE_SERVER, UDADDY_CLIENT, UDADDY_SERVER,
 };
-use common::ibverbs_so::{assert_loads_ours, over};
+use common::ibverbs_so::{assert_loads_ours, build_c, over};
 use common::{env, retry_until_ok, show, wait_cm_listening, Background};
-use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
@@ -289,10 +288,10 @@ int main(int argc, char **argv) {
 
 #[test]
 fn qp_async_events_through_verbs_h_the_same_over_both() {
-    let exe = compile("async", ASYNC_C);
+    let exe = build_c("async", ASYNC_C, &["-O1", "-pthread"]);
     let e = env();
     let run = |ours: bool| {
-        let mut c = over(ours, exe.to_str().expect("utf-8 path"));
+        let mut c = over(ours, &exe);
         c.args([e.dev.as_str(), &e.gid.to_string()]);
         let o = c.output().expect("run the async program");
         assert!(o.status.success(), "over {}: {}", who(ours), show(&o));
@@ -673,32 +672,12 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// Compiles `src` as `name` (the host's gcc and libibverbs-dev, through
-/// the VM's chroot), linked against `libibverbs.so.1` by name.
-fn compile(name: &str, src: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rverbs-c-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let (c, exe) = (dir.join(format!("{name}.c")), dir.join(name));
-    std::fs::write(&c, src).expect("write the C source");
-    let o = Command::new("cc")
-        .arg("-O1")
-        .arg("-o")
-        .arg(&exe)
-        .arg(&c)
-        .arg("-libverbs")
-        .arg("-lpthread")
-        .output()
-        .expect("cc (gcc, libibverbs-dev)");
-    assert!(o.status.success(), "cc {name}: {}", show(&o));
-    exe
-}
-
 #[test]
 fn ibv_wr_api_and_cq_ex_the_same_over_both() {
-    let exe = compile("wr", WR_C);
+    let exe = build_c("wr", WR_C, &["-O1", "-pthread"]);
     let e = env();
     let run = |ours: bool, full: bool| {
-        let mut c = over(ours, exe.to_str().expect("utf-8 path"));
+        let mut c = over(ours, &exe);
         c.args([e.dev.as_str(), &e.gid.to_string()]);
         if full {
             c.arg("full");

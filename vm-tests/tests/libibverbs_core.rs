@@ -14,9 +14,8 @@
 
 mod common;
 
-use common::ibverbs_so::{lib_dir, ours, over, run, stdout, theirs};
+use common::ibverbs_so::{build_c, ours, over, run, stdout, theirs};
 use common::{env, pingpong_args, retry_until_ok, show, Background};
-use std::process::Command;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
@@ -103,19 +102,7 @@ fn uc_pingpong_both_roles() {
 /// `libibverbs_core.c`, compiled against rdma-core's headers and linked
 /// by its SONAME, so that `LD_LIBRARY_PATH` picks the library.
 fn verbs_core() -> String {
-    let dir = lib_dir();
-    let src = dir.join("libibverbs_core.c");
-    let exe = dir.join("libibverbs_core");
-    std::fs::write(&src, include_str!("libibverbs_core.c")).expect("write the C program");
-    let mut cc = Command::new("cc");
-    cc.args(["-std=gnu11", "-Wall", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .arg("-libverbs")
-        .env_remove("LD_LIBRARY_PATH");
-    let out = run(cc);
-    assert!(out.status.success(), "cc libibverbs_core.c: {}", show(&out));
-    exe.display().to_string()
+    build_c("libibverbs_core", include_str!("libibverbs_core.c"), &[])
 }
 
 #[test]

@@ -17,9 +17,8 @@
 
 mod common;
 
-use common::ibverbs_so::{lib_dir, ours, run, stdout, theirs};
+use common::ibverbs_so::{build_c, ours, run, stdout, theirs};
 use common::{env, show};
-use std::process::Command;
 use std::sync::OnceLock;
 
 /// `libibverbs_sound.c`, compiled once against rdma-core's headers and
@@ -27,23 +26,11 @@ use std::sync::OnceLock;
 fn program() -> &'static str {
     static EXE: OnceLock<String> = OnceLock::new();
     EXE.get_or_init(|| {
-        let dir = lib_dir();
-        let src = dir.join("libibverbs_sound.c");
-        let exe = dir.join("libibverbs_sound");
-        std::fs::write(&src, include_str!("libibverbs_sound.c")).expect("write the C program");
-        let mut cc = Command::new("cc");
-        cc.args(["-std=gnu11", "-Wall", "-Werror", "-pthread", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .arg("-libverbs")
-            .env_remove("LD_LIBRARY_PATH");
-        let out = run(cc);
-        assert!(
-            out.status.success(),
-            "cc libibverbs_sound.c: {}",
-            show(&out)
-        );
-        exe.display().to_string()
+        build_c(
+            "libibverbs_sound",
+            include_str!("libibverbs_sound.c"),
+            &["-pthread"],
+        )
     })
 }
 

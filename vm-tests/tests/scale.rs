@@ -6,25 +6,12 @@
 
 mod common;
 
-use common::ibverbs_so::{lib_dir, ours, run, theirs};
+use common::ibverbs_so::{build_c, ours, run, theirs};
 use common::rc::{caps, connect, self_av, wait};
 use common::{env, show};
 use rverbs::{Access, Cq, Pd, Qp, QpInit, QpType, RecvWr, SendOp, SendWr, WcOpcode, WcStatus};
 use std::collections::BTreeSet;
-use std::process::Command;
 use std::time::Instant;
-
-/// Open fds of this process, and its resident set in KiB.
-fn fds_and_rss() -> (usize, u64) {
-    let fds = std::fs::read_dir("/proc/self/fd").unwrap().count();
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let rss = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS");
-    (fds, rss)
-}
 
 /// `n` RC QPs of two sends and two receives, all on `cq`.
 fn rc_qps(pd: &Pd, cq: &Cq, n: usize) -> Vec<Qp> {
@@ -50,14 +37,14 @@ fn a_thousand_rc_qps_connect_and_carry_a_message_each_over_two_shared_cqs() {
     let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     let av = self_av(&ctx);
-    let (fds0, rss0) = fds_and_rss();
+    let (fds0, rss0) = common::fds_and_rss();
     // 1,000 QPs of 2 + 2 entries: 4,000 a CQ must hold.
     let mut cq_a = ctx.create_cq(4 * N as u32, None, 0).unwrap();
     let mut cq_b = ctx.create_cq(4 * N as u32, None, 0).unwrap();
     let t = Instant::now();
     let mut a = rc_qps(&pd, &cq_a, N);
     let created = t.elapsed();
-    let (_, rss1) = fds_and_rss();
+    let (_, rss1) = common::fds_and_rss();
     let mut b = rc_qps(&pd, &cq_b, N);
     let t = Instant::now();
     for (x, y) in a.iter_mut().zip(b.iter_mut()) {
@@ -101,7 +88,7 @@ fn a_thousand_rc_qps_connect_and_carry_a_message_each_over_two_shared_cqs() {
         assert_eq!(u64::from_le_bytes(got), i as u64 ^ 0x5ca1e, "message {i}");
     }
     drop((a, b, sbuf, rbuf, cq_a, cq_b));
-    let (fds2, rss2) = fds_and_rss();
+    let (fds2, rss2) = common::fds_and_rss();
     assert_eq!(fds2, fds0, "fds before and after");
     println!(
         "rverbs: {N} RC QPs created in {:.1} ms ({:.0} us per QP), +{} KiB RSS ({:.1} KiB per QP); {N} pairs connected in {:.1} ms; RSS {rss0} -> {rss2} KiB after all dropped",
@@ -118,19 +105,7 @@ fn a_thousand_rc_qps_connect_and_carry_a_message_each_over_two_shared_cqs() {
 /// the time and memory per QP are printed beside each other.
 #[test]
 fn a_thousand_qps_from_c_over_rdma_core_and_over_ours() {
-    let dir = lib_dir();
-    let src = dir.join("scale.c");
-    let exe = dir.join("scale");
-    std::fs::write(&src, include_str!("scale.c")).expect("write the C program");
-    let mut cc = Command::new("cc");
-    cc.args(["-std=gnu11", "-O2", "-Wall", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .arg("-libverbs")
-        .env_remove("LD_LIBRARY_PATH");
-    let out = run(cc);
-    assert!(out.status.success(), "cc scale.c: {}", show(&out));
-    let exe = exe.display().to_string();
+    let exe = build_c("scale", include_str!("scale.c"), &["-O2"]);
     let dev = env().dev;
     for (who, mut c) in [("rdma-core", theirs(&exe)), ("rverbs", ours(&exe))] {
         c.args([dev.as_str(), &N.to_string()]);

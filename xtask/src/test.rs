@@ -7,9 +7,10 @@
 //! `checkers`), each fuzz target of `fuzz/` for a few seconds (see
 //! `fuzz`), then every test
 //! of `vm-tests/tests/` inside one VM boot, then the test-bed checks that
-//! need their own boots (two hosts, exit statuses, the static binary), on
-//! the default kernel (6.12); then, on each other kernel (6.1, 7.2), the VM
-//! tests and the two-host pingpong interop. `--kernel K` runs the whole
+//! need their own boots (exit statuses; the two-host interop in one boot,
+//! `two_hosts`; loss and disorder, `netem`; a 2-minute soak, `soak`; the
+//! static binaries), on the default kernel (6.12); then, on each other
+//! kernel (6.1, 7.2), the VM tests and the two-host pingpong interop. `--kernel K` runs the whole
 //! suite on K alone. It ends with one line `N passed, N failed`; a VM that
 //! cannot boot counts as a failure naming its kernel, never as a skip.
 
@@ -54,24 +55,46 @@ pub fn two_hosts_main(args: &[String]) -> Result<ExitCode> {
 /// How long `cargo xtask test` soaks.
 const SOAK_SUITE_SECS: u64 = 120;
 
-/// `cargo xtask soak [--minutes N]`: the soak alone (30 minutes unless
-/// told).
+/// What churns in `cargo xtask test`'s soak.
+const SOAK_SUITE_CHURN: soak::Churn = soak::Churn {
+    flaps: true,
+    kills: true,
+};
+
+/// `cargo xtask soak [--minutes N] [--no-flaps] [--no-kills]`: the soak
+/// alone (30 minutes unless told), with both kinds of churn unless told.
 pub fn soak_main(args: &[String]) -> Result<ExitCode> {
-    let minutes: u64 = match args {
-        [] => 30,
-        [f, n] if f == "--minutes" => n
-            .parse()
-            .ok()
-            .filter(|&n| n > 0)
-            .ok_or_else(|| format!("soak: --minutes {n}: a positive number of minutes"))?,
-        _ => return Err("soak: usage: cargo xtask soak [--minutes N]".into()),
+    let mut minutes = 30;
+    let mut churn = soak::Churn {
+        flaps: true,
+        kills: true,
     };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--minutes" => {
+                minutes = it
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n: &u64| n > 0)
+                    .ok_or("soak: --minutes needs a positive number of minutes")?
+            }
+            "--no-flaps" => churn.flaps = false,
+            "--no-kills" => churn.kills = false,
+            _ => {
+                return Err(
+                    "soak: usage: cargo xtask soak [--minutes N] [--no-flaps] [--no-kills]".into(),
+                )
+            }
+        }
+    }
     crate::host::ensure_host_packages()?;
     let mut tally = Tally::default();
     soak::checks(
         &mut tally,
         &base_options(vm::kernels::DEFAULT),
         minutes * 60,
+        churn,
     );
     summary(&tally)
 }
@@ -544,7 +567,7 @@ fn testbed_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
         Err(e) => tally.fail("two hosts: rverbs pingpong", &e),
     }
     netem::checks(tally, &base, &netem::SUITE);
-    soak::checks(tally, &base, SOAK_SUITE_SECS);
+    soak::checks(tally, &base, SOAK_SUITE_SECS, SOAK_SUITE_CHURN);
     static_binary(tally, &base);
 }
 

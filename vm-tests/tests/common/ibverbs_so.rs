@@ -87,3 +87,25 @@ pub fn assert_loads_ours(prog: &str, args: &[&str]) -> Output {
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// Compiles the C program `source` as `name` (the host's gcc and
+/// rdma-core's headers, through the VM's chroot) with `-std=gnu11 -Wall
+/// -Werror` and `flags`, linked against `libibverbs.so.1` by its SONAME so
+/// that `LD_LIBRARY_PATH` picks the library; returns the executable's
+/// path. Panics, naming the compiler's output, if it does not build.
+pub fn build_c(name: &str, source: &str, flags: &[&str]) -> String {
+    let dir = lib_dir();
+    let (src, exe) = (dir.join(format!("{name}.c")), dir.join(name));
+    std::fs::write(&src, source).expect("write the C program");
+    let mut cc = Command::new("cc");
+    cc.args(["-std=gnu11", "-Wall", "-Werror"])
+        .args(flags)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .arg("-libverbs")
+        .env_remove("LD_LIBRARY_PATH");
+    let out = run(cc);
+    assert!(out.status.success(), "cc {name}.c: {}", super::show(&out));
+    exe.display().to_string()
+}

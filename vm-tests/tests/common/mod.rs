@@ -13,6 +13,18 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+/// Open fds of this process, and its resident set in KiB.
+pub fn fds_and_rss() -> (usize, u64) {
+    let fds = std::fs::read_dir("/proc/self/fd").unwrap().count();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    (fds, rss)
+}
+
 /// What the VM tells a test about its rxe device.
 pub struct TestEnv {
     /// The rxe device's name (`rxe0`).

@@ -60,6 +60,8 @@ pub struct Scale {
     pub perftest_iters: u32,
     /// rping's verified round trips.
     pub rping_count: u32,
+    /// The limit for the whole boot.
+    pub timeout: Duration,
 }
 
 /// What `cargo xtask test` runs: every impairment and every check, with
@@ -68,6 +70,7 @@ pub const SUITE: Scale = Scale {
     bytes: Cow::Borrowed("1M"),
     perftest_iters: 50,
     rping_count: 20,
+    timeout: Duration::from_secs(1200),
 };
 
 /// What `cargo xtask netem` runs by default: the 64 MiB streams.
@@ -75,6 +78,9 @@ pub const FULL: Scale = Scale {
     bytes: Cow::Borrowed("64M"),
     perftest_iters: 200,
     rping_count: 50,
+    // At 0.5-1 MB/s under loss, each 64 MiB stream takes one to two
+    // minutes.
+    timeout: Duration::from_secs(7200),
 };
 
 /// The section tag of check `what` under impairment `i`.
@@ -173,7 +179,7 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, scale: &Scale) {
         two_hosts: true,
         cmd: vec!["sh".into(), "-c".into(), client],
         peer_cmd: Some(server),
-        timeout: Duration::from_secs(3000),
+        timeout: scale.timeout,
         ..base.clone()
     });
     let o = match run {

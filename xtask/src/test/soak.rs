@@ -39,28 +39,59 @@ fn verdict(client: &[String], server: &[String], tag: &str) -> Result<String, St
     Ok(summary.join("; "))
 }
 
+/// What the soak does beside its streams.
+#[derive(Clone, Copy)]
+pub struct Churn {
+    /// Take host 1's link down for 2 s every 45 s.
+    pub flaps: bool,
+    /// Kill a second pair's client mid-run, over and over.
+    pub kills: bool,
+}
+
 /// Soaks for `secs`: one boot of two VMs on `base`'s kernel.
-pub(super) fn checks(tally: &mut Tally, base: &vm::Options, secs: u64) {
-    println!("xtask: == soak: {secs} s of mixed streams, link flaps and restarted peers");
+pub(super) fn checks(tally: &mut Tally, base: &vm::Options, secs: u64, churn: Churn) {
+    println!(
+        "xtask: == soak: {secs} s of mixed streams{}{}",
+        if churn.flaps { ", link flaps" } else { "" },
+        if churn.kills {
+            ", peers killed and restarted"
+        } else {
+            ""
+        }
+    );
     let bin = match build_rverbs() {
         Ok(b) => b,
         Err(e) => return tally.fail("soak: the rverbs tool", &e),
     };
     let tail = secs + 30;
     let stream = format!("{bin} stream -g 1 -q 4");
-    let client = format!(
+    let mut client = format!(
         "flap() {{ while sleep 45; do ip link set eth0 down; sleep 2; ip link set eth0 up; echo FLAP; done; }}\n\
          churn() {{ while true; do timeout -s KILL 3 {stream} --op write --bytes 64M -p 7701 --timeout 20 $RVERBS_PEER_ADDR > /dev/null 2>&1; echo \"CHURN $?\"; sleep 1; \
-         {stream} --op write --bytes 1M -p 7701 --timeout 20 $RVERBS_PEER_ADDR > /dev/null 2>&1; echo \"CHURNED $?\"; sleep 1; done; }}\n\
-         flap & F=$!\nchurn & C=$!\n\
-         echo BEGIN soak\n{stream} --bytes 4M -p 7700 --timeout 30 --for {secs} $RVERBS_PEER_ADDR; echo \"RC soak $?\"\n\
-         kill $F $C; wait; ip link set eth0 up\n"
+         {stream} --op write --bytes 1M -p 7701 --timeout 20 $RVERBS_PEER_ADDR > /dev/null 2>&1; echo \"CHURNED $?\"; sleep 1; done; }}\n"
     );
-    let server = format!(
-        "{stream} -p 7701 --timeout 20 --for {tail} > /tmp/churn.out 2>&1 & B=$!\n\
-         echo BEGIN soak\n{stream} -p 7700 --timeout 30 --for {tail}; echo \"RC soak $?\"\n\
-         wait $B; r=$?\necho BEGIN churn\ncat /tmp/churn.out | tail -5; echo \"RC churn $r\"\n"
-    );
+    let mut server = String::new();
+    if churn.flaps {
+        client.push_str("flap & F=$!\n");
+    }
+    if churn.kills {
+        client.push_str("churn & C=$!\n");
+        server.push_str(&format!(
+            "{stream} -p 7701 --timeout 20 --for {tail} > /tmp/churn.out 2>&1 & B=$!\n"
+        ));
+    }
+    client.push_str(&format!(
+        "echo BEGIN soak\n{stream} --bytes 4M -p 7700 --timeout 30 --for {secs} $RVERBS_PEER_ADDR; echo \"RC soak $?\"\n\
+         kill $F $C 2>/dev/null; wait; ip link set eth0 up\n"
+    ));
+    server.push_str(&format!(
+        "echo BEGIN soak\n{stream} -p 7700 --timeout 30 --for {tail}; echo \"RC soak $?\"\n"
+    ));
+    if churn.kills {
+        server.push_str(
+            "wait $B; r=$?\necho BEGIN churn\ntail -5 /tmp/churn.out; echo \"RC churn $r\"\n",
+        );
+    }
     let run = vm::run(&vm::Options {
         two_hosts: true,
         cmd: vec!["sh".into(), "-c".into(), client],
@@ -77,15 +108,19 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, secs: u64) {
     // 137: SIGKILL, the client killed mid-run (not one that ended on its own).
     let killed = c.iter().filter(|l| *l == "CHURN 137").count();
     let what = format!(
-        "soak {secs} s: SEND/WRITE/READ/UD runs checked across {flaps} link flaps, both processes' fds flat and memory within 4 MiB"
+        "soak {secs} s: SEND/WRITE/READ/UD runs checked{}, both processes' fds flat and memory within 4 MiB",
+        if churn.flaps { format!(" across {flaps} link flaps") } else { String::new() }
     );
     match verdict(&section(c, "soak"), &section(s, "soak"), "soak") {
-        Ok(summary) if flaps > 0 => {
+        Ok(_) if churn.flaps && flaps == 0 => tally.fail(&what, "the link never flapped"),
+        Ok(summary) => {
             tally.pass(&what);
             println!("xtask: soak: {summary}");
         }
-        Ok(_) => tally.fail(&what, "the link never flapped"),
         Err(e) => tally.fail(&what, &e),
+    }
+    if !churn.kills {
+        return;
     }
     let what = format!(
         "soak {secs} s: a server whose client was killed mid-run {killed} times keeps serving, fds flat and memory within 4 MiB"

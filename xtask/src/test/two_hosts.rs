@@ -24,52 +24,63 @@ fn cmatose_done() -> Judge {
     })
 }
 
+/// The commands of one tool, ours and rdma-core's, and their names in
+/// the checks' descriptions.
+struct Tool<'a> {
+    ours: (&'a str, &'a str),
+    theirs: (&'a str, &'a str),
+}
+
+/// Adds `tool`'s check in both roles, ours as the client of rdma-core's
+/// server (on `port`) and the other way round (on `port + 1`): `server`
+/// and `client` make a command line from a tool's command and the port.
+fn both_roles(
+    pairs: &mut Vec<Pair>,
+    tool: Tool<'_>,
+    port: u16,
+    server: impl Fn(&str, u16) -> String,
+    client: impl Fn(&str, u16) -> String,
+    judge: impl Fn() -> Judge,
+) {
+    let (ours, theirs) = (tool.ours, tool.theirs);
+    for (s, c, port) in [(theirs, ours, port), (ours, theirs, port + 1)] {
+        pairs.push(Pair {
+            what: format!("two hosts: {} client -> {} server", c.1, s.1),
+            server: server(s.0, port),
+            client: client(c.0, port),
+            judge: judge(),
+        });
+    }
+}
+
 /// The pingpong checks, RC and UD, ours against rdma-core's in both roles
 /// (and rdma-core's against itself first): what every kernel runs.
 fn pingpong(bin: &str) -> Vec<Pair> {
-    let rc = "pingpong -d rxe0 -g 1 -n 20";
-    let ud = "pingpong -c -d rxe0 -g 1 -n 20";
-    let mut pairs = Vec::new();
-    let mut add = |what: &str, server: String, client: String, port: u16| {
-        pairs.push(Pair {
-            what: format!("two hosts: {what}"),
-            server: format!("{server} -p {port}"),
-            client: format!("{client} -p {port} $RVERBS_PEER_ADDR"),
-            judge: client_says("20 iters in"),
-        })
+    let server = |cmd: &str, port| format!("{cmd} -p {port}");
+    let client = |cmd: &str, port| format!("{cmd} -p {port} $RVERBS_PEER_ADDR");
+    let theirs = "ibv_rc_pingpong -d rxe0 -g 1 -n 20";
+    let mut pairs = vec![Pair {
+        what: "two hosts: ibv_rc_pingpong 10.77.0.1 <-> 10.77.0.2".into(),
+        server: server(theirs, 18600),
+        client: client(theirs, 18600),
+        judge: client_says("20 iters in"),
+    }];
+    let ours = format!("{bin} pingpong -d rxe0 -g 1 -n 20");
+    let tool = Tool {
+        ours: (&ours, "rverbs pingpong"),
+        theirs: (theirs, "ibv_rc_pingpong"),
     };
-    let (ours, theirs) = (format!("{bin} {rc}"), format!("ibv_rc_{rc}"));
-    let (ours_ud, theirs_ud) = (format!("{bin} {ud} --ud"), format!("ibv_ud_{ud}"));
-    add(
-        "ibv_rc_pingpong 10.77.0.1 <-> 10.77.0.2",
-        theirs.clone(),
-        theirs.clone(),
-        18601,
-    );
-    add(
-        "rverbs pingpong client -> ibv_rc_pingpong server",
-        theirs.clone(),
-        ours.clone(),
-        18602,
-    );
-    add(
-        "ibv_rc_pingpong client -> rverbs pingpong server",
-        ours,
-        theirs,
-        18603,
-    );
-    add(
-        "rverbs pingpong --ud client -> ibv_ud_pingpong server",
-        theirs_ud.clone(),
-        ours_ud.clone(),
-        18604,
-    );
-    add(
-        "ibv_ud_pingpong client -> rverbs pingpong --ud server",
-        ours_ud,
-        theirs_ud,
-        18605,
-    );
+    both_roles(&mut pairs, tool, 18602, server, client, || {
+        client_says("20 iters in")
+    });
+    let ours = format!("{bin} pingpong --ud -c -d rxe0 -g 1 -n 20");
+    let tool = Tool {
+        ours: (&ours, "rverbs pingpong --ud"),
+        theirs: ("ibv_ud_pingpong -c -d rxe0 -g 1 -n 20", "ibv_ud_pingpong"),
+    };
+    both_roles(&mut pairs, tool, 18604, server, client, || {
+        client_says("20 iters in")
+    });
     pairs
 }
 
@@ -80,91 +91,62 @@ fn pingpong(bin: &str) -> Vec<Pair> {
 fn cm_and_perf(bin: &str) -> Vec<Pair> {
     let mut pairs = Vec::new();
     let ours = format!("{bin} rping");
-    for (what, server, client, port) in [
-        (
-            "rverbs rping client -> rdma-core rping server",
-            "rping",
-            ours.as_str(),
-            7500,
-        ),
-        (
-            "rdma-core rping client -> rverbs rping server",
-            ours.as_str(),
-            "rping",
-            7503,
-        ),
-    ] {
-        pairs.push(Pair {
-            what: format!("two hosts: {what}"),
-            server: format!("{server} -s -p {port} -v"),
-            client: format!("{client} -c -a $RVERBS_PEER_ADDR -p {port} -C 20 -V -v"),
-            judge: Box::new(|c, s| {
+    both_roles(
+        &mut pairs,
+        Tool {
+            ours: (&ours, "rverbs rping"),
+            theirs: ("rping", "rdma-core rping"),
+        },
+        7500,
+        |cmd, port| format!("{cmd} -s -p {port} -v"),
+        |cmd, port| format!("{cmd} -c -a $RVERBS_PEER_ADDR -p {port} -C 20 -V -v"),
+        || {
+            Box::new(|c, s| {
                 count(c, "ping data: rdma-ping-") >= 20
                     && count(s, "server ping data: rdma-ping-") == 20
-            }),
-        });
-    }
+            })
+        },
+    );
     // cmatose, 10 messages each way. One connection: with more, a client
     // started between the server's bind and listen could have some
     // rejected and others accepted, and its retry would find the server's
     // count spent.
     let ours = format!("{bin} cmatose");
-    for (what, server, client, port) in [
-        (
-            "rverbs cmatose client -> ucmatose server",
-            "ucmatose",
-            ours.as_str(),
-            7502,
-        ),
-        (
-            "ucmatose client -> rverbs cmatose server",
-            ours.as_str(),
-            "ucmatose",
-            7504,
-        ),
-    ] {
-        pairs.push(Pair {
-            what: format!("two hosts: {what}"),
-            server: format!("{server} -p {port} -c 1 -C 10"),
-            client: format!("{client} -s $RVERBS_PEER_ADDR -p {port} -c 1 -C 10"),
-            judge: cmatose_done(),
-        });
-    }
+    both_roles(
+        &mut pairs,
+        Tool {
+            ours: (&ours, "rverbs cmatose"),
+            theirs: ("ucmatose", "ucmatose"),
+        },
+        7502,
+        |cmd, port| format!("{cmd} -p {port} -c 1 -C 10"),
+        |cmd, port| format!("{cmd} -s $RVERBS_PEER_ADDR -p {port} -c 1 -C 10"),
+        cmatose_done,
+    );
     // cm-server runs until its peer disconnects; it is stopped once the
     // client's message has come and the peer has gone.
     pairs.push(Pair {
         what: "two hosts: rverbs cm-client -> rverbs cm-server".into(),
         server: format!(
-            "sh -c \"{bin} cm-server -p 7501 > /tmp/s.out 2>&1 & P=\\$!; \
+            "sh -c \"{bin} cm-server -p 7504 > /tmp/s.out 2>&1 & P=\\$!; \
              for i in \\$(seq 300); do grep -q 'peer disconnected.' /tmp/s.out && break; sleep 0.2; done; \
              kill \\$P; cat /tmp/s.out; grep -q 'received message: message from active/client side' /tmp/s.out\""
         ),
-        client: format!("{bin} cm-client $RVERBS_PEER_ADDR 7501"),
+        client: format!("{bin} cm-client $RVERBS_PEER_ADDR 7504"),
         judge: client_says("received message: message from passive/server side"),
     });
     let ours = format!("{bin} perf write-bw -d rxe0 -x 1 -F -n 200");
-    let theirs = "ib_write_bw -d rxe0 -x 1 -F -n 200";
-    for (what, server, client, port) in [
-        (
-            "rverbs perf write-bw client -> ib_write_bw server",
-            theirs,
-            ours.as_str(),
-            18610,
-        ),
-        (
-            "ib_write_bw client -> rverbs perf write-bw server",
-            ours.as_str(),
-            theirs,
-            18611,
-        ),
-    ] {
-        pairs.push(Pair {
-            what: format!("two hosts: {what}"),
-            server: format!("{server} -p {port}"),
-            client: format!("{client} -p {port} $RVERBS_PEER_ADDR"),
-            judge: client_says(" 65536      200 "),
-        });
-    }
+    both_roles(
+        &mut pairs,
+        Tool {
+            ours: (&ours, "rverbs perf write-bw"),
+            theirs: ("ib_write_bw -d rxe0 -x 1 -F -n 200", "ib_write_bw"),
+        },
+        18610,
+        |cmd, port| format!("{cmd} -p {port}"),
+        |cmd, port| format!("{cmd} -p {port} $RVERBS_PEER_ADDR"),
+        || client_says(" 65536      200 "),
+    );
     pairs
 }
 
