@@ -59,12 +59,12 @@ commands:
                rdma-core's and our pingpong (RC, UD), rping, cmatose,
                cm-server/cm-client, perf write-bw, each against the other
                in both roles (part of `test`)
-  soak [--minutes N]
+  soak [--minutes N] [--no-flaps] [--no-kills]
                two VMs for N minutes (30 by default; `test` runs 2): rverbs
                stream cycling SEND/WRITE/READ/UD with every byte checked,
                the link taken down every 45 s, a peer killed mid-run and
-               restarted again and again; the long-lived processes' fds
-               and memory must stay flat
+               restarted again and again (each churn can be left out); the
+               long-lived processes' fds and memory must stay flat
   netem [--suite | --bytes N]
                loss and disorder: two VMs with tc netem on their link (5%
                loss, 5% reordering, 1% duplication, 0.1% corruption, all
