@@ -91,7 +91,8 @@ fn a_thousand_rc_qps_connect_and_carry_a_message_each_over_two_shared_cqs() {
     let (fds2, rss2) = common::fds_and_rss();
     assert_eq!(fds2, fds0, "fds before and after");
     println!(
-        "rverbs: {N} RC QPs created in {:.1} ms ({:.0} us per QP), +{} KiB RSS ({:.1} KiB per QP); {N} pairs connected in {:.1} ms; RSS {rss0} -> {rss2} KiB after all dropped",
+        "rverbs ({} build): {N} RC QPs created in {:.1} ms ({:.0} us per QP), +{} KiB RSS ({:.1} KiB per QP); {N} pairs connected in {:.1} ms; RSS {rss0} -> {rss2} KiB after all dropped",
+        if cfg!(debug_assertions) { "debug" } else { "release" },
         created.as_secs_f64() * 1e3,
         created.as_secs_f64() * 1e6 / N as f64,
         rss1 - rss0,
@@ -102,7 +103,9 @@ fn a_thousand_rc_qps_connect_and_carry_a_message_each_over_two_shared_cqs() {
 
 /// The C program of `scale.c` creating 1,000 QPs, over rdma-core's
 /// libibverbs and over ours: both create them all and destroy them all;
-/// the time and memory per QP are printed beside each other.
+/// the time and memory per QP are printed beside each other. Ours here is
+/// `target/cshim`'s library, a debug build (the README's figures are of
+/// the `cshim-release` one).
 #[test]
 fn a_thousand_qps_from_c_over_rdma_core_and_over_ours() {
     let exe = build_c("scale", include_str!("scale.c"), &["-O2"]);

@@ -436,11 +436,16 @@ fn checkers(tally: &mut Tally) {
 /// rdma_cm paths under them run on every kernel in `verbs_*.rs`, `cm*.rs`,
 /// `interop_*.rs` and `libibverbs_core.rs`. On one kernel they keep the
 /// suite well under its 30 minutes.
+///
+/// `scale.rs` (1,000 QPs, 64 on an SRQ, a C program creating 1,000 over
+/// both libraries, ~15 s) measures our userspace at scale; every kernel
+/// command it issues runs on every kernel in `verbs_*.rs`.
 const DEFAULT_KERNEL_ONLY: &[&str] = &[
     "tests/hostile_peers.rs",
     "tests/libibverbs_pyverbs.rs",
     "tests/perf.rs",
     "tests/libibverbs_cm.rs",
+    "tests/scale.rs",
 ];
 
 fn vm_tests(tally: &mut Tally, kernel: &'static vm::Kernel) {

@@ -65,11 +65,11 @@ pub struct Scale {
 }
 
 /// What `cargo xtask test` runs: every impairment and every check, with
-/// less data (about 25 s per impairment).
+/// less data (about 30 s per impairment).
 pub const SUITE: Scale = Scale {
     bytes: Cow::Borrowed("1M"),
-    perftest_iters: 50,
-    rping_count: 20,
+    perftest_iters: 20,
+    rping_count: 10,
     timeout: Duration::from_secs(1200),
 };
 
