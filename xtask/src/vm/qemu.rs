@@ -313,6 +313,8 @@ fn collect(
     let mut setup_error: Vec<Option<String>> = vec![None; hosts];
     let mut ready = vec![false; hosts];
     let mut eofs = vec![0; hosts];
+    // The host whose QEMU ended without an exit status, if one did.
+    let mut died: Option<usize> = None;
     let mut tail: Vec<Vec<String>> = vec![Vec::new(); hosts];
     let mut lines: Vec<Vec<String>> = vec![Vec::new(); hosts];
     let stdout = std::io::stdout();
@@ -339,6 +341,19 @@ fn collect(
         // stop it.
         if hosts == 2 && opts.peer_cmd.is_none() && status[0].is_some() && eofs[1] < 2 {
             let _ = vms[1].child.kill();
+        }
+        // A host whose QEMU ended without an exit status (a kernel panic:
+        // QEMU runs with -no-reboot) would leave its peer waiting out the
+        // whole limit: stop the peer too, and the run fails below naming
+        // the host that died, with its last console lines (the oops).
+        let idle = |i: usize| i == 1 && opts.peer_cmd.is_none();
+        if hosts == 2 && died.is_none() {
+            died = (0..2).find(|&i| eofs[i] >= 2 && status[i].is_none() && !idle(i));
+            if died.is_some() {
+                for vm in vms.iter_mut() {
+                    let _ = vm.child.kill();
+                }
+            }
         }
         if eofs.iter().all(|&e| e >= 2) {
             break;
@@ -383,7 +398,12 @@ fn collect(
         let _ = vm.child.wait();
     }
     let mut out = Vec::new();
-    for i in 0..hosts {
+    // A host that died is the one to name (its peer was stopped).
+    let order: Vec<usize> = match died {
+        Some(d) => vec![d],
+        None => (0..hosts).collect(),
+    };
+    for &i in &order {
         if let Some(msg) = &setup_error[i] {
             return Err(format!("VM host{} setup failed: {msg}", i + 1));
         }
