@@ -6,7 +6,7 @@ use crate::cm::{CmChannel, CmEvent, CmId, ConnParam, EventType, PortSpace};
 use crate::error::{Error, Result};
 use crate::sys;
 use std::net::SocketAddr;
-use std::os::fd::OwnedFd;
+use std::os::fd::BorrowedFd;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -21,7 +21,9 @@ use tokio::io::unix::AsyncFd;
 /// never from [`CmId::channel`] directly.
 pub struct AsyncCmId {
     id: CmId,
-    chan: AsyncFd<OwnedFd>,
+    /// The id's own channel, registered as it is: nothing else reads it,
+    /// so it costs one fd, as rdma-core's does.
+    chan: Registered,
     /// `DISCONNECTED` was delivered: a later [`disconnect`](Self::disconnect)
     /// has no event left to wait for.
     disconnected: AtomicBool,
@@ -33,12 +35,32 @@ impl std::fmt::Debug for AsyncCmId {
     }
 }
 
-/// A new non-blocking channel registered with the reactor.
-fn channel() -> Result<(Arc<CmChannel>, AsyncFd<OwnedFd>)> {
+/// An id's channel as the reactor holds it.
+type Registered = AsyncFd<sys::Held<Arc<CmChannel>>>;
+
+/// A new non-blocking channel, not yet registered with the reactor.
+fn new_channel() -> Result<Arc<CmChannel>> {
     let chan = CmChannel::new()?;
     chan.set_nonblocking(true)?;
-    let fd = sys::register_readable(chan.fd(), "rdma_cm channel")?;
-    Ok((chan, fd))
+    Ok(chan)
+}
+
+/// Registers `chan` with the reactor. For an id moved onto it, only after
+/// `MIGRATE_ID`: the kernel splices the id's queued events onto the
+/// channel without waking its waiters, and epoll reports an fd ready when
+/// it is added, but not when events appear without a wake-up.
+fn register(chan: &Arc<CmChannel>) -> Result<Registered> {
+    sys::register_holder(chan.clone(), "rdma_cm channel")
+}
+
+// SAFETY: a CmChannel's fd is its EventChannel's OwnedFd, opened once in
+// CmChannel::new and closed only when the last Arc drops the channel;
+// `fd()` always borrows that one (the promise tokio's registration needs).
+#[allow(unsafe_code)]
+unsafe impl sys::HoldsFd for Arc<CmChannel> {
+    fn held_fd(&self) -> BorrowedFd<'_> {
+        self.fd()
+    }
 }
 
 /// `ev` if it is `expected`, else the error naming what came.
@@ -60,7 +82,8 @@ impl AsyncCmId {
     /// registered with the current tokio runtime.
     pub fn new(ps: PortSpace) -> Result<AsyncCmId> {
         runtime("AsyncCmId::new")?;
-        let (chan, fd) = channel()?;
+        let chan = new_channel()?;
+        let fd = register(&chan)?;
         let id = chan.create_id(ps)?;
         Ok(AsyncCmId::wrap(id, fd))
     }
@@ -69,12 +92,13 @@ impl AsyncCmId {
     /// kernel already queued for it move too) and makes it async.
     pub fn from_id(mut id: CmId) -> Result<AsyncCmId> {
         runtime("AsyncCmId::from_id")?;
-        let (chan, fd) = channel()?;
+        let chan = new_channel()?;
         id.migrate(&chan)?;
+        let fd = register(&chan)?;
         Ok(AsyncCmId::wrap(id, fd))
     }
 
-    fn wrap(id: CmId, chan: AsyncFd<OwnedFd>) -> AsyncCmId {
+    fn wrap(id: CmId, chan: Registered) -> AsyncCmId {
         AsyncCmId {
             id,
             chan,

@@ -5,10 +5,21 @@ use super::{nonblocking, reactor, runtime};
 use crate::error::{Error, Result};
 use crate::sys;
 use crate::{CompChannel, Context, Cq, Wc};
-use std::os::fd::OwnedFd;
+use std::os::fd::BorrowedFd;
 use std::pin::Pin;
 use std::task::{ready, Context as TaskCx, Poll};
 use tokio::io::unix::AsyncFd;
+
+// SAFETY: a CompChannel's fd is the OwnedFd of its shared ChannelInner,
+// set once at CREATE_COMP_CHANNEL and closed only when the last clone
+// drops it; `fd()` always borrows that one (the promise tokio's
+// registration needs).
+#[allow(unsafe_code)]
+unsafe impl sys::HoldsFd for CompChannel {
+    fn held_fd(&self) -> BorrowedFd<'_> {
+        self.fd()
+    }
+}
 
 /// A completion queue whose completions can be awaited. Build QPs on
 /// [`cq`](Self::cq); poll with [`completions`](Self::completions), or use
@@ -16,10 +27,10 @@ use tokio::io::unix::AsyncFd;
 /// completion, or the error that stopped the wait).
 pub struct AsyncCq {
     cq: Cq,
-    /// The CQ's own channel: events are read from it...
-    chan: CompChannel,
-    /// ...and its readiness awaited through a duplicate of its fd.
-    ready: AsyncFd<OwnedFd>,
+    /// The CQ's own channel, registered with the reactor as it is (one
+    /// fd, as rdma-core's channel: nothing else reads it, so no duplicate
+    /// is needed for a second registration).
+    chan: AsyncFd<sys::Held<CompChannel>>,
     /// `req_notify` was called and no event has been read since: any
     /// completion from then on raises (or raised) an event.
     armed: bool,
@@ -43,11 +54,10 @@ impl AsyncCq {
         let chan = ctx.create_comp_channel()?;
         chan.set_nonblocking(true)?;
         let cq = ctx.create_cq(cqe, Some(&chan), comp_vector)?;
-        let ready = sys::register_readable(chan.fd(), "completion channel")?;
+        let chan = sys::register_holder(chan, "completion channel")?;
         Ok(AsyncCq {
             cq,
             chan,
-            ready,
             armed: false,
         })
     }
@@ -94,9 +104,9 @@ impl AsyncCq {
             }
             // Armed and polled empty since: every completion from here on
             // raises an event, which stays queued until read.
-            let mut guard = ready!(self.ready.poll_read_ready(cx))
+            let mut guard = ready!(self.chan.poll_read_ready(cx))
                 .map_err(|e| reactor("waiting for the completion channel", e))?;
-            match guard.try_io(|_| nonblocking(self.chan.get_event())) {
+            match guard.try_io(|c| nonblocking(c.get_ref().get().get_event())) {
                 // The event disarmed the CQ (reading it counted it). The
                 // channel is empty now: the CQ is its only one, each arm
                 // raises at most one event, and it is armed again only

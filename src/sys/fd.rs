@@ -57,3 +57,63 @@ pub fn register_readable(
             source: e.into(),
         })
 }
+
+/// A handle that owns one event fd for its whole life: the fd its
+/// [`held_fd`](Self::held_fd) returns is the same at every call and is
+/// closed only when the last clone of the handle is dropped.
+///
+/// # Safety
+/// An implementation must keep both promises: tokio's reactor keeps the fd
+/// registered for as long as it holds the handle, and a closed (or reused)
+/// fd number under a registration is what `register_with_interest` makes
+/// unsafe.
+#[cfg(feature = "tokio")]
+pub unsafe trait HoldsFd {
+    fn held_fd(&self) -> BorrowedFd<'_>;
+}
+
+/// The handle the reactor holds: its fd is the handle's. The handle is
+/// private and reached only through [`get`](Self::get), so nothing can
+/// swap it for another (through `AsyncFd::get_mut`) while registered.
+#[cfg(feature = "tokio")]
+pub struct Held<T>(T);
+
+#[cfg(feature = "tokio")]
+impl<T> Held<T> {
+    pub fn get(&self) -> &T {
+        &self.0
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl<T: HoldsFd> AsRawFd for Held<T> {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.0.held_fd().as_raw_fd()
+    }
+}
+
+/// Registers `holder`'s own fd with the current tokio reactor for
+/// readability, without a duplicate: for an fd that has one reader, such
+/// as the private channel of an `AsyncCq` or an `AsyncCmId`, so that each
+/// costs one fd, as rdma-core's channel does. (`epoll_ctl(ADD)` refuses an
+/// fd registered already, so an fd with several readers takes
+/// [`register_readable`].) Panics outside a runtime, as that does.
+#[cfg(feature = "tokio")]
+pub fn register_holder<T: HoldsFd>(
+    holder: T,
+    op: &'static str,
+) -> Result<tokio::io::unix::AsyncFd<Held<T>>> {
+    // SAFETY: the AsyncFd owns `holder`, which (HoldsFd) keeps the one fd
+    // it names open and unchanged until it is dropped, after tokio has
+    // deregistered it.
+    unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(
+            Held(holder),
+            tokio::io::Interest::READABLE,
+        )
+    }
+    .map_err(|e| crate::error::Error::Io {
+        what: format!("registering the {op} with the tokio reactor"),
+        source: e.into(),
+    })
+}

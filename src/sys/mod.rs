@@ -21,6 +21,8 @@ pub mod netlink;
 #[cfg(feature = "tokio")]
 pub use fd::register_readable;
 pub use fd::set_nonblocking;
+#[cfg(feature = "tokio")]
+pub use fd::{register_holder, Held, HoldsFd};
 
 pub use mapping::{kernel_copies_on_fork, Mapping};
 

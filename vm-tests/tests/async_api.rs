@@ -237,10 +237,11 @@ fn one_thread_serves_eight_async_clients_a_thousand_echoes_each() {
 }
 
 /// 256 rdma_cm connections to one server at once (512 QPs, CQs and PDs
-/// between the two threads), four round trips each. Each `AsyncCq` holds
-/// a completion channel and its registration (two fds), so 512 of them
-/// need more than the default soft limit of 1,024 open files: raised to
-/// the hard limit first, as a server of that many connections does.
+/// between the two threads), four round trips each. Each end of a
+/// connection holds two fds (its id's rdma_cm channel and its CQ's
+/// completion channel), so the 512 ends need more than the default soft
+/// limit of 1,024 open files: raised to the hard limit first, as a server
+/// of that many connections does.
 #[test]
 fn one_thread_serves_256_async_clients_connecting_at_once() {
     let mut lim = libc::rlimit {
@@ -255,6 +256,54 @@ fn one_thread_serves_256_async_clients_connecting_at_once() {
         assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
     }
     echo(256, 4);
+}
+
+/// An `AsyncCq` and an `AsyncCmId` each cost one fd, their channel, as
+/// rdma-core's channels do: the reactor watches the channel itself, not a
+/// duplicate of it (which doubled the fds of a server of many
+/// connections), and every fd is closed again when they are dropped.
+#[test]
+fn async_cqs_and_cm_ids_hold_one_fd_each() {
+    let rt = runtime();
+    let _in = rt.enter();
+    let (ctx, _) = common::open();
+    let (before, _) = common::fds_and_rss();
+    let cqs: Vec<AsyncCq> = (0..8).map(|_| AsyncCq::new(&ctx, 4, 0).unwrap()).collect();
+    let (with_cqs, _) = common::fds_and_rss();
+    assert_eq!(with_cqs - before, 8, "8 AsyncCqs: one fd each");
+    let ids: Vec<AsyncCmId> = (0..8)
+        .map(|_| AsyncCmId::new(PortSpace::TCP).unwrap())
+        .collect();
+    let (with_ids, _) = common::fds_and_rss();
+    assert_eq!(with_ids - with_cqs, 8, "8 AsyncCmIds: one fd each");
+    drop(ids);
+    drop(cqs);
+    assert_eq!(common::fds_and_rss().0, before, "all closed again");
+}
+
+/// An id made async after an event was queued for it keeps that event:
+/// `MIGRATE_ID` moves it onto the new channel without waking anyone, so
+/// the channel is registered with the reactor after the move (epoll
+/// checks an fd's readiness when it is added); registered before, the
+/// event sat unreported until another came.
+#[test]
+fn an_event_queued_before_from_id_is_delivered() {
+    let rt = runtime();
+    rt.block_on(async {
+        let chan = rverbs::cm::CmChannel::new().unwrap();
+        let id = chan.create_id(PortSpace::TCP).unwrap();
+        id.resolve_addr(None, &addr(7471), 2000).unwrap();
+        assert!(
+            chan.poll(10_000).unwrap(),
+            "ADDR_RESOLVED queued within 10 s"
+        );
+        let id = AsyncCmId::from_id(id).unwrap();
+        let ev = tokio::time::timeout(Duration::from_secs(5), id.next_event())
+            .await
+            .expect("the queued event reported within 5 s")
+            .unwrap();
+        assert_eq!(ev.kind, EventType::ADDR_RESOLVED);
+    });
 }
 
 #[test]

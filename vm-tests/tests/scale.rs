@@ -1,12 +1,13 @@
 //! Many objects at once on rxe0: a thousand connected RC QPs carrying a
 //! message each over two shared CQs, 64 QPs receiving through one SRQ;
-//! and what a QP costs to create (time, resident memory) through our API,
-//! through a C program over our `libibverbs.so.1`, and over rdma-core's.
+//! and what a QP costs to create (time, resident memory, and kernel
+//! commands counted by strace) through our API, through a C program over
+//! our `libibverbs.so.1`, and over rdma-core's.
 //! Run with `--nocapture` for the figures.
 
 mod common;
 
-use common::ibverbs_so::{build_c, ours, run, theirs};
+use common::ibverbs_so::{build_c, lib_dir, ours, run, theirs};
 use common::rc::{caps, connect, self_av, wait};
 use common::{env, show};
 use rverbs::{Access, Cq, Pd, Qp, QpInit, QpType, RecvWr, SendOp, SendWr, WcOpcode, WcStatus};
@@ -131,6 +132,74 @@ fn a_thousand_qps_from_c_over_rdma_core_and_over_ours() {
             (after - before) as f64 / N as f64
         );
     }
+}
+
+/// The kernel commands (`ioctl()`s and, on the write path, `write()`s to
+/// the uverbs fd) of `scale.c` creating and destroying `n` QPs over one
+/// library, counted by strace.
+fn commands(is_ours: bool, exe: &str, dev: &str, n: usize) -> (usize, usize) {
+    let trace = format!(
+        "/tmp/scale-{}-{n}.strace",
+        if is_ours { "ours" } else { "theirs" }
+    );
+    let mut c = common::ibverbs_so::over(is_ours, "strace");
+    c.args([
+        "-f",
+        "-qq",
+        "-e",
+        "trace=ioctl,write,openat",
+        "-o",
+        &trace,
+        exe,
+        dev,
+    ])
+    .arg(n.to_string());
+    let o = run(c);
+    assert!(o.status.success(), "strace of scale {n}: {}", show(&o));
+    let text = std::fs::read_to_string(&trace).expect("strace's output");
+    // The library that ran is the one meant: a count of rdma-core's
+    // commands under the name of ours would prove nothing.
+    let ours_dir = lib_dir().display().to_string();
+    let loaded_ours = text.lines().any(|l| {
+        l.contains("openat(")
+            && l.contains(&ours_dir)
+            && l.contains("libibverbs.so.1")
+            && !l.contains("= -1")
+    });
+    assert_eq!(
+        loaded_ours, is_ours,
+        "our libibverbs.so.1 loaded: {loaded_ours}"
+    );
+    let count = |call: &str| text.lines().filter(|l| l.contains(call)).count();
+    (count("ioctl("), count("write("))
+}
+
+/// Creating a QP over our `libibverbs.so.1` takes no more kernel commands
+/// than over rdma-core's: the difference between 200 QPs and 100 QPs
+/// (the device opening, the program's own writes and the rest counted
+/// once cancel out) is each library's commands for 100 QPs created and
+/// destroyed. rdma-core's rxe provider issues CREATE_QP and DESTROY_QP and
+/// nothing else per QP; ours did one QUERY_DEVICE_EX more per QP until the
+/// device's capability flags were cached per context.
+#[test]
+fn a_qp_costs_no_more_kernel_commands_over_ours_than_over_rdma_core() {
+    let exe = build_c("scale", include_str!("scale.c"), &["-O2"]);
+    let dev = env().dev;
+    let per_100 = |is_ours: bool| {
+        let (i1, w1) = commands(is_ours, &exe, &dev, 100);
+        let (i2, w2) = commands(is_ours, &exe, &dev, 200);
+        (i2 - i1) + (w2 - w1)
+    };
+    let (theirs, ours) = (per_100(false), per_100(true));
+    println!("kernel commands per 100 QPs created and destroyed: rdma-core {theirs}, ours {ours}");
+    assert!(
+        theirs >= 200,
+        "rdma-core: CREATE_QP and DESTROY_QP per QP at least ({theirs})"
+    );
+    assert!(
+        ours <= theirs,
+        "over ours a QP takes more kernel commands ({ours} per 100) than over rdma-core ({theirs})"
+    );
 }
 
 /// 64 RC QPs receiving through one SRQ, each sent four messages by its

@@ -119,6 +119,9 @@ pub const PACKAGES: &[&str] = &[
     "valgrind",
     "dpkg-dev",
     "python3",
+    // vm-tests/tests/scale.rs counts the kernel commands per QP of a C
+    // program over each libibverbs with strace.
+    "strace",
     // In CI's list since its first version; nothing in the tree runs
     // file(1) today.
     "file",

@@ -438,7 +438,7 @@ fn checkers(tally: &mut Tally) {
 /// suite well under its 30 minutes.
 ///
 /// `scale.rs` (1,000 QPs, 64 on an SRQ, a C program creating 1,000 over
-/// both libraries, ~15 s) measures our userspace at scale; every kernel
+/// both libraries, its kernel commands per QP under strace) measures our userspace at scale; every kernel
 /// command it issues runs on every kernel in `verbs_*.rs`.
 const DEFAULT_KERNEL_ONLY: &[&str] = &[
     "tests/hostile_peers.rs",
