@@ -152,6 +152,14 @@ impl Timeout {
 /// probes, fails the read with `ETIMEDOUT`. A killed peer process closes
 /// the connection at once; this bounds a peer whose host died or whose
 /// network went away, which closes nothing: 10 + 3 × 5 = 25 s.
+///
+/// Keepalive probes only an idle connection: one with data of ours the
+/// peer never acknowledged (its host went away right after we wrote) is
+/// left to the retransmission timer, which gives up after about 15
+/// minutes. `TCP_USER_TIMEOUT` bounds that case by the same 25 s (and,
+/// with keepalive on, also decides when the probes have failed). A live
+/// peer's kernel acknowledges within milliseconds, however slow its
+/// program, so a slow transfer is never cut.
 pub fn keepalive(s: &TcpStream) -> Result<()> {
     use std::os::fd::AsRawFd;
     let fd = s.as_raw_fd();
@@ -174,6 +182,12 @@ pub fn keepalive(s: &TcpStream) -> Result<()> {
             libc::TCP_KEEPCNT,
             KEEPALIVE_PROBES,
             "TCP_KEEPCNT",
+        ),
+        (
+            libc::IPPROTO_TCP,
+            libc::TCP_USER_TIMEOUT,
+            USER_TIMEOUT_MS,
+            "TCP_USER_TIMEOUT",
         ),
     ] {
         let v: libc::c_int = value;
@@ -205,6 +219,10 @@ pub const KEEPALIVE_IDLE_SECS: libc::c_int = 10;
 pub const KEEPALIVE_INTVL_SECS: libc::c_int = 5;
 /// Unanswered probes before the connection is declared dead.
 pub const KEEPALIVE_PROBES: libc::c_int = 3;
+/// Milliseconds data of ours may stay unacknowledged before the
+/// connection is declared dead: the keepalive bound.
+pub const USER_TIMEOUT_MS: libc::c_int =
+    (KEEPALIVE_IDLE_SECS + KEEPALIVE_INTVL_SECS * KEEPALIVE_PROBES) * 1000;
 
 /// A completion in error, `what` followed by what its status usually
 /// means for a program talking to one peer.
@@ -300,7 +318,10 @@ mod tests {
     }
 
     /// What `keepalive` sets is what the kernel then holds for the socket
-    /// (read back with getsockopt on a loopback connection).
+    /// (read back with getsockopt on a loopback connection): the probes of
+    /// an idle connection, and `TCP_USER_TIMEOUT` for one whose data the
+    /// peer never acknowledged (the soak's churn server once waited out
+    /// the retransmission timer for a client whose VM had powered off).
     #[test]
     fn keepalive_sets_the_probe_schedule() {
         use std::os::fd::AsRawFd;
@@ -312,6 +333,7 @@ mod tests {
             (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, KEEPALIVE_IDLE_SECS),
             (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, KEEPALIVE_INTVL_SECS),
             (libc::IPPROTO_TCP, libc::TCP_KEEPCNT, KEEPALIVE_PROBES),
+            (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, 25_000),
         ] {
             let mut v: libc::c_int = -1;
             let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;

@@ -82,9 +82,17 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, secs: u64, churn: Ch
             "{stream} -p 7701 --timeout 20 --for {tail} > /tmp/churn.out 2>&1 & B=$!\n"
         ));
     }
+    // When the main client is done: the flaps and the churn loop stop,
+    // and the churn client still running (the loop's child, which
+    // outlives it) is killed, so that its connection closes before this
+    // VM powers off; a client whose host simply vanished would leave the
+    // churn server waiting on TCP (bounded since by TCP_USER_TIMEOUT, but
+    // 25 s of the suite). Found by name: any pattern of its arguments
+    // would match this script's own shell too.
     client.push_str(&format!(
         "echo BEGIN soak\n{stream} --bytes 4M -p 7700 --timeout 30 --for {secs} $RVERBS_PEER_ADDR; echo \"RC soak $?\"\n\
-         kill $F $C 2>/dev/null; wait; ip link set eth0 up\n"
+         kill $F $C 2>/dev/null; wait; ip link set eth0 up\n\
+         for p in /proc/[0-9]*; do [ \"$(cat $p/comm 2>/dev/null)\" = rverbs ] && kill -KILL ${{p#/proc/}}; done; sleep 1\n"
     ));
     server.push_str(&format!(
         "echo BEGIN soak\n{stream} -p 7700 --timeout 30 --for {tail}; echo \"RC soak $?\"\n"
