@@ -102,21 +102,23 @@ impl AhKeep {
         self.put_ah(slot, wr.ud.map(|ud| ud.ah));
     }
 
-    /// Keeps `ah`, named by the send posted into `slot`.
+    /// Keeps `ah`, named by the send posted into `slot`. `None` (which a
+    /// UD QP's sends never are: every one names its AH) leaves the slot as
+    /// it was: its AH is then kept a little longer, until a send names
+    /// another.
     #[inline(always)]
     fn put_ah(&mut self, slot: u32, ah: Option<&Ah>) {
+        let Some(ah) = ah else { return };
         // `slot` is the SQ's producer index, masked below the ring's size,
         // which is this table's (AhKeep::new): in bounds.
         let kept = &mut self.slots[slot as usize];
-        match (ah, kept.as_ref()) {
-            // The AH the slot's last send named already (a program that
-            // sends to one peer): nothing to count (callgrind: an Arc
-            // increment and decrement per send).
-            (Some(ah), Some(k)) if Arc::ptr_eq(&ah.inner, &k.inner) => {}
-            // Dropping the AH this replaces may destroy it (DESTROY_AH):
-            // only when the program has dropped it too, and never while a
-            // send names it.
-            (ah, _) => *kept = ah.cloned(),
+        // The AH the slot's last send named already (a program that sends
+        // to one peer): nothing to count (callgrind: an Arc increment and
+        // decrement per send). Otherwise dropping the AH this replaces
+        // may destroy it (DESTROY_AH): only when the program has dropped
+        // it too, and never while a send names it.
+        if !kept.as_ref().is_some_and(|k| Arc::ptr_eq(&ah.inner, &k.inner)) {
+            *kept = Some(ah.clone());
         }
     }
 }

@@ -180,13 +180,6 @@ impl SendQueue {
         wr: &SendWr<'_, S, A>,
     ) -> Result<(), PostError> {
         self.check(wr)?;
-        let ah_num = match wr.ud {
-            Some(u) => match *u.ah.address() {
-                AhAddr::Number(n) => n,
-                AhAddr::Vector(_) => return Err(PostError::ForeignAddressHandle),
-            },
-            None => 0,
-        };
         self.ensure_room()?;
         let next = self.q.queue().next(self.prod);
         let mut w = self.q.slot_mut(self.prod);
@@ -197,7 +190,7 @@ impl SendQueue {
             bytes: r.end(),
             max: elem_size,
         };
-        let total = write_wqe(&mut w, wr, ah_num, self.ssn).map_err(refused)?;
+        let total = write_wqe(&mut w, wr, self.ssn).map_err(|e| e.post_error(elem_size))?;
         // The length checks come after the copy, and a failure leaves the
         // slot unpublished.
         let length = check_length(wr, total)?;
@@ -245,18 +238,38 @@ impl SendQueue {
 /// suffice: the kernel reads the slot only after the release store of the
 /// producer index.
 #[inline(always)]
-fn write_wqe<S: AsSge, A>(
+fn write_wqe<S: AsSge, A: AddressHandle>(
     w: &mut SlotMut<'_, HEADER>,
     wr: &SendWr<'_, S, A>,
-    ah_num: u32,
     ssn: u32,
-) -> Result<u64, Refused> {
+) -> Result<u64, WqeError> {
     let inline = wr.inline.is_some();
     let flags = wr.send_flags() | if inline { INLINE } else { 0 };
     let opcode = wr.op.opcode();
-    // Zero the opcode-specific union as rdma-core does, so that no field
-    // of another opcode carries a stale value from the slot's last use.
-    w.zero(send::WR_UNION, send::WR_UNION_LEN)?;
+    match wr.ud {
+        // A UD send (check_send let only SEND and SEND with immediate
+        // through): the `ud` member's first 16 bytes, pkey_index 0. Its
+        // `pad` and `av` keep what the slot held: rxe reads the `av` only
+        // for AH number 0 (`rxe_get_av`), the pre-5.10 form, which
+        // create_ah refuses, so a number is always written (callgrind:
+        // 7 stores fewer than zeroing the 120-byte union).
+        Some(ud) => {
+            // Resolved here, as the member is written, not before: one
+            // test of `wr.ud` fewer (callgrind). A refusal leaves the
+            // slot unpublished.
+            let AhAddr::Number(ah_num) = *ud.ah.address() else {
+                return Err(WqeError::ForeignAh);
+            };
+            w.u32(send::UD_REMOTE_QPN, ud.remote_qpn)?;
+            w.u32(send::UD_REMOTE_QKEY, ud.remote_qkey)?;
+            w.u32(send::UD_PKEY_INDEX, 0)?;
+            w.u32(send::UD_AH_NUM, ah_num)?;
+        }
+        // Zero the opcode-specific union as rdma-core does, so that no
+        // field of another opcode carries a stale value from the slot's
+        // last use.
+        None => w.zero(send::WR_UNION, send::WR_UNION_LEN)?,
+    }
     w.u64(send::WR_ID, wr.wr_id)?;
     w.u32(send::WR_RESERVED, 0)?;
     w.u32(send::OPCODE, opcode)?;
@@ -295,17 +308,8 @@ fn write_wqe<S: AsSge, A>(
             w.u32(send::RDMA_RKEY, remote.rkey)?;
             (imm.to_be(), remote.addr)
         }
-        SendOp::Send | SendOp::SendWithImm(_) => {
-            if let Some(ud) = wr.ud {
-                w.u32(send::UD_REMOTE_QPN, ud.remote_qpn)?;
-                w.u32(send::UD_REMOTE_QKEY, ud.remote_qkey)?;
-                w.u32(send::UD_AH_NUM, ah_num)?;
-            }
-            match wr.op {
-                SendOp::SendWithImm(imm) => (imm.to_be(), 0),
-                _ => (0, 0),
-            }
-        }
+        SendOp::Send => (0, 0),
+        SendOp::SendWithImm(imm) => (imm.to_be(), 0),
         SendOp::SendWithInv(rkey) | SendOp::LocalInv(rkey) => (rkey, 0),
         SendOp::AtomicWrite { remote, value } => {
             // The kernel's requester copies `dma.atomic_wr` (the payload's
@@ -369,6 +373,35 @@ fn write_wqe<S: AsSge, A>(
             w.bytes(send::PAYLOAD, data)?;
             Ok(data.len() as u64)
         }
+    }
+    .map_err(WqeError::Refused)
+}
+
+/// Why [`write_wqe`] wrote no WQE.
+enum WqeError {
+    /// A store the slot refused.
+    Refused(Refused),
+    /// A UD send's AH carries an address vector, not an rxe AH number.
+    ForeignAh,
+}
+
+impl WqeError {
+    /// The refusal a post reports, for a slot of `max` bytes.
+    #[cold]
+    fn post_error(self, max: usize) -> PostError {
+        match self {
+            WqeError::Refused(r) => PostError::WqeTooLarge {
+                bytes: r.end(),
+                max,
+            },
+            WqeError::ForeignAh => PostError::ForeignAddressHandle,
+        }
+    }
+}
+
+impl From<Refused> for WqeError {
+    fn from(r: Refused) -> WqeError {
+        WqeError::Refused(r)
     }
 }
 

@@ -32,6 +32,8 @@ pub mod send {
     pub const UD_REMOTE_QPN: usize = send_wqe::UD_REMOTE_QPN;
     pub const UD_REMOTE_QKEY: usize = send_wqe::UD_REMOTE_QKEY;
     pub const UD_AH_NUM: usize = send_wqe::UD_AH_NUM;
+    /// `wr.wr.ud.pkey_index` and the `reserved` u16 after it.
+    pub const UD_PKEY_INDEX: usize = send_wqe::UD_PKEY_INDEX;
     pub const FLUSH_REMOTE_ADDR: usize = send_wqe::FLUSH_REMOTE_ADDR;
     pub const FLUSH_LENGTH: usize = send_wqe::FLUSH_LENGTH;
     pub const FLUSH_RKEY: usize = send_wqe::FLUSH_RKEY;

@@ -12,7 +12,7 @@
 use super::{write_wqe, SendQueue, HEADER};
 use crate::slot::SlotMut;
 use crate::wqe::{send, SGE_SIZE};
-use crate::wr::{AddressHandle, AhAddr, AsSge, SendWr, Sge};
+use crate::wr::{AddressHandle, AsSge, SendWr, Sge};
 use rverbs_types::{check_preparable, PostError};
 
 /// Words of the WQE's fixed part.
@@ -50,21 +50,10 @@ impl SendQueue {
     ) -> Result<SendTemplate, PostError> {
         let remote = check_preparable(wr)?;
         self.check(wr)?;
-        let ah_num = match wr.ud {
-            Some(u) => match *u.ah.address() {
-                AhAddr::Number(n) => n,
-                AhAddr::Vector(_) => return Err(PostError::ForeignAddressHandle),
-            },
-            None => 0,
-        };
         // The fixed part and one SGE, built where the ring's own would be.
         let mut buf = [0u64; WORDS + SGE_SIZE / 8];
         let mut w = SlotMut::<HEADER>::over_words(&mut buf);
-        let too_large = |r: crate::slot::Refused| PostError::WqeTooLarge {
-            bytes: r.end(),
-            max: HEADER + SGE_SIZE,
-        };
-        write_wqe(&mut w, wr, ah_num, 0).map_err(too_large)?;
+        write_wqe(&mut w, wr, 0).map_err(|e| e.post_error(HEADER + SGE_SIZE))?;
         let mut wqe = [0u64; WORDS];
         wqe.copy_from_slice(&buf[..WORDS]);
         Ok(SendTemplate {
