@@ -117,7 +117,10 @@ impl AhKeep {
         // decrement per send). Otherwise dropping the AH this replaces
         // may destroy it (DESTROY_AH): only when the program has dropped
         // it too, and never while a send names it.
-        if !kept.as_ref().is_some_and(|k| Arc::ptr_eq(&ah.inner, &k.inner)) {
+        if !kept
+            .as_ref()
+            .is_some_and(|k| Arc::ptr_eq(&ah.inner, &k.inner))
+        {
             *kept = Some(ah.clone());
         }
     }
