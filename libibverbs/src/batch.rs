@@ -26,10 +26,10 @@
 
 use crate::abi::{IbvDataBuf, IbvSge};
 use crate::convert::with_flags;
+use crate::spin::Spin;
 use crate::{errno_of, lock};
 use rverbs::{Ah, Qp, QpState, SendOp, SendWr, Slice};
 use std::ffi::c_int;
-use std::sync::Mutex;
 
 /// One request of a batch, until `wr_complete`.
 #[derive(Clone, Copy)]
@@ -225,7 +225,7 @@ impl Batch {
 
     /// Posts the batch on `qp`, all or nothing: 0, or the errno of the
     /// first failed call (nothing is posted then) or of the post.
-    pub(crate) fn post(&mut self, qp: &Mutex<Qp>) -> c_int {
+    pub(crate) fn post(&mut self, qp: &Spin<Qp>) -> c_int {
         if let Some(e) = self.error {
             return e;
         }

@@ -16,11 +16,11 @@ use crate::channel::ChanBox;
 use crate::context::CtxBox;
 use crate::guard;
 use crate::obj::{destroy, CObject, Held, Parent, Users};
+use crate::spin::Spin;
 use crate::{errno_of, export, lock, member, null_errno, ret_errno};
 use rverbs::{Cq, Wc};
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_uint, c_void};
-use std::sync::Mutex;
 
 #[repr(C)]
 pub(crate) struct CqBox {
@@ -28,7 +28,7 @@ pub(crate) struct CqBox {
     /// The rest of `struct ibv_cq_ex`, right after the `ibv_cq` as C
     /// expects of a CQ it got from `ibv_create_cq_ex`.
     pub(crate) ex: CqEx,
-    pub(crate) cq: Mutex<Cq>,
+    pub(crate) cq: Spin<Cq>,
     /// rverbs' user handle: what completion and async events name.
     handle: u64,
     chan: Option<Held<ChanBox>>,
@@ -53,7 +53,7 @@ impl Parent for CqBox {
 pub(crate) struct CqEx {
     c: UnsafeCell<IbvCqExTail>,
     /// The completion the `read_*` slots report.
-    pub(crate) cur: Mutex<Wc>,
+    pub(crate) cur: Spin<Wc>,
 }
 
 impl CqEx {
@@ -66,7 +66,7 @@ impl CqEx {
                 wr_id: 0,
                 ops,
             }),
-            cur: Mutex::new(Wc::default()),
+            cur: Spin::new(Wc::default()),
         }
     }
 
@@ -127,7 +127,7 @@ unsafe fn new_cq(
             async_events_completed: 0,
         }),
         ex: CqEx::new(b.ex_ops.cq),
-        cq: Mutex::new(cq),
+        cq: Spin::new(cq),
         handle,
         chan: chan.map(Held::new),
         users: Users::default(),

@@ -50,6 +50,7 @@ pub mod abi;
 mod convert;
 mod guard;
 mod obj;
+mod spin;
 
 // One file per object: its box, its verbs. (`qp_ex` and `batch`: the
 // `ibv_qp_ex` a QP box carries and the `ibv_wr_*` batch it holds.)
@@ -204,9 +205,40 @@ pub(crate) fn minus1_errno(e: c_int) -> c_int {
     -1
 }
 
-/// Locks `m` whether or not a panic poisoned it: no lock of this crate is
-/// held across a statement that leaves what it guards half-updated, so a
-/// poisoned one is still consistent (see [`guard`] for where panics go).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+/// Locks `m`: a `Mutex` whether or not a panic poisoned it, or a data
+/// path [`spin::Spin`]. No lock of this crate is held across a statement
+/// that leaves what it guards half-updated, so a poisoned one is still
+/// consistent (see [`guard`] for where panics go).
+#[inline(always)]
+pub(crate) fn lock<L: Lock>(m: &L) -> L::Guard<'_> {
+    m.acquire()
+}
+
+/// What [`lock`] takes.
+pub(crate) trait Lock {
+    type Guard<'a>
+    where
+        Self: 'a;
+    fn acquire(&self) -> Self::Guard<'_>;
+}
+
+impl<T> Lock for Mutex<T> {
+    type Guard<'a>
+        = MutexGuard<'a, T>
+    where
+        T: 'a;
+    fn acquire(&self) -> MutexGuard<'_, T> {
+        self.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl<T> Lock for spin::Spin<T> {
+    type Guard<'a>
+        = spin::SpinGuard<'a, T>
+    where
+        T: 'a;
+    #[inline(always)]
+    fn acquire(&self) -> spin::SpinGuard<'_, T> {
+        self.lock()
+    }
 }

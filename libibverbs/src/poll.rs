@@ -31,10 +31,14 @@ pub(crate) unsafe extern "C" fn poll_cq(c: *mut IbvCq, n: c_int, out: *mut IbvWc
         let Some(b) = (unsafe { CqBox::of(c) }) else {
             return -libc::EINVAL;
         };
-        // One test for the common case: n > 0 with an array. Otherwise an
-        // empty poll answers 0 (whatever `out`), the rest EINVAL.
-        if n <= 0 || out.is_null() {
+        // An empty poll answers 0 (whatever `out`), a negative count or a
+        // NULL array EINVAL. Two tests and branches: one `||` was computed
+        // into flags first (callgrind: 3 instructions a call more).
+        if n <= 0 {
             return if n == 0 { 0 } else { -libc::EINVAL };
+        }
+        if out.is_null() {
+            return -libc::EINVAL;
         }
         let mut at = out;
         // poll_each hands at most n completions: the count fits a c_int.

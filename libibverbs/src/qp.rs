@@ -16,6 +16,7 @@ use crate::guard;
 use crate::obj::{destroy, CObject, Held};
 use crate::pd::PdBox;
 use crate::qp_ex::QpEx;
+use crate::spin::Spin;
 use crate::srq::SrqBox;
 use crate::{errno_of, export, lock, member, members, null_errno, ret_errno};
 use rverbs::{Cq, Qp, QpCaps, QpInit, QpType};
@@ -29,7 +30,7 @@ pub(crate) struct QpBox {
     /// The rest of `struct ibv_qp_ex`, right after the `ibv_qp` as C
     /// expects of a QP it got from `ibv_create_qp_ex`.
     pub(crate) ex: QpEx,
-    pub(crate) qp: Mutex<Qp>,
+    pub(crate) qp: Spin<Qp>,
     /// A UD QP (its sends name an AH).
     pub(crate) ud: bool,
     /// The multicast groups (GID, LID) it is attached to, as the kernel
@@ -102,7 +103,7 @@ unsafe fn new_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr, send_ops: Option<u64>)
     let q = QpBox {
         c: UnsafeCell::new(c_qp(pd, p, a, &qp)),
         ex,
-        qp: Mutex::new(qp),
+        qp: Spin::new(qp),
         ud: kind == QpType::Ud,
         mcast: Mutex::new(Vec::new()),
         attr: Mutex::new(IbvQpAttr::default()),

@@ -13,11 +13,11 @@ use crate::convert::c_srq_attr;
 use crate::guard;
 use crate::obj::{destroy, CObject, Held, Parent, Users};
 use crate::pd::PdBox;
+use crate::spin::{Spin, SpinGuard};
 use crate::{errno_of, export, lock, member, null_errno, ret_errno};
 use rverbs::Srq;
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
-use std::sync::{Mutex, MutexGuard};
 
 #[repr(C)]
 pub(crate) struct SrqBox {
@@ -27,7 +27,7 @@ pub(crate) struct SrqBox {
     /// Posting takes `&mut Srq`; the C API lets threads post to one SRQ
     /// concurrently, so a lock per SRQ (rdma-core's rxe takes a spinlock
     /// per queue for the same reason).
-    srq: Mutex<Srq>,
+    srq: Spin<Srq>,
     pd: Held<PdBox>,
     /// SGEs per receive, as granted: posts are checked against it before
     /// their SGE arrays are read.
@@ -50,7 +50,7 @@ impl Parent for SrqBox {
 
 impl SrqBox {
     /// The SRQ, locked (see the field).
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Srq> {
+    pub(crate) fn lock(&self) -> SpinGuard<'_, Srq> {
         lock(&self.srq)
     }
 }
@@ -96,7 +96,7 @@ unsafe extern "C" fn create_srq(p: *mut IbvPd, init: *mut IbvSrqInitAttr) -> *mu
         let handle = srq.user_handle();
         let b = SrqBox {
             c: UnsafeCell::new(c),
-            srq: Mutex::new(srq),
+            srq: Spin::new(srq),
             pd: Held::new(pd),
             max_sge: a.attr.max_sge,
             users: Users::default(),

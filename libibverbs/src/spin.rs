@@ -1,0 +1,163 @@
+//! The data-path lock: what rdma-core's providers take around each queue
+//! (`pthread_spin_lock` on the SQ, the RQ, the CQ), since the C API lets
+//! threads post to and poll one object concurrently.
+//!
+//! `std::sync::Mutex` was this crate's lock; uncontended it costs an atomic
+//! swap each way plus two poison checks (each a load of std's global panic
+//! count and a branch), about 20 instructions a call that rdma-core does
+//! not pay (callgrind, `cargo xtask bench`'s C rows over this library).
+//! A panic here never leaves a queue half-updated (see [`crate::lock`]) and
+//! aborts in the C builds (`panic = "abort"`), so poisoning buys nothing.
+//!
+//! Uncontended, locking is one compare-and-swap and unlocking one release
+//! store. A waiter spins briefly, then yields its CPU between attempts: a
+//! holder may be inside a system call (`MODIFY_QP`, `REQ_NOTIFY_CQ`, the
+//! rxe doorbell), which can take longer than spinning is worth.
+
+use std::cell::UnsafeCell;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Spins before a waiter starts yielding.
+const SPINS: u32 = 64;
+
+/// A value behind a spin lock.
+pub(crate) struct Spin<T> {
+    locked: AtomicBool,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: the lock hands out the value to one thread at a time (`locked`,
+// taken with Acquire and released with Release, orders each holder's
+// accesses after the previous holder's), so sharing a `Spin<T>` shares
+// only the right to take turns with a `T`, which needs `T: Send`.
+unsafe impl<T: Send> Sync for Spin<T> {}
+
+impl<T> Spin<T> {
+    pub(crate) const fn new(value: T) -> Spin<T> {
+        Spin {
+            locked: AtomicBool::new(false),
+            value: UnsafeCell::new(value),
+        }
+    }
+
+    /// Waits for the lock and holds it until the guard is dropped.
+    #[inline(always)]
+    pub(crate) fn lock(&self) -> SpinGuard<'_, T> {
+        if self
+            .locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            self.wait();
+        }
+        SpinGuard { lock: self }
+    }
+
+    /// The contended path, out of line.
+    #[cold]
+    #[inline(never)]
+    fn wait(&self) {
+        let mut spins = 0;
+        loop {
+            // Read-only while held, so waiters do not steal the line from
+            // the holder.
+            while self.locked.load(Ordering::Relaxed) {
+                if spins < SPINS {
+                    spins += 1;
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+            if self
+                .locked
+                .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+}
+
+/// The lock, held: the value while it lives.
+pub(crate) struct SpinGuard<'a, T> {
+    lock: &'a Spin<T>,
+}
+
+impl<T> Deref for SpinGuard<'_, T> {
+    type Target = T;
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        // SAFETY: this guard holds the lock (Spin::lock), so no other
+        // reference to the value exists until it is dropped.
+        unsafe { &*self.lock.value.get() }
+    }
+}
+
+impl<T> DerefMut for SpinGuard<'_, T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in deref; `&mut self` makes this the only borrow
+        // through the guard.
+        unsafe { &mut *self.lock.value.get() }
+    }
+}
+
+impl<T> Drop for SpinGuard<'_, T> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // Release: the holder's accesses happen before the next holder's
+        // Acquire. Also runs while unwinding, so a panic never leaves the
+        // lock taken (test builds unwind; the C builds abort).
+        self.lock.locked.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// Four threads add under the lock, contending hard: no increment is
+    /// lost, so no two held it at once.
+    #[test]
+    fn holders_exclude_each_other() {
+        const N: u64 = if cfg!(miri) { 200 } else { 100_000 };
+        let s = Arc::new(Spin::new(0u64));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..N {
+                        // A read and a write apart, so that an overlap
+                        // would lose an update.
+                        let mut g = s.lock();
+                        let v = *g;
+                        std::hint::black_box(&v);
+                        *g = v + 1;
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(*s.lock(), 4 * N);
+    }
+
+    /// A panic while holding the lock releases it (test builds unwind).
+    #[test]
+    fn a_panicking_holder_releases_the_lock() {
+        let s = Arc::new(Spin::new(1u32));
+        let s2 = s.clone();
+        let r = std::thread::spawn(move || {
+            let _g = s2.lock();
+            panic!("while holding");
+        })
+        .join();
+        assert!(r.is_err());
+        assert_eq!(*s.lock(), 1);
+    }
+}
