@@ -9,6 +9,7 @@ mod calls;
 mod charts;
 mod guard;
 mod mlx5_ref;
+pub use mlx5_ref::build_oracle;
 mod startup;
 mod svg;
 mod wallclock;

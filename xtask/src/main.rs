@@ -76,6 +76,10 @@ commands:
                signatures (rustdoc JSON, nightly) against the listing in
                api/; any difference fails; --bless rewrites the listing
                (part of `test`)
+  mlx5-oracle  build rdma-core's mlx5 provider (Debian's source package)
+               into the shared object the differential tests load, and
+               print its path: RVERBS_MLX5_ORACLE=$(cargo xtask mlx5-oracle)
+               cargo test -p rverbs-mlx5-oracle (part of `test`)
   barriers     build provider-mlx5 for aarch64 and x86_64 and check that its
                DMA barriers and MMIO stores are the instructions rdma-core's
                udma_barrier.h emits (part of `test`)
@@ -110,6 +114,10 @@ fn main() -> ExitCode {
         Some("netem") => test::netem_main(&args[1..]),
         Some("two-hosts") => test::two_hosts_main(&args[1..]),
         Some("soak") => test::soak_main(&args[1..]),
+        Some("mlx5-oracle") => bench::build_oracle().map(|lib| {
+            println!("{}", lib.display());
+            ExitCode::SUCCESS
+        }),
         Some("barriers") => barriers::check().map(|()| {
             println!(
                 "xtask: barriers: every probe is the expected instructions on aarch64 and x86_64"

@@ -347,6 +347,18 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
 
 fn host_tests(tally: &mut Tally) -> Result<()> {
     println!("xtask: == host tests");
+    // rdma-core's mlx5 provider built into the differential tests' oracle
+    // (crate rverbs-mlx5-oracle), named for them in the environment. If it
+    // cannot be built, those tests fail for want of it.
+    let what =
+        "mlx5 oracle: rdma-core's providers/mlx5 qp.c and cq.c built from Debian's source package";
+    match crate::bench::build_oracle() {
+        Ok(lib) => {
+            tally.pass(what);
+            std::env::set_var(rverbs_oracle_env(), lib);
+        }
+        Err(e) => tally.fail(what, &e),
+    }
     // Every crate, all targets and doc tests (the root crate's compile-fail
     // doc tests of the soundness rules among them), but the VM tests; with
     // every feature, so that `rverbs::aio`'s unit tests run too.
@@ -391,6 +403,12 @@ fn host_tests(tally: &mut Tally) -> Result<()> {
     }
     println!("xtask: api: {}s", t.elapsed().as_secs());
     Ok(())
+}
+
+/// The variable the oracle's tests read (`rverbs_mlx5_oracle::ENV`; xtask
+/// does not depend on that crate).
+fn rverbs_oracle_env() -> &'static str {
+    "RVERBS_MLX5_ORACLE"
 }
 
 /// Each fuzz target, briefly: one pass or failure each (a missing nightly

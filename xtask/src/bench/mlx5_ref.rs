@@ -25,6 +25,8 @@ use std::process::{Command, Stdio};
 const HARNESS_C: &str = include_str!("../../bench-ref/mlx5/harness.c");
 const STUBS_C: &str = include_str!("../../bench-ref/mlx5/stubs.c");
 const CONFIG_H: &str = include_str!("../../bench-ref/mlx5/config.h");
+/// The differential tests' side of rdma-core (see [`build_oracle`]).
+const ORACLE_C: &str = include_str!("../../../mlx5-oracle/oracle.c");
 
 /// Iterations of each scenario (the harness checks every completion).
 pub const ITERS: u64 = 1000;
@@ -211,13 +213,75 @@ pub fn calls_from(file: &Path) -> BTreeMap<(String, String), (u64, u64)> {
 
 /// The harness binary, built if missing or stale.
 fn build() -> Result<PathBuf> {
-    let version = installed_version()?;
+    compile_and_link(
+        Release::Installed,
+        "harness",
+        &[("harness.c", HARNESS_C)],
+        &["-lpthread"],
+        "harness",
+    )
+}
+
+/// The differential tests' oracle (crate `rverbs-mlx5-oracle`): rdma-core's
+/// `qp.c` and `cq.c` with `mlx5-oracle/oracle.c` as a shared object, built
+/// if missing or stale; returns its path, which the tests read from
+/// `RVERBS_MLX5_ORACLE`.
+pub fn build_oracle() -> Result<PathBuf> {
+    compile_and_link(
+        Release::Current,
+        "oracle",
+        &[("oracle.c", ORACLE_C)],
+        // Every symbol resolved here (the stubs cover what qp.c and cq.c
+        // reach outside themselves), so that dlopen cannot fail later.
+        &["-shared", "-Wl,-z,defs", "-lpthread"],
+        "liboracle.so",
+    )
+    .map_err(|e| format!("the rdma-core mlx5 oracle: {e}"))
+}
+
+/// Which rdma-core a build compiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Release {
+    /// The version installed on the host, from the host's release: the
+    /// bench's reference, the rdma-core its VM rows run.
+    Installed,
+    /// Debian's current release's (13, trixie): the differential tests'
+    /// oracle. Its upstream tarball is on the package mirror, where the
+    /// host release's (44.0) may not be, and `cargo xtask test` reaches
+    /// nothing else.
+    Current,
+}
+
+/// Debian's current release, for [`Release::Current`].
+const CURRENT_RELEASE: &str = "trixie";
+
+/// Compiles rdma-core's `providers/mlx5/qp.c` and `cq.c` (of `release`,
+/// Debian's flags), the stubs and `extra` (name, text) in
+/// `build-<version>-<what>/`, and links them with `link` into `out`;
+/// cached while the version and every text are the same.
+fn compile_and_link(
+    release: Release,
+    what: &str,
+    extra: &[(&str, &str)],
+    link: &[&str],
+    out: &str,
+) -> Result<PathBuf> {
     let dir = target_dir().join("bench").join("mlx5-ref");
-    let src = source_tree(&dir, &version)?;
-    let build = dir.join(format!("build-{version}"));
-    let bin = build.join("harness");
-    // Rebuild when the harness changes: its text is the cache key.
-    let key = format!("{version}\n{HARNESS_C}{STUBS_C}{CONFIG_H}");
+    let (version, src) = match release {
+        Release::Installed => {
+            let v = installed_version()?;
+            let t = source_tree(&dir, &v, None)?;
+            (v, t)
+        }
+        Release::Current => current_tree(&dir)?,
+    };
+    let build = dir.join(format!("build-{version}-{what}"));
+    let bin = build.join(out);
+    // Rebuild when a text changes: they are the cache key.
+    let mut key = format!("{version}\n{STUBS_C}{CONFIG_H}");
+    for (_, text) in extra {
+        key.push_str(text);
+    }
     let stamp = build.join(".key");
     if bin.is_file() && fs::read_to_string(&stamp).ok().as_deref() == Some(&key) {
         return Ok(bin);
@@ -225,22 +289,24 @@ fn build() -> Result<PathBuf> {
     let _ = fs::remove_dir_all(&build);
     let inc = build.join("include");
     publish_headers(&src, &inc)?;
-    for (name, text) in [
-        ("harness.c", HARNESS_C),
-        ("stubs.c", STUBS_C),
-        ("config.h", CONFIG_H),
-    ] {
+    let mut files = vec![("stubs.c", STUBS_C), ("config.h", CONFIG_H)];
+    files.extend_from_slice(extra);
+    for (name, text) in &files {
         fs::write(inc.join(name), text).map_err(|e| e.to_string())?;
     }
     let flags = compiler_flags()?;
     let mlx5 = src.join("providers/mlx5");
+    let mut sources = vec![
+        ("qp".to_string(), mlx5.join("qp.c")),
+        ("cq".to_string(), mlx5.join("cq.c")),
+    ];
+    for (name, _) in &files {
+        if let Some(stem) = name.strip_suffix(".c") {
+            sources.push((stem.to_string(), inc.join(name)));
+        }
+    }
     let mut objs = Vec::new();
-    for (name, file) in [
-        ("qp", mlx5.join("qp.c")),
-        ("cq", mlx5.join("cq.c")),
-        ("harness", inc.join("harness.c")),
-        ("stubs", inc.join("stubs.c")),
-    ] {
+    for (name, file) in sources {
         let obj = build.join(format!("{name}.o"));
         run(Command::new("gcc")
             .args(&flags.cflags)
@@ -261,7 +327,7 @@ fn build() -> Result<PathBuf> {
         .arg("-o")
         .arg(&bin)
         .args(&objs)
-        .arg("-lpthread"))?;
+        .args(link))?;
     fs::write(&stamp, key).map_err(|e| e.to_string())?;
     Ok(bin)
 }
@@ -308,8 +374,50 @@ fn compiler_flags() -> Result<Flags> {
     })
 }
 
-/// rdma-core's tree at `version`, unpacked under `dir` (cached).
-fn source_tree(dir: &Path, version: &str) -> Result<PathBuf> {
+/// [`Release::Current`]'s version and tree: the cached one, or the
+/// current release's source package fetched (version from its source
+/// list).
+fn current_tree(dir: &Path) -> Result<(String, PathBuf)> {
+    let marker = dir.join(format!("{CURRENT_RELEASE}-version"));
+    if let Ok(v) = fs::read_to_string(&marker) {
+        let v = v.trim().to_string();
+        if dir.join(format!("rdma-core-{v}/.complete")).exists() {
+            let t = dir.join(format!("rdma-core-{v}"));
+            return Ok((v, t));
+        }
+    }
+    let apt = private_apt(dir, Some(CURRENT_RELEASE))?;
+    let show = output(apt.command("apt-cache").args(["showsrc", "rdma-core"]))?;
+    let version = show
+        .lines()
+        .filter_map(|l| l.strip_prefix("Version: "))
+        .map(str::trim)
+        .max_by(|a, b| version_cmp(a, b))
+        .ok_or_else(|| format!("Debian {CURRENT_RELEASE} lists no rdma-core source package"))?
+        .to_string();
+    let tree = source_tree(dir, &version, Some(&apt))?;
+    fs::write(&marker, &version).map_err(|e| e.to_string())?;
+    Ok((version, tree))
+}
+
+/// Orders two Debian versions (`dpkg --compare-versions`).
+fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let gt = Command::new("dpkg")
+        .args(["--compare-versions", a, "gt", b])
+        .status()
+        .is_ok_and(|s| s.success());
+    if gt {
+        std::cmp::Ordering::Greater
+    } else if a == b {
+        std::cmp::Ordering::Equal
+    } else {
+        std::cmp::Ordering::Less
+    }
+}
+
+/// rdma-core's tree at `version`, unpacked under `dir` (cached); fetched
+/// with `apt` if given, else with the host release's source lists.
+fn source_tree(dir: &Path, version: &str, apt: Option<&PrivateApt>) -> Result<PathBuf> {
     let tree = dir.join(format!("rdma-core-{version}"));
     if tree.join(".complete").exists() {
         return Ok(tree);
@@ -318,7 +426,14 @@ fn source_tree(dir: &Path, version: &str) -> Result<PathBuf> {
     let dl = dir.join(format!("download-{version}"));
     let _ = fs::remove_dir_all(&dl);
     fs::create_dir_all(&dl).map_err(|e| e.to_string())?;
-    let apt = private_apt(dir)?;
+    let host_apt;
+    let apt = match apt {
+        Some(a) => a,
+        None => {
+            host_apt = private_apt(dir, None)?;
+            &host_apt
+        }
+    };
     eprintln!("xtask: fetching Debian's rdma-core {version} source package (once; cached under target/bench/mlx5-ref)");
     let fetched = run(apt
         .command("apt-get")
@@ -337,7 +452,9 @@ fn source_tree(dir: &Path, version: &str) -> Result<PathBuf> {
                 .arg(&tree)
                 .stdout(Stdio::null()))?;
         }
-        Err(e) => from_git(&dl, &tree, version).map_err(|g| format!("{e}; and {g}"))?,
+        Err(e) => from_parts(&dl, &tree)
+            .or_else(|p| from_git(&dl, &tree, version).map_err(|g| format!("{p}; and {g}")))
+            .map_err(|g| format!("{e}; and {g}"))?,
     }
     if !tree.join("providers/mlx5/qp.c").is_file() {
         return Err(format!("no providers/mlx5/qp.c in {}", tree.display()));
@@ -349,6 +466,56 @@ fn source_tree(dir: &Path, version: &str) -> Result<PathBuf> {
 
 fn no_epoch(version: &str) -> &str {
     version.split_once(':').map_or(version, |(_, v)| v)
+}
+
+/// The fallback when the mirror has the upstream tarball and Debian's
+/// packaging but not the `.dsc` (apt-get then fails the whole fetch, but
+/// keeps what it fetched, each file checked against the signed Sources
+/// index): what dpkg-source would do, by hand — the upstream tree, Debian's
+/// `debian/`, and the patches of `debian/patches/series` in order.
+fn from_parts(dl: &Path, tree: &Path) -> Result<()> {
+    let find = |what: &str| {
+        fs::read_dir(dl)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().contains(what))
+    };
+    let orig = find(".orig.tar.").ok_or("no upstream tarball fetched")?;
+    let debian = find(".debian.tar.").ok_or("no debian.tar.* fetched")?;
+    fs::create_dir_all(tree).map_err(|e| e.to_string())?;
+    run(Command::new("tar")
+        .arg("xf")
+        .arg(&orig)
+        .arg("--strip-components=1")
+        .arg("-C")
+        .arg(tree))?;
+    run(Command::new("tar")
+        .arg("xf")
+        .arg(&debian)
+        .arg("-C")
+        .arg(tree))?;
+    let series = tree.join("debian/patches/series");
+    let list = fs::read_to_string(&series).unwrap_or_default();
+    for name in list
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        run(Command::new("patch")
+            .args(["-p1", "-s", "-N", "-d"])
+            .arg(tree)
+            .arg("-i")
+            .arg(tree.join("debian/patches").join(name)))?;
+    }
+    eprintln!(
+        "xtask: unpacked {} with Debian's packaging and {} patches (no .dsc on the mirror)",
+        orig.display(),
+        list.lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .count()
+    );
+    Ok(())
 }
 
 /// The fallback when the mirror has the `.dsc` and Debian's packaging but
@@ -475,8 +642,11 @@ impl PrivateApt {
     }
 }
 
-fn private_apt(dir: &Path) -> Result<PrivateApt> {
-    let root = dir.join("apt-src");
+fn private_apt(dir: &Path, release: Option<&str>) -> Result<PrivateApt> {
+    let root = match release {
+        None => dir.join("apt-src"),
+        Some(r) => dir.join(format!("apt-src-{r}")),
+    };
     for d in [
         "etc/preferences.d",
         "state/lists/partial",
@@ -488,14 +658,18 @@ fn private_apt(dir: &Path) -> Result<PrivateApt> {
     if !Path::new(keyring).exists() {
         return Err(format!("no {keyring} (package debian-archive-keyring)"));
     }
-    let release = fs::read_to_string("/etc/os-release")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("VERSION_CODENAME="))
-                .map(|v| v.trim_matches('"').to_string())
+    let release = release
+        .map(str::to_string)
+        .or_else(|| {
+            fs::read_to_string("/etc/os-release")
+                .ok()
+                .and_then(|t| {
+                    t.lines()
+                        .find_map(|l| l.strip_prefix("VERSION_CODENAME="))
+                        .map(|v| v.trim_matches('"').to_string())
+                })
+                .filter(|v| !v.is_empty())
         })
-        .filter(|v| !v.is_empty())
         .unwrap_or_else(|| "bookworm".into());
     let sources = root.join("etc/sources.list");
     let mirror = crate::vm::host_mirror();

@@ -1,0 +1,264 @@
+/*
+ * rdma-core's own mlx5 post path as an oracle for provider-mlx5: the
+ * differential tests (crate rverbs-mlx5-oracle) post the same requests
+ * through rdma-core's mlx5_post_send and through provider-mlx5 over the
+ * same queue geometry, and compare the bytes each writes.
+ *
+ * Test-only code, never linked into the library or the tool. `cargo xtask
+ * test` compiles rdma-core 44's providers/mlx5/qp.c and cq.c unchanged
+ * (Debian's source package and flags, as for the bench's reference) with
+ * this file and the bench's stubs into a shared object, which the tests
+ * load with dlopen (RVERBS_MLX5_ORACLE names it).
+ *
+ * Each QP is rdma-core's own struct mlx5_qp, filled in as mlx5_create_qp
+ * and a modify to RTS leave it (send side only): an SQ ring, a doorbell
+ * record and a BlueFlame register, all plain memory. Requests come in a
+ * flat form of ours (struct oracle_req), turned into a C ibv_send_wr list
+ * here, so the Rust side declares no C union.
+ */
+#include <config.h>
+
+#include <endian.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlx5.h"
+#include "wqe.h"
+
+/* One send request, flat. Field for field the Rust `OracleReq`. */
+struct oracle_req {
+	uint64_t wr_id;
+	uint64_t remote_addr;
+	uint64_t compare_add;
+	uint64_t swap;
+	const struct ibv_sge *sges;
+	struct ibv_ah *ah;
+	int32_t opcode;		/* enum ibv_wr_opcode */
+	uint32_t send_flags;	/* IBV_SEND_* */
+	uint32_t imm_or_inv;	/* imm_data (network order) or invalidate_rkey */
+	int32_t num_sge;
+	uint32_t rkey;
+	uint32_t remote_qpn;
+	uint32_t remote_qkey;
+	uint32_t pad;
+};
+
+struct oracle {
+	struct mlx5_context ctx;
+	struct mlx5_cq cq;
+	struct mlx5_qp qp;
+	struct mlx5_bf bf;
+	void *ring;
+	__be32 dbrec[2];
+	/* Both BlueFlame halves (at least one 8-byte doorbell each). */
+	uint8_t *uar;
+	size_t uar_len;
+};
+
+/* For the Rust side's layout checks. */
+size_t oracle_sizeof_req(void)
+{
+	return sizeof(struct oracle_req);
+}
+
+size_t oracle_offsetof_req_rkey(void)
+{
+	return offsetof(struct oracle_req, rkey);
+}
+
+static void *zalloc(size_t n)
+{
+	void *p;
+
+	if (posix_memalign(&p, 4096, n ? n : 1))
+		return NULL;
+	memset(p, 0, n);
+	return p;
+}
+
+/*
+ * A QP of type qp_type (IBV_QPT_RC/UC/UD) with an SQ of wqe_cnt basic
+ * blocks, max_gs SGEs and max_inline inline bytes per request, a
+ * BlueFlame register of two bf_size halves (blueflame: 0 for bfreg 0,
+ * which only has the doorbell), rdma-core's prefer_bf, and every send
+ * signaled if sig_all. NULL if memory runs out.
+ */
+struct oracle *oracle_new(int qp_type, unsigned wqe_cnt, unsigned max_gs,
+			  unsigned max_inline, unsigned bf_size, int blueflame,
+			  int prefer_bf, int sig_all, unsigned qpn,
+			  unsigned max_post)
+{
+	struct oracle *o = zalloc(sizeof(*o));
+	struct ibv_qp *ibqp;
+
+	if (!o)
+		return NULL;
+	o->ring = zalloc((size_t)wqe_cnt * MLX5_SEND_WQE_BB);
+	o->uar_len = bf_size ? 2 * (size_t)bf_size : 16;
+	o->uar = zalloc(o->uar_len);
+	o->qp.sq.wrid = calloc(wqe_cnt, sizeof(*o->qp.sq.wrid));
+	o->qp.sq.wqe_head = calloc(wqe_cnt, sizeof(*o->qp.sq.wqe_head));
+	o->qp.sq.wr_data = calloc(wqe_cnt, sizeof(*o->qp.sq.wr_data));
+	if (!o->ring || !o->uar || !o->qp.sq.wrid || !o->qp.sq.wqe_head ||
+	    !o->qp.sq.wr_data)
+		return NULL;
+
+	/* mlx5_init_context's defaults but prefer_bf, which is asked. */
+	o->ctx.prefer_bf = prefer_bf;
+	o->ctx.shut_up_bf = 0;
+	o->ctx.dbg_fp = stderr;
+
+	/* The send CQ: only its lock is read (mlx5_wq_overflow), and only
+	 * when the queue looks full. */
+	o->cq.verbs_cq.cq.context = &o->ctx.ibv_ctx.context;
+
+	/* The register: a dedicated bfreg's two halves, or bfreg 0 (uuarn
+	 * 0: doorbell only). Unlocked, as for a dedicated register. */
+	o->bf.reg = o->uar;
+	o->bf.buf_size = bf_size;
+	o->bf.uuarn = blueflame ? 1 : 0;
+	o->bf.need_lock = 0;
+
+	o->qp.rsc.type = MLX5_RSC_TYPE_QP;
+	o->qp.rsc.rsn = qpn;
+	o->qp.ibv_qp = &o->qp.verbs_qp.qp;
+	ibqp = o->qp.ibv_qp;
+	ibqp->context = &o->ctx.ibv_ctx.context;
+	ibqp->qp_num = qpn;
+	ibqp->qp_type = qp_type;
+	ibqp->state = IBV_QPS_RTS;
+	ibqp->send_cq = &o->cq.verbs_cq.cq;
+	ibqp->recv_cq = &o->cq.verbs_cq.cq;
+	o->qp.bf = &o->bf;
+	o->qp.db = o->dbrec;
+	o->qp.sq_start = o->ring;
+	o->qp.sq.qend = (char *)o->ring + (size_t)wqe_cnt * MLX5_SEND_WQE_BB;
+	o->qp.sq.wqe_cnt = wqe_cnt;
+	o->qp.sq.max_post = max_post;
+	o->qp.sq.max_gs = max_gs;
+	o->qp.sq.qp_state_max_gs = max_gs;
+	o->qp.sq.wqe_shift = MLX5_SEND_WQE_SHIFT;
+	o->qp.max_inline_data = max_inline;
+	/* mlx5_create_qp: MLX5_WQE_CTRL_CQ_UPDATE in every WQE if sq_sig_all. */
+	o->qp.sq_signal_bits = sig_all ? MLX5_WQE_CTRL_CQ_UPDATE : 0;
+	/* A device with atomics (mlx5_create_qp sets it from the caps). */
+	o->qp.atomics_enabled = 1;
+	return o;
+}
+
+/* An address handle holding the 48-byte address vector av, as
+ * mlx5_create_ah leaves struct mlx5_ah for a user AH. */
+struct ibv_ah *oracle_ah(const uint8_t *av)
+{
+	struct mlx5_ah *ah = zalloc(sizeof(*ah));
+
+	if (!ah)
+		return NULL;
+	memcpy(&ah->av, av, sizeof(ah->av));
+	return &ah->ibv_ah;
+}
+
+/*
+ * Posts the n requests of reqs as one ibv_send_wr list through rdma-core's
+ * mlx5_post_send. Returns its errno (0 on success); *bad the index of the
+ * request it named in bad_wr, or -1.
+ */
+int oracle_post(struct oracle *o, const struct oracle_req *reqs, int n,
+		int *bad)
+{
+	struct ibv_send_wr *wrs = calloc(n ? n : 1, sizeof(*wrs));
+	struct ibv_send_wr *bad_wr = NULL;
+	int i, err;
+
+	if (!wrs)
+		return ENOMEM;
+	for (i = 0; i < n; i++) {
+		const struct oracle_req *r = &reqs[i];
+		struct ibv_send_wr *w = &wrs[i];
+
+		w->wr_id = r->wr_id;
+		w->next = i + 1 < n ? &wrs[i + 1] : NULL;
+		w->sg_list = (struct ibv_sge *)r->sges;
+		w->num_sge = r->num_sge;
+		w->opcode = r->opcode;
+		w->send_flags = r->send_flags;
+		if (r->opcode == IBV_WR_SEND_WITH_INV ||
+		    r->opcode == IBV_WR_LOCAL_INV)
+			w->invalidate_rkey = r->imm_or_inv;
+		else
+			w->imm_data = r->imm_or_inv;
+		switch (r->opcode) {
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			w->wr.atomic.remote_addr = r->remote_addr;
+			w->wr.atomic.compare_add = r->compare_add;
+			w->wr.atomic.swap = r->swap;
+			w->wr.atomic.rkey = r->rkey;
+			break;
+		default:
+			if (r->ah) {
+				w->wr.ud.ah = r->ah;
+				w->wr.ud.remote_qpn = r->remote_qpn;
+				w->wr.ud.remote_qkey = r->remote_qkey;
+			} else {
+				w->wr.rdma.remote_addr = r->remote_addr;
+				w->wr.rdma.rkey = r->rkey;
+			}
+		}
+	}
+	err = mlx5_post_send(o->qp.ibv_qp, wrs, &bad_wr);
+	*bad = bad_wr ? (int)(bad_wr - wrs) : -1;
+	free(wrs);
+	return err;
+}
+
+/* Every WQE posted so far completed: what the poller's retirement leaves
+ * (the queue's tail caught up with its head). */
+void oracle_retire(struct oracle *o)
+{
+	o->qp.sq.tail = o->qp.sq.head;
+}
+
+const uint8_t *oracle_ring(const struct oracle *o)
+{
+	return o->ring;
+}
+
+uint32_t oracle_snd_dbrec(const struct oracle *o)
+{
+	return be32toh(o->dbrec[MLX5_SND_DBR]);
+}
+
+const uint8_t *oracle_uar(const struct oracle *o)
+{
+	return o->uar;
+}
+
+size_t oracle_uar_len(const struct oracle *o)
+{
+	return o->uar_len;
+}
+
+unsigned oracle_cur_post(const struct oracle *o)
+{
+	return o->qp.sq.cur_post;
+}
+
+void oracle_free(struct oracle *o)
+{
+	if (!o)
+		return;
+	free(o->qp.sq.wrid);
+	free(o->qp.sq.wqe_head);
+	free(o->qp.sq.wr_data);
+	free(o->ring);
+	free(o->uar);
+	free(o);
+}
+
+void oracle_ah_free(struct ibv_ah *ah)
+{
+	free(ah ? to_mah(ah) : NULL);
+}

@@ -1,0 +1,326 @@
+//! rdma-core's own mlx5 provider as an oracle for provider-mlx5.
+//!
+//! `cargo xtask test` compiles rdma-core 44's `providers/mlx5/qp.c` and
+//! `cq.c` from Debian's source package, unchanged and with Debian's flags,
+//! together with `oracle.c` (this crate's C side) into a shared object, and
+//! names it in `RVERBS_MLX5_ORACLE`. The tests here load it with `dlopen`,
+//! so that nothing in the workspace links C at build time, and post the
+//! same requests through rdma-core's `mlx5_post_send` and provider-mlx5
+//! over the same queue geometry. A test run without the variable fails,
+//! naming it: the oracle is never skipped.
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::sync::OnceLock;
+
+pub use provider_mlx5::Sge;
+
+/// `enum ibv_wr_opcode` (`verbs.h`).
+pub mod opcode {
+    pub const RDMA_WRITE: i32 = 0;
+    pub const RDMA_WRITE_WITH_IMM: i32 = 1;
+    pub const SEND: i32 = 2;
+    pub const SEND_WITH_IMM: i32 = 3;
+    pub const RDMA_READ: i32 = 4;
+    pub const ATOMIC_CMP_AND_SWP: i32 = 5;
+    pub const ATOMIC_FETCH_AND_ADD: i32 = 6;
+    pub const SEND_WITH_INV: i32 = 9;
+}
+
+/// `enum ibv_send_flags`.
+pub mod send_flags {
+    pub const FENCE: u32 = 1;
+    pub const SIGNALED: u32 = 2;
+    pub const SOLICITED: u32 = 4;
+    pub const INLINE: u32 = 8;
+}
+
+/// `enum ibv_qp_type`.
+pub mod qp_type {
+    pub const RC: i32 = 2;
+    pub const UC: i32 = 3;
+    pub const UD: i32 = 4;
+}
+
+/// One send request, flat (`struct oracle_req` in `oracle.c`, which the C
+/// side turns into an `ibv_send_wr`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct OracleReq {
+    pub wr_id: u64,
+    pub remote_addr: u64,
+    pub compare_add: u64,
+    pub swap: u64,
+    pub sges: *const Sge,
+    pub ah: *mut c_void,
+    pub opcode: i32,
+    pub send_flags: u32,
+    /// `imm_data` as the C struct holds it (network order), or
+    /// `invalidate_rkey` (host order).
+    pub imm_or_inv: u32,
+    pub num_sge: i32,
+    pub rkey: u32,
+    pub remote_qpn: u32,
+    pub remote_qkey: u32,
+    pub pad: u32,
+}
+
+type NewFn = unsafe extern "C" fn(
+    c_int,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_int,
+    c_int,
+    c_int,
+    c_uint,
+    c_uint,
+) -> *mut c_void;
+type FreeFn = unsafe extern "C" fn(*mut c_void);
+type AhFn = unsafe extern "C" fn(*const u8) -> *mut c_void;
+type PostFn = unsafe extern "C" fn(*mut c_void, *const OracleReq, c_int, *mut c_int) -> c_int;
+type BytesFn = unsafe extern "C" fn(*const c_void) -> *const u8;
+type U32Fn = unsafe extern "C" fn(*const c_void) -> u32;
+type LenFn = unsafe extern "C" fn(*const c_void) -> usize;
+type SizeFn = unsafe extern "C" fn() -> usize;
+
+/// The oracle's functions, from the shared object.
+struct Lib {
+    new: NewFn,
+    free: FreeFn,
+    ah: AhFn,
+    ah_free: FreeFn,
+    post: PostFn,
+    retire: FreeFn,
+    ring: BytesFn,
+    snd_dbrec: U32Fn,
+    uar: BytesFn,
+    uar_len: LenFn,
+    cur_post: U32Fn,
+}
+
+/// The environment variable naming the shared object.
+pub const ENV: &str = "RVERBS_MLX5_ORACLE";
+
+fn lib() -> &'static Lib {
+    static LIB: OnceLock<Lib> = OnceLock::new();
+    LIB.get_or_init(|| load().unwrap_or_else(|e| panic!("the rdma-core mlx5 oracle: {e}")))
+}
+
+fn load() -> Result<Lib, String> {
+    let path = std::env::var(ENV).map_err(|_| {
+        format!("{ENV} is not set: run these tests through `cargo xtask test`, which builds rdma-core's mlx5 provider into the oracle and names it there")
+    })?;
+    let c = CString::new(path.clone()).map_err(|e| e.to_string())?;
+    // SAFETY: a NUL-terminated path; the object is ours (oracle.c and
+    // rdma-core's qp.c/cq.c), whose initialisers do nothing but set up
+    // rdma-core's static tables.
+    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if h.is_null() {
+        // SAFETY: dlerror returns NULL or a NUL-terminated message.
+        let why = unsafe { libc::dlerror() };
+        let why = if why.is_null() {
+            "unknown".to_string()
+        } else {
+            // SAFETY: as above, not NULL.
+            unsafe { CStr::from_ptr(why) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        return Err(format!("dlopen {path}: {why}"));
+    }
+    let sym = |name: &str| -> Result<*mut c_void, String> {
+        let n = CString::new(name).map_err(|e| e.to_string())?;
+        // SAFETY: h is a live handle (never closed), n NUL-terminated.
+        let p = unsafe { libc::dlsym(h, n.as_ptr() as *const c_char) };
+        if p.is_null() {
+            Err(format!("{path}: no symbol {name}"))
+        } else {
+            Ok(p)
+        }
+    };
+    // Each symbol is the oracle.c function of that name, whose C
+    // prototype the field's type spells out.
+    macro_rules! f {
+        ($name:literal, $t:ty) => {
+            // SAFETY: the symbol is oracle.c's function of this name, and
+            // $t is its prototype (the request layout is checked below;
+            // the rest are plain pointers and integers).
+            unsafe { std::mem::transmute::<*mut c_void, $t>(sym($name)?) }
+        };
+    }
+    let size = f!("oracle_sizeof_req", SizeFn);
+    let rkey_at = f!("oracle_offsetof_req_rkey", SizeFn);
+    // SAFETY: both take nothing and return a size.
+    let (size, rkey_at) = unsafe { (size(), rkey_at()) };
+    let ours = (
+        std::mem::size_of::<OracleReq>(),
+        std::mem::offset_of!(OracleReq, rkey),
+    );
+    if (size, rkey_at) != ours {
+        return Err(format!(
+            "struct oracle_req is {size} bytes with rkey at {rkey_at}; OracleReq {} at {}",
+            ours.0, ours.1
+        ));
+    }
+    Ok(Lib {
+        new: f!("oracle_new", NewFn),
+        free: f!("oracle_free", FreeFn),
+        ah: f!("oracle_ah", AhFn),
+        ah_free: f!("oracle_ah_free", FreeFn),
+        post: f!("oracle_post", PostFn),
+        retire: f!("oracle_retire", FreeFn),
+        ring: f!("oracle_ring", BytesFn),
+        snd_dbrec: f!("oracle_snd_dbrec", U32Fn),
+        uar: f!("oracle_uar", BytesFn),
+        uar_len: f!("oracle_uar_len", LenFn),
+        cur_post: f!("oracle_cur_post", U32Fn),
+    })
+}
+
+/// A send queue's geometry and options, as both sides are given them.
+#[derive(Debug, Clone, Copy)]
+pub struct QpCfg {
+    /// [`qp_type`].
+    pub qp_type: i32,
+    pub qpn: u32,
+    /// Basic blocks in the ring (a power of two).
+    pub wqe_cnt: u32,
+    pub max_sge: u32,
+    pub max_inline: u32,
+    /// Each BlueFlame half, bytes.
+    pub bf_size: u32,
+    /// A register with BlueFlame buffers (not bfreg 0).
+    pub blueflame: bool,
+    pub prefer_bf: bool,
+    pub sig_all: bool,
+}
+
+/// One rdma-core mlx5 QP's send side over plain memory.
+pub struct Oracle {
+    p: *mut c_void,
+    wqe_cnt: u32,
+}
+
+impl Oracle {
+    /// A QP as `mlx5_create_qp` and a modify to RTS leave it; `max_post`
+    /// in WQEs, as rdma-core sizes it.
+    pub fn new(cfg: &QpCfg, max_post: u32) -> Oracle {
+        let l = lib();
+        // SAFETY: plain values; NULL only when memory runs out.
+        let p = unsafe {
+            (l.new)(
+                cfg.qp_type,
+                cfg.wqe_cnt,
+                cfg.max_sge,
+                cfg.max_inline,
+                cfg.bf_size,
+                cfg.blueflame as c_int,
+                cfg.prefer_bf as c_int,
+                cfg.sig_all as c_int,
+                cfg.qpn,
+                max_post,
+            )
+        };
+        assert!(!p.is_null(), "oracle_new: out of memory");
+        Oracle {
+            p,
+            wqe_cnt: cfg.wqe_cnt,
+        }
+    }
+
+    /// `mlx5_post_send` of `reqs` as one list: its errno and the index of
+    /// the request it named in `bad_wr` (or `None`).
+    ///
+    /// # Safety
+    /// Every request's `sges` must point to `num_sge` readable SGEs, its
+    /// inline data (if `INLINE`) must be readable, and `ah` must be an
+    /// [`Ah`]'s or NULL.
+    pub unsafe fn post(&mut self, reqs: &[OracleReq]) -> (i32, Option<usize>) {
+        let mut bad = -1;
+        // SAFETY: the caller's contract; reqs is a live array of len.
+        let e = unsafe { (lib().post)(self.p, reqs.as_ptr(), reqs.len() as c_int, &mut bad) };
+        (e, usize::try_from(bad).ok())
+    }
+
+    /// Every WQE posted so far completed.
+    pub fn retire(&mut self) {
+        // SAFETY: a live oracle.
+        unsafe { (lib().retire)(self.p) }
+    }
+
+    /// The SQ ring.
+    pub fn ring(&self) -> &[u8] {
+        // SAFETY: oracle_new allocated wqe_cnt blocks of 64 bytes, alive
+        // with self; only posts (which take &mut self) write them.
+        unsafe { std::slice::from_raw_parts((lib().ring)(self.p), self.wqe_cnt as usize * 64) }
+    }
+
+    /// Fills the ring with `ring` and the register with `uar` (between
+    /// lists, while nothing is outstanding), so that afterwards every byte
+    /// not of that value was written by the posts in between.
+    pub fn fill(&mut self, ring: u8, uar: u8) {
+        let l = lib();
+        // SAFETY: oracle_new's heap buffers of these lengths, writable
+        // (only handed out as const to keep the C side's reads honest);
+        // &mut self: no slice of them is alive.
+        unsafe {
+            std::ptr::write_bytes(
+                (l.ring)(self.p) as *mut u8,
+                ring,
+                self.wqe_cnt as usize * 64,
+            );
+            std::ptr::write_bytes((l.uar)(self.p) as *mut u8, uar, (l.uar_len)(self.p));
+        }
+    }
+
+    /// The SND doorbell record, host order.
+    pub fn snd_dbrec(&self) -> u32 {
+        // SAFETY: a live oracle.
+        unsafe { (lib().snd_dbrec)(self.p) }
+    }
+
+    /// The BlueFlame register's two halves.
+    pub fn uar(&self) -> &[u8] {
+        let l = lib();
+        // SAFETY: oracle_new allocated uar_len bytes, alive with self.
+        unsafe { std::slice::from_raw_parts((l.uar)(self.p), (l.uar_len)(self.p)) }
+    }
+
+    /// The free-running basic-block counter (`sq.cur_post`).
+    pub fn cur_post(&self) -> u32 {
+        // SAFETY: a live oracle.
+        unsafe { (lib().cur_post)(self.p) }
+    }
+}
+
+impl Drop for Oracle {
+    fn drop(&mut self) {
+        // SAFETY: allocated by oracle_new, freed once.
+        unsafe { (lib().free)(self.p) }
+    }
+}
+
+/// An `mlx5_ah` holding an address vector, for UD requests.
+pub struct Ah(*mut c_void);
+
+impl Ah {
+    pub fn new(av: &[u8; 48]) -> Ah {
+        // SAFETY: 48 readable bytes.
+        let p = unsafe { (lib().ah)(av.as_ptr()) };
+        assert!(!p.is_null(), "oracle_ah: out of memory");
+        Ah(p)
+    }
+
+    /// The `struct ibv_ah *` to put in a request.
+    pub fn as_ptr(&self) -> *mut c_void {
+        self.0
+    }
+}
+
+impl Drop for Ah {
+    fn drop(&mut self) {
+        // SAFETY: allocated by oracle_ah, freed once.
+        unsafe { (lib().ah_free)(self.0) }
+    }
+}
