@@ -21,6 +21,7 @@
 #include <endian.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,12 @@ struct oracle {
 	/* Both BlueFlame halves (at least one 8-byte doorbell each). */
 	uint8_t *uar;
 	size_t uar_len;
+	/* The send CQ's ring (oracle_cq_init), and whether the QP is in the
+	 * context's table. */
+	uint8_t *cq_ring;
+	unsigned ncqe;
+	__be32 cq_dbrec[2];
+	int stored;
 };
 
 /* For the Rust side's layout checks. */
@@ -66,6 +73,16 @@ size_t oracle_sizeof_req(void)
 size_t oracle_offsetof_req_rkey(void)
 {
 	return offsetof(struct oracle_req, rkey);
+}
+
+/* /dev/null as a stream, opened once (stderr if it cannot be). */
+static FILE *quiet(void)
+{
+	static FILE *f;
+
+	if (!f)
+		f = fopen("/dev/null", "w");
+	return f ? f : stderr;
 }
 
 static void *zalloc(size_t n)
@@ -105,10 +122,12 @@ struct oracle *oracle_new(int qp_type, unsigned wqe_cnt, unsigned max_gs,
 	    !o->qp.sq.wr_data)
 		return NULL;
 
-	/* mlx5_init_context's defaults but prefer_bf, which is asked. */
+	/* mlx5_init_context's defaults but prefer_bf, which is asked, and
+	 * the debug stream: every error CQE the tests feed would be dumped
+	 * to it (mlx5_handle_error_cqe), tens of thousands a run. */
 	o->ctx.prefer_bf = prefer_bf;
 	o->ctx.shut_up_bf = 0;
-	o->ctx.dbg_fp = stderr;
+	o->ctx.dbg_fp = quiet();
 
 	/* The send CQ: only its lock is read (mlx5_wq_overflow), and only
 	 * when the queue looks full. */
@@ -246,10 +265,63 @@ unsigned oracle_cur_post(const struct oracle *o)
 	return o->qp.sq.cur_post;
 }
 
+/*
+ * Gives the QP a send CQ of ncqe 64-byte CQEs, as mlx5_create_cq leaves
+ * it (every CQE invalid and owned by the hardware, consumer index 0, CQE
+ * version 0, no lock), and enters the QP in the context's table, where
+ * mlx5_poll_cq finds a CQE's QP by number. 0 or an errno.
+ */
+int oracle_cq_init(struct oracle *o, unsigned ncqe)
+{
+	unsigned i;
+
+	o->cq_ring = zalloc((size_t)ncqe * 64);
+	if (!o->cq_ring)
+		return ENOMEM;
+	o->ncqe = ncqe;
+	o->cq.verbs_cq.cq.cqe = ncqe - 1;
+	o->cq.buf_a.buf = o->cq_ring;
+	o->cq.active_buf = &o->cq.buf_a;
+	o->cq.cqe_sz = 64;
+	o->cq.dbrec = o->cq_dbrec;
+	o->cq.cqn = 7;
+	pthread_spin_init(&o->cq.lock.lock, PTHREAD_PROCESS_PRIVATE);
+	for (i = 0; i < ncqe; i++) {
+		struct mlx5_cqe64 *cqe = (void *)(o->cq_ring + (size_t)i * 64);
+
+		cqe->op_own = MLX5_CQE_INVALID << 4;
+	}
+	if (mlx5_store_qp(&o->ctx, o->qp.ibv_qp->qp_num, &o->qp))
+		return ENOMEM;
+	o->stored = 1;
+	return 0;
+}
+
+/* mlx5_poll_cq of up to n completions into wc. */
+int oracle_poll(struct oracle *o, int n, struct ibv_wc *wc)
+{
+	return mlx5_poll_cq(&o->cq.verbs_cq.cq, n, wc);
+}
+
+/* The CQ ring, which the tests write CQEs into as the device would. */
+uint8_t *oracle_cq_ring(struct oracle *o)
+{
+	return o->cq_ring;
+}
+
+/* For the Rust side's layout check of its ibv_wc. */
+size_t oracle_sizeof_wc(void)
+{
+	return sizeof(struct ibv_wc);
+}
+
 void oracle_free(struct oracle *o)
 {
 	if (!o)
 		return;
+	if (o->stored)
+		mlx5_clear_qp(&o->ctx, o->qp.ibv_qp->qp_num);
+	free(o->cq_ring);
 	free(o->qp.sq.wrid);
 	free(o->qp.sq.wqe_head);
 	free(o->qp.sq.wr_data);

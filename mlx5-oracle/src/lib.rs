@@ -83,6 +83,9 @@ type BytesFn = unsafe extern "C" fn(*const c_void) -> *const u8;
 type U32Fn = unsafe extern "C" fn(*const c_void) -> u32;
 type LenFn = unsafe extern "C" fn(*const c_void) -> usize;
 type SizeFn = unsafe extern "C" fn() -> usize;
+type CqInitFn = unsafe extern "C" fn(*mut c_void, c_uint) -> c_int;
+type PollFn = unsafe extern "C" fn(*mut c_void, c_int, *mut IbvWc) -> c_int;
+type CqRingFn = unsafe extern "C" fn(*mut c_void) -> *mut u8;
 
 /// The oracle's functions, from the shared object.
 struct Lib {
@@ -97,6 +100,32 @@ struct Lib {
     uar: BytesFn,
     uar_len: LenFn,
     cur_post: U32Fn,
+    cq_init: CqInitFn,
+    poll: PollFn,
+    cq_ring: CqRingFn,
+}
+
+/// `struct ibv_wc` (`verbs.h`): what `mlx5_poll_cq` writes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IbvWc {
+    pub wr_id: u64,
+    /// `enum ibv_wc_status`.
+    pub status: u32,
+    /// `enum ibv_wc_opcode`.
+    pub opcode: u32,
+    pub vendor_err: u32,
+    pub byte_len: u32,
+    /// `imm_data` (network order) or `invalidated_rkey`.
+    pub imm_data: u32,
+    pub qp_num: u32,
+    pub src_qp: u32,
+    /// `IBV_WC_*` flags (numbered unlike the kernel's `IB_WC_*`).
+    pub wc_flags: u32,
+    pub pkey_index: u16,
+    pub slid: u16,
+    pub sl: u8,
+    pub dlid_path_bits: u8,
 }
 
 /// The environment variable naming the shared object.
@@ -157,6 +186,15 @@ fn load() -> Result<Lib, String> {
         std::mem::size_of::<OracleReq>(),
         std::mem::offset_of!(OracleReq, rkey),
     );
+    let wc_size = f!("oracle_sizeof_wc", SizeFn);
+    // SAFETY: takes nothing, returns a size.
+    let wc_size = unsafe { wc_size() };
+    if wc_size != std::mem::size_of::<IbvWc>() {
+        return Err(format!(
+            "struct ibv_wc is {wc_size} bytes, IbvWc {}",
+            std::mem::size_of::<IbvWc>()
+        ));
+    }
     if (size, rkey_at) != ours {
         return Err(format!(
             "struct oracle_req is {size} bytes with rkey at {rkey_at}; OracleReq {} at {}",
@@ -175,6 +213,9 @@ fn load() -> Result<Lib, String> {
         uar: f!("oracle_uar", BytesFn),
         uar_len: f!("oracle_uar_len", LenFn),
         cur_post: f!("oracle_cur_post", U32Fn),
+        cq_init: f!("oracle_cq_init", CqInitFn),
+        poll: f!("oracle_poll", PollFn),
+        cq_ring: f!("oracle_cq_ring", CqRingFn),
     })
 }
 
@@ -200,6 +241,8 @@ pub struct QpCfg {
 pub struct Oracle {
     p: *mut c_void,
     wqe_cnt: u32,
+    /// CQEs in the send CQ, once made ([`Oracle::cq_init`]).
+    ncqe: u32,
 }
 
 impl Oracle {
@@ -226,6 +269,7 @@ impl Oracle {
         Oracle {
             p,
             wqe_cnt: cfg.wqe_cnt,
+            ncqe: 0,
         }
     }
 
@@ -291,6 +335,38 @@ impl Oracle {
     pub fn cur_post(&self) -> u32 {
         // SAFETY: a live oracle.
         unsafe { (lib().cur_post)(self.p) }
+    }
+}
+
+impl Oracle {
+    /// Gives the QP a send CQ of `ncqe` 64-byte CQEs (every one invalid,
+    /// owned by the hardware) and enters the QP where `mlx5_poll_cq` looks
+    /// CQEs' QPs up. Once per oracle.
+    pub fn cq_init(&mut self, ncqe: u32) {
+        // SAFETY: a live oracle; called once (the tests' use).
+        let e = unsafe { (lib().cq_init)(self.p, ncqe) };
+        assert_eq!(e, 0, "oracle_cq_init");
+        self.ncqe = ncqe;
+    }
+
+    /// Writes `cqe` (64 bytes) into CQ slot `i` (masked), as the device
+    /// writes one: all but the last byte, then `op_own`.
+    pub fn put_cqe(&mut self, i: u32, cqe: &[u8; 64]) {
+        assert!(self.ncqe > 0, "put_cqe before cq_init");
+        let at = (i & (self.ncqe - 1)) as usize * 64;
+        // SAFETY: oracle_cq_init allocated ncqe * 64 writable bytes, alive
+        // with self; &mut self: no poll is running.
+        unsafe {
+            let ring = (lib().cq_ring)(self.p);
+            std::ptr::copy_nonoverlapping(cqe.as_ptr(), ring.add(at), 64);
+        }
+    }
+
+    /// `mlx5_poll_cq` of up to `out.len()` completions: how many, or its
+    /// negative error.
+    pub fn poll(&mut self, out: &mut [IbvWc]) -> i32 {
+        // SAFETY: a live oracle with a CQ; out has room for len entries.
+        unsafe { (lib().poll)(self.p, out.len() as c_int, out.as_mut_ptr()) }
     }
 }
 

@@ -11,149 +11,15 @@
 //! over up to `max_sge` C SGEs, signaled, solicited and fenced or not. All
 //! of it retires after each list, so the ring wraps many times.
 
+mod common;
+
+use common::*;
 use proptest::prelude::*;
-use provider_mlx5::{AhAddr, QpType, Remote, SendOp, SendQueue, SendWr, Sge, SqConfig};
-use rverbs_mlx5_oracle::{opcode, qp_type, send_flags, Ah, Oracle, OracleReq, QpCfg};
-use std::ptr::NonNull;
+use provider_mlx5::{AhAddr, SendOp, SendWr, Sge};
+use rverbs_mlx5_oracle::{opcode, qp_type, Ah, Oracle, OracleReq, QpCfg};
 
 /// Generated cases per run (the floor is 10,000).
 const CASES: u32 = 10_000;
-
-/// The operations each transport posts, both stacks (C opcode).
-fn ops_of(t: i32) -> &'static [i32] {
-    use opcode::*;
-    match t {
-        // SEND with invalidate: provider-mlx5 refuses it (NotImplemented,
-        // docs/mlx5.md), as it does LOCAL_INV and memory-window binds.
-        qp_type::RC => &[
-            SEND,
-            SEND_WITH_IMM,
-            RDMA_WRITE,
-            RDMA_WRITE_WITH_IMM,
-            RDMA_READ,
-            ATOMIC_CMP_AND_SWP,
-            ATOMIC_FETCH_AND_ADD,
-        ],
-        qp_type::UC => &[SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM],
-        _ => &[SEND, SEND_WITH_IMM],
-    }
-}
-
-/// One generated request.
-#[derive(Debug, Clone)]
-struct Req {
-    wr_id: u64,
-    op: i32,
-    sges: Vec<Sge>,
-    /// Inline data and where the C side splits it into SGEs.
-    inline: Option<(Vec<u8>, Vec<usize>)>,
-    signaled: bool,
-    solicited: bool,
-    fence: bool,
-    imm: u32,
-    remote: Remote,
-    compare: u64,
-    swap: u64,
-    remote_qpn: u32,
-    remote_qkey: u32,
-}
-
-fn sge() -> impl Strategy<Value = Sge> {
-    // Up to 2^28 each, so that six stay within the 2^31 bytes of the
-    // largest message, which provider-mlx5 enforces and rdma-core leaves
-    // to the device (docs/mlx5.md; `refusals` below).
-    let len = prop_oneof![Just(0u32), 1u32..=64, 1u32..=(1 << 20), 0u32..=(1 << 28)];
-    (any::<u64>(), len, any::<u32>()).prop_map(|(addr, length, lkey)| Sge { addr, length, lkey })
-}
-
-fn req(cfg: QpCfg) -> impl Strategy<Value = Req> {
-    let ops = ops_of(cfg.qp_type);
-    (
-        (0..ops.len()).prop_map(move |i| ops[i]),
-        prop::collection::vec(sge(), 0..=cfg.max_sge as usize),
-        (
-            any::<bool>(),
-            prop::collection::vec(any::<u8>(), 0..=cfg.max_inline as usize),
-        ),
-        prop::collection::vec(any::<prop::sample::Index>(), 0..cfg.max_sge as usize),
-        any::<(bool, bool, bool)>(),
-        any::<(u64, u32, u32, u64, u64)>(),
-        (0u32..1 << 24, any::<u32>()),
-    )
-        .prop_map(
-            move |(
-                op,
-                sges,
-                (want_inline, data),
-                cuts,
-                flags,
-                (raddr, rkey, imm, cmp, swp),
-                ud,
-            )| {
-                use opcode::*;
-                let atomic = matches!(op, ATOMIC_CMP_AND_SWP | ATOMIC_FETCH_AND_ADD);
-                let may_inline = cfg.max_inline > 0 && !atomic && op != RDMA_READ && want_inline;
-                // Atomics: one 8-byte SGE at an aligned remote address,
-                // the only shape the verbs allow (see docs/mlx5.md).
-                let sges = if atomic {
-                    vec![Sge {
-                        length: 8,
-                        ..sges.first().copied().unwrap_or_default()
-                    }]
-                } else {
-                    sges
-                };
-                let inline = may_inline.then(|| {
-                    let mut at: Vec<usize> = cuts.iter().map(|c| c.index(data.len() + 1)).collect();
-                    at.sort_unstable();
-                    (data, at)
-                });
-                Req {
-                    wr_id: raddr ^ u64::from(imm),
-                    op,
-                    sges,
-                    inline,
-                    signaled: flags.0,
-                    solicited: flags.1,
-                    fence: flags.2,
-                    imm,
-                    remote: Remote {
-                        addr: if atomic { raddr & !7 } else { raddr },
-                        rkey,
-                    },
-                    compare: cmp,
-                    swap: swp,
-                    remote_qpn: ud.0,
-                    remote_qkey: ud.1,
-                }
-            },
-        )
-}
-
-fn cfg() -> impl Strategy<Value = QpCfg> {
-    (
-        prop::sample::select(vec![qp_type::RC, qp_type::UC, qp_type::UD]),
-        prop::sample::select(vec![64u32, 128, 256]),
-        1u32..=6,
-        prop::sample::select(vec![0u32, 16, 44, 64, 100, 128, 256]),
-        prop::sample::select(vec![64u32, 128, 256]),
-        any::<(bool, bool, bool)>(),
-        0u32..1 << 24,
-    )
-        .prop_map(
-            |(t, wqe_cnt, max_sge, max_inline, bf_size, (bf, prefer, sig_all), qpn)| QpCfg {
-                qp_type: t,
-                qpn,
-                wqe_cnt,
-                max_sge,
-                max_inline,
-                bf_size,
-                blueflame: bf,
-                prefer_bf: prefer,
-                sig_all,
-            },
-        )
-}
 
 /// A case: a QP, its address vector (UD), and lists of requests.
 fn case() -> impl Strategy<Value = (QpCfg, [u8; 48], Vec<Vec<Req>>)> {
@@ -174,110 +40,6 @@ fn case() -> impl Strategy<Value = (QpCfg, [u8; 48], Vec<Vec<Req>>)> {
             prop::collection::vec(prop::collection::vec(req(c), 1..=4), 1..=24),
         )
     })
-}
-
-/// provider-mlx5's side: a send queue over memory of the same geometry.
-/// A basic block, aligned as a ring must be.
-#[repr(C, align(64))]
-#[derive(Clone, Copy)]
-struct Block([u8; 64]);
-
-struct Ours {
-    ring: Vec<Block>,
-    dbrec: Box<[u32; 2]>,
-    uar: Vec<u64>,
-    sq: SendQueue,
-}
-
-impl Ours {
-    fn new(c: &QpCfg) -> Result<Ours, String> {
-        let mut ring = vec![Block([0; 64]); c.wqe_cnt as usize];
-        let mut dbrec = Box::new([0u32; 2]);
-        let mut uar = vec![0u64; c.bf_size as usize * 2 / 8];
-        let cfg = SqConfig {
-            qpn: c.qpn,
-            qp_type: match c.qp_type {
-                qp_type::RC => QpType::Rc,
-                qp_type::UC => QpType::Uc,
-                _ => QpType::Ud,
-            },
-            wqe_cnt: c.wqe_cnt,
-            max_sge: c.max_sge,
-            max_inline: c.max_inline,
-            bf_size: c.bf_size,
-            blueflame: c.blueflame,
-            prefer_blueflame: c.prefer_bf,
-            sig_all: c.sig_all,
-        };
-        // SAFETY: the three buffers live in `Ours` beside the queue, are
-        // never moved (heap), and only the queue writes them until read
-        // back after it posted.
-        let sq = unsafe {
-            SendQueue::new(
-                NonNull::new(ring.as_mut_ptr().cast()).unwrap(),
-                ring.len() * 64,
-                NonNull::new(dbrec.as_mut_ptr()).unwrap(),
-                NonNull::new(uar.as_mut_ptr().cast()).unwrap(),
-                cfg,
-            )
-        }
-        .map_err(|e| format!("{e:?}"))?;
-        Ok(Ours {
-            ring,
-            dbrec,
-            uar,
-            sq,
-        })
-    }
-
-    fn ring_bytes(&self) -> Vec<u8> {
-        self.ring.iter().flat_map(|b| b.0).collect()
-    }
-
-    fn uar_bytes(&self) -> Vec<u8> {
-        self.uar.iter().flat_map(|w| w.to_ne_bytes()).collect()
-    }
-}
-
-fn op_of(r: &Req) -> SendOp {
-    use opcode::*;
-    match r.op {
-        SEND => SendOp::Send,
-        SEND_WITH_IMM => SendOp::SendWithImm(r.imm),
-        SEND_WITH_INV => SendOp::SendWithInv(r.imm),
-        RDMA_WRITE => SendOp::Write(r.remote),
-        RDMA_WRITE_WITH_IMM => SendOp::WriteWithImm(r.remote, r.imm),
-        RDMA_READ => SendOp::Read(r.remote),
-        ATOMIC_CMP_AND_SWP => SendOp::CompareSwap {
-            remote: r.remote,
-            compare: r.compare,
-            swap: r.swap,
-        },
-        _ => SendOp::FetchAdd {
-            remote: r.remote,
-            add: r.compare,
-        },
-    }
-}
-
-/// The C SGEs of `r`: its SGEs, or its inline data cut where generated.
-fn c_sges(r: &Req) -> Vec<Sge> {
-    match &r.inline {
-        None => r.sges.clone(),
-        Some((data, cuts)) => {
-            let mut out = Vec::new();
-            let mut from = 0;
-            for &to in cuts.iter().chain(std::iter::once(&data.len())) {
-                out.push(Sge {
-                    addr: data[from..].as_ptr() as u64,
-                    length: (to - from) as u32,
-                    lkey: 0,
-                });
-                from = to;
-            }
-            out
-        }
-    }
 }
 
 /// The WQE bytes of `r` (as offsets in its WQE of `ds` octowords) that
@@ -312,7 +74,6 @@ fn run_case(c: QpCfg, av: [u8; 48], lists: Vec<Vec<Req>>) -> Result<(), TestCase
     let mut theirs = Oracle::new(&c, c.wqe_cnt);
     let ah = Ah::new(&av);
     let addr = AhAddr::Vector(av);
-    let ud = c.qp_type == qp_type::UD;
     // Doorbells rung so far: which BlueFlame half the next one uses.
     let mut rings = 0u32;
     for (k, list) in lists.iter().enumerate() {
@@ -323,75 +84,13 @@ fn run_case(c: QpCfg, av: [u8; 48], lists: Vec<Vec<Req>>) -> Result<(), TestCase
         theirs.fill(fill_ring, fill_uar);
         ours.ring.iter_mut().for_each(|b| b.0.fill(fill_ring));
         ours.uar.fill(u64::from_ne_bytes([fill_uar; 8]));
-        // rdma-core's side.
-        let sges: Vec<Vec<Sge>> = list.iter().map(c_sges).collect();
-        let reqs: Vec<OracleReq> = list
-            .iter()
-            .zip(&sges)
-            .map(|(r, s)| OracleReq {
-                wr_id: r.wr_id,
-                remote_addr: r.remote.addr,
-                compare_add: r.compare,
-                swap: r.swap,
-                sges: s.as_ptr(),
-                ah: if ud {
-                    ah.as_ptr()
-                } else {
-                    std::ptr::null_mut()
-                },
-                opcode: r.op,
-                send_flags: (r.fence as u32 * send_flags::FENCE)
-                    | (r.signaled as u32 * send_flags::SIGNALED)
-                    | (r.solicited as u32 * send_flags::SOLICITED)
-                    | (r.inline.is_some() as u32 * send_flags::INLINE),
-                imm_or_inv: if r.op == opcode::SEND_WITH_INV {
-                    r.imm
-                } else {
-                    r.imm.to_be()
-                },
-                num_sge: s.len() as i32,
-                rkey: r.remote.rkey,
-                remote_qpn: r.remote_qpn,
-                remote_qkey: r.remote_qkey,
-                pad: 0,
-            })
-            .collect();
-        // SAFETY: each request's SGEs are `sges`' (alive here); inline
-        // ones point into the requests' data (alive here); ah is ours.
-        let (errno, bad) = unsafe { theirs.post(&reqs) };
-        // Ours.
-        let mut refused = None;
-        let mut last_start = None;
-        let mut starts = Vec::new();
-        for (i, r) in list.iter().enumerate() {
-            let op = op_of(r);
-            let wr = match &r.inline {
-                Some((data, _)) => SendWr::inline(r.wr_id, op, data),
-                None => SendWr::new(r.wr_id, op, &r.sges),
-            }
-            .signaled(r.signaled)
-            .solicited(r.solicited)
-            .fence(r.fence);
-            let wr = if ud {
-                wr.to(&addr, r.remote_qpn, r.remote_qkey)
-            } else {
-                wr
-            };
-            let start = ours.sq.cur_post();
-            // SAFETY: nothing reads the SGEs' memory: the queue only
-            // copies them (and inline data, which is alive) into the ring.
-            match unsafe { ours.sq.post(&wr) } {
-                Ok(()) => {
-                    last_start = Some(start);
-                    starts.push(start);
-                }
-                Err(e) => {
-                    refused = Some((i, e));
-                    break;
-                }
-            }
-        }
-        ours.sq.ring();
+        let Posted {
+            refused,
+            errno,
+            bad,
+            starts,
+        } = post_list(&c, &mut ours, &mut theirs, &ah, &addr, list);
+        let last_start = starts.last().copied();
         let what = |s: &str| format!("list {k} ({} requests): {s}", list.len());
         match (refused, errno, bad) {
             (None, 0, None) => {}

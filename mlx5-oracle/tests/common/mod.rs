@@ -1,0 +1,343 @@
+//! What the differential tests share: the generated QPs and requests,
+//! provider-mlx5's send queue over plain memory, and one list posted
+//! through both stacks.
+#![allow(dead_code)] // each test file uses its part
+
+use proptest::prelude::*;
+use provider_mlx5::{AhAddr, QpType, Remote, SendOp, SendQueue, SendWr, Sge, SqConfig};
+use rverbs_mlx5_oracle::{opcode, qp_type, send_flags, Ah, Oracle, OracleReq, QpCfg};
+use std::ptr::NonNull;
+
+/// The operations each transport posts, both stacks (C opcode).
+pub fn ops_of(t: i32) -> &'static [i32] {
+    use opcode::*;
+    match t {
+        // SEND with invalidate: provider-mlx5 refuses it (NotImplemented,
+        // docs/mlx5.md), as it does LOCAL_INV and memory-window binds.
+        qp_type::RC => &[
+            SEND,
+            SEND_WITH_IMM,
+            RDMA_WRITE,
+            RDMA_WRITE_WITH_IMM,
+            RDMA_READ,
+            ATOMIC_CMP_AND_SWP,
+            ATOMIC_FETCH_AND_ADD,
+        ],
+        qp_type::UC => &[SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM],
+        _ => &[SEND, SEND_WITH_IMM],
+    }
+}
+
+/// One generated request.
+#[derive(Debug, Clone)]
+pub struct Req {
+    pub wr_id: u64,
+    pub op: i32,
+    pub sges: Vec<Sge>,
+    /// Inline data and where the C side splits it into SGEs.
+    pub inline: Option<(Vec<u8>, Vec<usize>)>,
+    pub signaled: bool,
+    pub solicited: bool,
+    pub fence: bool,
+    pub imm: u32,
+    pub remote: Remote,
+    pub compare: u64,
+    pub swap: u64,
+    pub remote_qpn: u32,
+    pub remote_qkey: u32,
+}
+
+pub fn sge() -> impl Strategy<Value = Sge> {
+    // Up to 2^28 each, so that six stay within the 2^31 bytes of the
+    // largest message, which provider-mlx5 enforces and rdma-core leaves
+    // to the device (docs/mlx5.md; `refusals` below).
+    let len = prop_oneof![Just(0u32), 1u32..=64, 1u32..=(1 << 20), 0u32..=(1 << 28)];
+    (any::<u64>(), len, any::<u32>()).prop_map(|(addr, length, lkey)| Sge { addr, length, lkey })
+}
+
+pub fn req(cfg: QpCfg) -> impl Strategy<Value = Req> {
+    let ops = ops_of(cfg.qp_type);
+    (
+        (0..ops.len()).prop_map(move |i| ops[i]),
+        prop::collection::vec(sge(), 0..=cfg.max_sge as usize),
+        (
+            any::<bool>(),
+            prop::collection::vec(any::<u8>(), 0..=cfg.max_inline as usize),
+        ),
+        prop::collection::vec(any::<prop::sample::Index>(), 0..cfg.max_sge as usize),
+        any::<(bool, bool, bool)>(),
+        any::<(u64, u32, u32, u64, u64)>(),
+        (0u32..1 << 24, any::<u32>()),
+    )
+        .prop_map(
+            move |(
+                op,
+                sges,
+                (want_inline, data),
+                cuts,
+                flags,
+                (raddr, rkey, imm, cmp, swp),
+                ud,
+            )| {
+                use opcode::*;
+                let atomic = matches!(op, ATOMIC_CMP_AND_SWP | ATOMIC_FETCH_AND_ADD);
+                let may_inline = cfg.max_inline > 0 && !atomic && op != RDMA_READ && want_inline;
+                // Atomics: one 8-byte SGE at an aligned remote address,
+                // the only shape the verbs allow (see docs/mlx5.md).
+                let sges = if atomic {
+                    vec![Sge {
+                        length: 8,
+                        ..sges.first().copied().unwrap_or_default()
+                    }]
+                } else {
+                    sges
+                };
+                let inline = may_inline.then(|| {
+                    let mut at: Vec<usize> = cuts.iter().map(|c| c.index(data.len() + 1)).collect();
+                    at.sort_unstable();
+                    (data, at)
+                });
+                Req {
+                    wr_id: raddr ^ u64::from(imm),
+                    op,
+                    sges,
+                    inline,
+                    signaled: flags.0,
+                    solicited: flags.1,
+                    fence: flags.2,
+                    imm,
+                    remote: Remote {
+                        addr: if atomic { raddr & !7 } else { raddr },
+                        rkey,
+                    },
+                    compare: cmp,
+                    swap: swp,
+                    remote_qpn: ud.0,
+                    remote_qkey: ud.1,
+                }
+            },
+        )
+}
+
+pub fn cfg() -> impl Strategy<Value = QpCfg> {
+    (
+        prop::sample::select(vec![qp_type::RC, qp_type::UC, qp_type::UD]),
+        prop::sample::select(vec![64u32, 128, 256]),
+        1u32..=6,
+        prop::sample::select(vec![0u32, 16, 44, 64, 100, 128, 256]),
+        prop::sample::select(vec![64u32, 128, 256]),
+        any::<(bool, bool, bool)>(),
+        0u32..1 << 24,
+    )
+        .prop_map(
+            |(t, wqe_cnt, max_sge, max_inline, bf_size, (bf, prefer, sig_all), qpn)| QpCfg {
+                qp_type: t,
+                qpn,
+                wqe_cnt,
+                max_sge,
+                max_inline,
+                bf_size,
+                blueflame: bf,
+                prefer_bf: prefer,
+                sig_all,
+            },
+        )
+}
+
+/// A basic block, aligned as a ring must be.
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+pub struct Block(pub [u8; 64]);
+
+/// provider-mlx5's side: a send queue over memory of the same geometry.
+pub struct Ours {
+    pub ring: Vec<Block>,
+    pub dbrec: Box<[u32; 2]>,
+    pub uar: Vec<u64>,
+    pub sq: SendQueue,
+}
+
+impl Ours {
+    pub fn new(c: &QpCfg) -> Result<Ours, String> {
+        let mut ring = vec![Block([0; 64]); c.wqe_cnt as usize];
+        let mut dbrec = Box::new([0u32; 2]);
+        let mut uar = vec![0u64; c.bf_size as usize * 2 / 8];
+        let cfg = SqConfig {
+            qpn: c.qpn,
+            qp_type: match c.qp_type {
+                qp_type::RC => QpType::Rc,
+                qp_type::UC => QpType::Uc,
+                _ => QpType::Ud,
+            },
+            wqe_cnt: c.wqe_cnt,
+            max_sge: c.max_sge,
+            max_inline: c.max_inline,
+            bf_size: c.bf_size,
+            blueflame: c.blueflame,
+            prefer_blueflame: c.prefer_bf,
+            sig_all: c.sig_all,
+        };
+        // SAFETY: the three buffers live in `Ours` beside the queue, are
+        // never moved (heap), and only the queue writes them until read
+        // back after it posted.
+        let sq = unsafe {
+            SendQueue::new(
+                NonNull::new(ring.as_mut_ptr().cast()).unwrap(),
+                ring.len() * 64,
+                NonNull::new(dbrec.as_mut_ptr()).unwrap(),
+                NonNull::new(uar.as_mut_ptr().cast()).unwrap(),
+                cfg,
+            )
+        }
+        .map_err(|e| format!("{e:?}"))?;
+        Ok(Ours {
+            ring,
+            dbrec,
+            uar,
+            sq,
+        })
+    }
+
+    pub fn ring_bytes(&self) -> Vec<u8> {
+        self.ring.iter().flat_map(|b| b.0).collect()
+    }
+
+    pub fn uar_bytes(&self) -> Vec<u8> {
+        self.uar.iter().flat_map(|w| w.to_ne_bytes()).collect()
+    }
+}
+
+pub fn op_of(r: &Req) -> SendOp {
+    use opcode::*;
+    match r.op {
+        SEND => SendOp::Send,
+        SEND_WITH_IMM => SendOp::SendWithImm(r.imm),
+        SEND_WITH_INV => SendOp::SendWithInv(r.imm),
+        RDMA_WRITE => SendOp::Write(r.remote),
+        RDMA_WRITE_WITH_IMM => SendOp::WriteWithImm(r.remote, r.imm),
+        RDMA_READ => SendOp::Read(r.remote),
+        ATOMIC_CMP_AND_SWP => SendOp::CompareSwap {
+            remote: r.remote,
+            compare: r.compare,
+            swap: r.swap,
+        },
+        _ => SendOp::FetchAdd {
+            remote: r.remote,
+            add: r.compare,
+        },
+    }
+}
+
+/// The C SGEs of `r`: its SGEs, or its inline data cut where generated.
+pub fn c_sges(r: &Req) -> Vec<Sge> {
+    match &r.inline {
+        None => r.sges.clone(),
+        Some((data, cuts)) => {
+            let mut out = Vec::new();
+            let mut from = 0;
+            for &to in cuts.iter().chain(std::iter::once(&data.len())) {
+                out.push(Sge {
+                    addr: data[from..].as_ptr() as u64,
+                    length: (to - from) as u32,
+                    lkey: 0,
+                });
+                from = to;
+            }
+            out
+        }
+    }
+}
+
+/// What one list did on both sides.
+pub struct Posted {
+    /// provider-mlx5's refusal: (index, error).
+    pub refused: Option<(usize, provider_mlx5::PostError)>,
+    /// rdma-core's errno and `bad_wr` index.
+    pub errno: i32,
+    pub bad: Option<usize>,
+    /// The basic-block counter of each WQE provider-mlx5 posted.
+    pub starts: Vec<u32>,
+}
+
+/// Posts `list` through rdma-core (one `ibv_send_wr` list) and through
+/// provider-mlx5 (one `post` each, then one `ring`); a UD QP's requests
+/// go to `ah` (rdma-core) and `addr` (ours), the same address vector.
+pub fn post_list(
+    c: &QpCfg,
+    ours: &mut Ours,
+    theirs: &mut Oracle,
+    ah: &Ah,
+    addr: &AhAddr,
+    list: &[Req],
+) -> Posted {
+    let ud = c.qp_type == qp_type::UD;
+    let sges: Vec<Vec<Sge>> = list.iter().map(c_sges).collect();
+    let reqs: Vec<OracleReq> = list
+        .iter()
+        .zip(&sges)
+        .map(|(r, s)| OracleReq {
+            wr_id: r.wr_id,
+            remote_addr: r.remote.addr,
+            compare_add: r.compare,
+            swap: r.swap,
+            sges: s.as_ptr(),
+            ah: if ud {
+                ah.as_ptr()
+            } else {
+                std::ptr::null_mut()
+            },
+            opcode: r.op,
+            send_flags: (r.fence as u32 * send_flags::FENCE)
+                | (r.signaled as u32 * send_flags::SIGNALED)
+                | (r.solicited as u32 * send_flags::SOLICITED)
+                | (r.inline.is_some() as u32 * send_flags::INLINE),
+            imm_or_inv: if r.op == opcode::SEND_WITH_INV {
+                r.imm
+            } else {
+                r.imm.to_be()
+            },
+            num_sge: s.len() as i32,
+            rkey: r.remote.rkey,
+            remote_qpn: r.remote_qpn,
+            remote_qkey: r.remote_qkey,
+            pad: 0,
+        })
+        .collect();
+    // SAFETY: each request's SGEs are `sges`' (alive here); inline ones
+    // point into the requests' data (alive here); ah is ours.
+    let (errno, bad) = unsafe { theirs.post(&reqs) };
+    let mut refused = None;
+    let mut starts = Vec::new();
+    for (i, r) in list.iter().enumerate() {
+        let op = op_of(r);
+        let wr = match &r.inline {
+            Some((data, _)) => SendWr::inline(r.wr_id, op, data),
+            None => SendWr::new(r.wr_id, op, &r.sges),
+        }
+        .signaled(r.signaled)
+        .solicited(r.solicited)
+        .fence(r.fence);
+        let wr = if ud {
+            wr.to(addr, r.remote_qpn, r.remote_qkey)
+        } else {
+            wr
+        };
+        let start = ours.sq.cur_post();
+        // SAFETY: nothing reads the SGEs' memory: the queue only copies
+        // them (and inline data, which is alive) into the ring.
+        match unsafe { ours.sq.post(&wr) } {
+            Ok(()) => starts.push(start),
+            Err(e) => {
+                refused = Some((i, e));
+                break;
+            }
+        }
+    }
+    ours.sq.ring();
+    Posted {
+        refused,
+        errno,
+        bad,
+        starts,
+    }
+}
