@@ -62,6 +62,17 @@ struct oracle {
 	unsigned ncqe;
 	__be32 cq_dbrec[2];
 	int stored;
+	/* The receive queue's ring (oracle_rq_init). */
+	uint8_t *rq_ring;
+	size_t rq_len;
+};
+
+/* One receive request, flat. Field for field the Rust `OracleRecv`. */
+struct oracle_recv {
+	uint64_t wr_id;
+	const struct ibv_sge *sges;
+	int32_t num_sge;
+	uint32_t pad;
 };
 
 /* For the Rust side's layout checks. */
@@ -297,6 +308,62 @@ int oracle_cq_init(struct oracle *o, unsigned ncqe)
 	return 0;
 }
 
+/*
+ * Gives the QP a receive queue of wqe_cnt WQEs of 1 << wqe_shift bytes and
+ * max_gs SGEs, as mlx5_create_qp leaves it (its buffer apart from the
+ * SQ's here; no WQE signature), receiving on the send CQ. 0 or an errno.
+ */
+int oracle_rq_init(struct oracle *o, unsigned wqe_cnt, unsigned wqe_shift,
+		   unsigned max_gs)
+{
+	o->rq_len = (size_t)wqe_cnt << wqe_shift;
+	o->rq_ring = zalloc(o->rq_len);
+	o->qp.rq.wrid = calloc(wqe_cnt, sizeof(*o->qp.rq.wrid));
+	if (!o->rq_ring || !o->qp.rq.wrid)
+		return ENOMEM;
+	o->qp.buf.buf = o->rq_ring;
+	o->qp.rq.offset = 0;
+	o->qp.rq.wqe_cnt = wqe_cnt;
+	o->qp.rq.wqe_shift = wqe_shift;
+	o->qp.rq.max_gs = max_gs;
+	o->qp.rq.qp_state_max_gs = max_gs;
+	o->qp.rq.max_post = wqe_cnt;
+	return 0;
+}
+
+/* mlx5_post_recv of reqs as one list: its errno; *bad the index of the
+ * request it named in bad_wr, or -1. */
+int oracle_post_recv(struct oracle *o, const struct oracle_recv *reqs, int n,
+		     int *bad)
+{
+	struct ibv_recv_wr *wrs = calloc(n ? n : 1, sizeof(*wrs));
+	struct ibv_recv_wr *bad_wr = NULL;
+	int i, err;
+
+	if (!wrs)
+		return ENOMEM;
+	for (i = 0; i < n; i++) {
+		wrs[i].wr_id = reqs[i].wr_id;
+		wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
+		wrs[i].sg_list = (struct ibv_sge *)reqs[i].sges;
+		wrs[i].num_sge = reqs[i].num_sge;
+	}
+	err = mlx5_post_recv(o->qp.ibv_qp, wrs, &bad_wr);
+	*bad = bad_wr ? (int)(bad_wr - wrs) : -1;
+	free(wrs);
+	return err;
+}
+
+uint8_t *oracle_rq_ring(struct oracle *o)
+{
+	return o->rq_ring;
+}
+
+uint32_t oracle_rcv_dbrec(const struct oracle *o)
+{
+	return be32toh(o->dbrec[MLX5_RCV_DBR]);
+}
+
 /* mlx5_poll_cq of up to n completions into wc. */
 int oracle_poll(struct oracle *o, int n, struct ibv_wc *wc)
 {
@@ -322,6 +389,8 @@ void oracle_free(struct oracle *o)
 	if (o->stored)
 		mlx5_clear_qp(&o->ctx, o->qp.ibv_qp->qp_num);
 	free(o->cq_ring);
+	free(o->rq_ring);
+	free(o->qp.rq.wrid);
 	free(o->qp.sq.wrid);
 	free(o->qp.sq.wqe_head);
 	free(o->qp.sq.wr_data);

@@ -86,6 +86,8 @@ type SizeFn = unsafe extern "C" fn() -> usize;
 type CqInitFn = unsafe extern "C" fn(*mut c_void, c_uint) -> c_int;
 type PollFn = unsafe extern "C" fn(*mut c_void, c_int, *mut IbvWc) -> c_int;
 type CqRingFn = unsafe extern "C" fn(*mut c_void) -> *mut u8;
+type RqInitFn = unsafe extern "C" fn(*mut c_void, c_uint, c_uint, c_uint) -> c_int;
+type PostRecvFn = unsafe extern "C" fn(*mut c_void, *const OracleRecv, c_int, *mut c_int) -> c_int;
 
 /// The oracle's functions, from the shared object.
 struct Lib {
@@ -103,6 +105,20 @@ struct Lib {
     cq_init: CqInitFn,
     poll: PollFn,
     cq_ring: CqRingFn,
+    rq_init: RqInitFn,
+    post_recv: PostRecvFn,
+    rq_ring: CqRingFn,
+    rcv_dbrec: U32Fn,
+}
+
+/// One receive request, flat (`struct oracle_recv`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct OracleRecv {
+    pub wr_id: u64,
+    pub sges: *const Sge,
+    pub num_sge: i32,
+    pub pad: u32,
 }
 
 /// `struct ibv_wc` (`verbs.h`): what `mlx5_poll_cq` writes.
@@ -216,6 +232,10 @@ fn load() -> Result<Lib, String> {
         cq_init: f!("oracle_cq_init", CqInitFn),
         poll: f!("oracle_poll", PollFn),
         cq_ring: f!("oracle_cq_ring", CqRingFn),
+        rq_init: f!("oracle_rq_init", RqInitFn),
+        post_recv: f!("oracle_post_recv", PostRecvFn),
+        rq_ring: f!("oracle_rq_ring", CqRingFn),
+        rcv_dbrec: f!("oracle_rcv_dbrec", U32Fn),
     })
 }
 
@@ -243,6 +263,8 @@ pub struct Oracle {
     wqe_cnt: u32,
     /// CQEs in the send CQ, once made ([`Oracle::cq_init`]).
     ncqe: u32,
+    /// Bytes of the RQ ring, once made ([`Oracle::rq_init`]).
+    rq_len: usize,
 }
 
 impl Oracle {
@@ -270,6 +292,7 @@ impl Oracle {
             p,
             wqe_cnt: cfg.wqe_cnt,
             ncqe: 0,
+            rq_len: 0,
         }
     }
 
@@ -360,6 +383,48 @@ impl Oracle {
             let ring = (lib().cq_ring)(self.p);
             std::ptr::copy_nonoverlapping(cqe.as_ptr(), ring.add(at), 64);
         }
+    }
+
+    /// Gives the QP a receive queue of `wqe_cnt` WQEs of `1 << wqe_shift`
+    /// bytes and `max_sge` SGEs, completing on the send CQ. Once per
+    /// oracle.
+    pub fn rq_init(&mut self, wqe_cnt: u32, wqe_shift: u32, max_sge: u32) {
+        // SAFETY: a live oracle; called once (the tests' use).
+        let e = unsafe { (lib().rq_init)(self.p, wqe_cnt, wqe_shift, max_sge) };
+        assert_eq!(e, 0, "oracle_rq_init");
+        self.rq_len = (wqe_cnt as usize) << wqe_shift;
+    }
+
+    /// `mlx5_post_recv` of `reqs` as one list: its errno and the index of
+    /// the request it named in `bad_wr`.
+    ///
+    /// # Safety
+    /// Every request's `sges` must point to `num_sge` readable SGEs.
+    pub unsafe fn post_recv(&mut self, reqs: &[OracleRecv]) -> (i32, Option<usize>) {
+        let mut bad = -1;
+        // SAFETY: the caller's contract; reqs is a live array of len.
+        let e = unsafe { (lib().post_recv)(self.p, reqs.as_ptr(), reqs.len() as c_int, &mut bad) };
+        (e, usize::try_from(bad).ok())
+    }
+
+    /// The RQ ring.
+    pub fn rq_ring(&self) -> &[u8] {
+        assert!(self.rq_len > 0, "rq_ring before rq_init");
+        // SAFETY: oracle_rq_init allocated rq_len bytes, alive with self;
+        // only posts and polls (which take &mut self) write them.
+        unsafe { std::slice::from_raw_parts((lib().rq_ring)(self.p), self.rq_len) }
+    }
+
+    /// Fills the RQ ring with `byte` (see [`Oracle::fill`]).
+    pub fn fill_rq(&mut self, byte: u8) {
+        // SAFETY: as rq_ring, and &mut self: no slice of it is alive.
+        unsafe { std::ptr::write_bytes((lib().rq_ring)(self.p), byte, self.rq_len) }
+    }
+
+    /// The RCV doorbell record, host order.
+    pub fn rcv_dbrec(&self) -> u32 {
+        // SAFETY: a live oracle.
+        unsafe { (lib().rcv_dbrec)(self.p) }
     }
 
     /// `mlx5_poll_cq` of up to `out.len()` completions: how many, or its

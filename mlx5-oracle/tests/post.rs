@@ -82,7 +82,7 @@ fn run_case(c: QpCfg, av: [u8; 48], lists: Vec<Vec<Req>>) -> Result<(), TestCase
         // posts wrote, and no byte of an earlier list can hide one.
         let (fill_ring, fill_uar) = (0xa5 ^ k as u8, 0x5a ^ k as u8);
         theirs.fill(fill_ring, fill_uar);
-        ours.ring.iter_mut().for_each(|b| b.0.fill(fill_ring));
+        fill(&mut ours.ring, fill_ring);
         ours.uar.fill(u64::from_ne_bytes([fill_uar; 8]));
         let Posted {
             refused,
@@ -129,8 +129,8 @@ fn run_case(c: QpCfg, av: [u8; 48], lists: Vec<Vec<Req>>) -> Result<(), TestCase
                 (blk, ds, not_compared(c.qp_type, r, ds))
             })
             .collect();
-        let (mut a, mut b) = (ours.ring_bytes(), ring.to_vec());
-        let (mut ua, mut ub) = (ours.uar_bytes(), theirs.uar().to_vec());
+        let (mut a, mut b) = (ours.ring_bytes().to_vec(), ring.to_vec());
+        let (mut ua, mut ub) = (ours.uar_bytes().to_vec(), theirs.uar().to_vec());
         // Masked in the ring and in a BlueFlame copy of the last WQE.
         let half = if rings & 1 == 0 {
             0

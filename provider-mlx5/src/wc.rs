@@ -358,6 +358,10 @@ fn set_responder(c: &mut Wc, cqe: &Cqe64) {
         c.flags |= WcFlags::GRH;
     }
     c.slid = cqe.slid.get();
+    // The destination LID's path bits (low 7 bits of `ml_path`; bit 7 is
+    // the multicast flag), as rdma-core reports them: they were left at 0
+    // until the differential against rdma-core's mlx5_poll_cq showed it.
+    c.dlid_path_bits = cqe.ml_path & 0x7f;
     c.pkey_index = (imm & 0xffff) as u16;
 }
 

@@ -198,13 +198,28 @@ impl Ours {
         })
     }
 
-    pub fn ring_bytes(&self) -> Vec<u8> {
-        self.ring.iter().flat_map(|b| b.0).collect()
+    pub fn ring_bytes(&self) -> &[u8] {
+        bytes(&self.ring)
     }
 
-    pub fn uar_bytes(&self) -> Vec<u8> {
-        self.uar.iter().flat_map(|w| w.to_ne_bytes()).collect()
+    pub fn uar_bytes(&self) -> &[u8] {
+        // SAFETY: u64s have no padding: len * 8 initialised bytes.
+        unsafe { std::slice::from_raw_parts(self.uar.as_ptr().cast(), self.uar.len() * 8) }
     }
+}
+
+/// Blocks as bytes (one slice, so that comparing and copying are memcmp
+/// and memcpy even unoptimized).
+pub fn bytes(blocks: &[Block]) -> &[u8] {
+    // SAFETY: Block is `repr(C)` `[u8; 64]`, without padding: the blocks
+    // are len * 64 initialised bytes.
+    unsafe { std::slice::from_raw_parts(blocks.as_ptr().cast(), blocks.len() * 64) }
+}
+
+/// Fills the blocks with `v`.
+pub fn fill(blocks: &mut [Block], v: u8) {
+    // SAFETY: as in `bytes`; any byte is a valid Block byte.
+    unsafe { std::ptr::write_bytes(blocks.as_mut_ptr().cast::<u8>(), v, blocks.len() * 64) }
 }
 
 pub fn op_of(r: &Req) -> SendOp {
