@@ -263,6 +263,18 @@ pub fn c_sges(r: &Req) -> Vec<Sge> {
     }
 }
 
+/// `r` as provider-mlx5's request (no UD destination).
+pub fn send_wr(r: &Req) -> SendWr<'_, Sge, AhAddr> {
+    let op = op_of(r);
+    match &r.inline {
+        Some((data, _)) => SendWr::inline(r.wr_id, op, data),
+        None => SendWr::new(r.wr_id, op, &r.sges),
+    }
+    .signaled(r.signaled)
+    .solicited(r.solicited)
+    .fence(r.fence)
+}
+
 /// What one list did on both sides.
 pub struct Posted {
     /// provider-mlx5's refusal: (index, error).
@@ -324,14 +336,7 @@ pub fn post_list(
     let mut refused = None;
     let mut starts = Vec::new();
     for (i, r) in list.iter().enumerate() {
-        let op = op_of(r);
-        let wr = match &r.inline {
-            Some((data, _)) => SendWr::inline(r.wr_id, op, data),
-            None => SendWr::new(r.wr_id, op, &r.sges),
-        }
-        .signaled(r.signaled)
-        .solicited(r.solicited)
-        .fence(r.fence);
+        let wr = send_wr(r);
         let wr = if ud {
             wr.to(addr, r.remote_qpn, r.remote_qkey)
         } else {
