@@ -208,8 +208,8 @@ pub use features::{Features, Odp, OdpOps, Row};
 /// `memmap2`): the version rverbs was built with.
 pub use memmap2;
 pub use mr::{
-    Access, BoxParts, ByteCell, CellIter, Cells, DeregisterError, External, Mr, MrBuffer, MrMemory,
-    Pages, Released, VecParts,
+    Access, BoxParts, ByteCell, CellIter, Cells, DeregisterError, DmabufMr, External, Mr, MrBuffer,
+    MrMemory, Pages, Released, VecParts,
 };
 pub use mw::{Mw, MwType};
 pub use odp::Advice;

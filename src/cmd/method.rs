@@ -34,11 +34,13 @@ pub(crate) enum Method {
     QueryGidEntry,
     /// `UVERBS_METHOD_ADVISE_MR` (no fallback: its absence is the answer).
     AdviseMr,
+    /// `UVERBS_METHOD_REG_DMABUF_MR` (no write() form either).
+    RegDmabufMr,
 }
 
 impl Method {
     /// How many methods there are.
-    const COUNT: usize = 6;
+    const COUNT: usize = 7;
 
     /// `(object id, method id, name)`. The methods that share their name
     /// with a write() command say `(ioctl)`.
@@ -71,6 +73,11 @@ impl Method {
                 "QUERY_GID_ENTRY",
             ),
             Method::AdviseMr => (UVERBS_OBJECT_MR, UVERBS_METHOD_ADVISE_MR, "ADVISE_MR"),
+            Method::RegDmabufMr => (
+                UVERBS_OBJECT_MR,
+                UVERBS_METHOD_REG_DMABUF_MR,
+                "REG_DMABUF_MR",
+            ),
         }
     }
 
@@ -157,6 +164,7 @@ mod tests {
         Method::QueryGidTable,
         Method::QueryGidEntry,
         Method::AdviseMr,
+        Method::RegDmabufMr,
     ];
 
     #[test]

@@ -11,11 +11,13 @@ use std::sync::Arc;
 
 mod buffer;
 mod cells;
+mod dmabuf;
 mod shared;
 
 pub use crate::wr::Slice;
 pub use buffer::{BoxParts, External, MrBuffer, MrMemory, Pages, Released, VecParts};
 pub use cells::{ByteCell, CellIter, Cells};
+pub use dmabuf::DmabufMr;
 pub use rverbs_types::Access;
 
 /// A registered memory region that owns its buffer `B`: memory rverbs

@@ -423,3 +423,91 @@ fn fork_while_registered_leaves_the_parent_working() {
     }
     assert_eq!(mr.deregister().unwrap(), last);
 }
+
+/// A dma-buf for the test: a `udmabuf` over a sealed memfd of `len`
+/// bytes where the kernel has `/dev/udmabuf` (Debian's 6.12 and 7.2),
+/// else the memfd itself (6.1 has no udmabuf; rxe refuses before it looks
+/// at the descriptor). Returns the descriptor and whether it is a dma-buf.
+fn dmabuf(len: usize) -> (std::os::fd::OwnedFd, bool) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: plain system calls on descriptors this function owns; each
+    // result is checked before use.
+    unsafe {
+        let memfd = libc::memfd_create(c"rverbs-dmabuf".as_ptr(), libc::MFD_ALLOW_SEALING);
+        assert!(
+            memfd >= 0,
+            "memfd_create: {}",
+            std::io::Error::last_os_error()
+        );
+        let memfd = OwnedFd::from_raw_fd(memfd);
+        use std::os::fd::AsRawFd;
+        assert_eq!(libc::ftruncate(memfd.as_raw_fd(), len as libc::off_t), 0);
+        assert_eq!(
+            libc::fcntl(memfd.as_raw_fd(), libc::F_ADD_SEALS, libc::F_SEAL_SHRINK),
+            0,
+            "F_SEAL_SHRINK: {}",
+            std::io::Error::last_os_error()
+        );
+        let dev = libc::open(c"/dev/udmabuf".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if dev < 0 {
+            return (memfd, false);
+        }
+        let dev = OwnedFd::from_raw_fd(dev);
+        /// `struct udmabuf_create` (linux/udmabuf.h).
+        #[repr(C)]
+        struct UdmabufCreate {
+            memfd: u32,
+            flags: u32,
+            offset: u64,
+            size: u64,
+        }
+        let req = UdmabufCreate {
+            memfd: memfd.as_raw_fd() as u32,
+            flags: 1, // UDMABUF_FLAGS_CLOEXEC
+            offset: 0,
+            size: len as u64,
+        };
+        // UDMABUF_CREATE = _IOW('u', 0x42, struct udmabuf_create).
+        let create = (1u64 << 30)
+            | ((std::mem::size_of::<UdmabufCreate>() as u64) << 16)
+            | (u64::from(b'u') << 8)
+            | 0x42;
+        let buf = libc::ioctl(dev.as_raw_fd(), create as _, &req);
+        assert!(
+            buf >= 0,
+            "UDMABUF_CREATE: {}",
+            std::io::Error::last_os_error()
+        );
+        (OwnedFd::from_raw_fd(buf), true)
+    }
+}
+
+/// `Pd::reg_dmabuf_mr` goes through `UVERBS_METHOD_REG_DMABUF_MR`, and rxe,
+/// which has no dma-buf support, refuses it by name with EOPNOTSUPP — over
+/// a real dma-buf where the kernel can make one. Bad arguments are refused
+/// before the kernel, naming what was wrong.
+#[test]
+fn dmabuf_mrs_are_refused_by_rxe_by_name() {
+    let p = pair();
+    let (fd, real) = dmabuf(2 * 4096);
+    println!("dma-buf from /dev/udmabuf: {real}");
+    let e =
+        p.pd.reg_dmabuf_mr(fd, 0, 4096, 0x10000, Access::LOCAL_WRITE)
+            .unwrap_err();
+    assert!(
+        matches!(&e, Error::Kernel { op: "REG_DMABUF_MR", errno } if *errno == Errno(libc::EOPNOTSUPP)),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("REG_DMABUF_MR"), "{e}");
+    // Refused before the kernel.
+    let (fd, _) = dmabuf(4096);
+    let e =
+        p.pd.reg_dmabuf_mr(fd, 0, 0, 0, Access::LOCAL_WRITE)
+            .unwrap_err();
+    assert!(e.to_string().contains("empty"), "{e}");
+    let (fd, _) = dmabuf(4096);
+    let e =
+        p.pd.reg_dmabuf_mr(fd, 0, 4096, 0x10010, Access::LOCAL_WRITE)
+            .unwrap_err();
+    assert!(e.to_string().contains("IOVA"), "{e}");
+}
