@@ -25,9 +25,6 @@ use provider_mlx5_model::harness::{Pair, PairCfg, MR_LEN};
 use provider_mlx5_model::BF_REG;
 use rverbs_mlx5_oracle::{opcode, qp_type, send_flags, Oracle, OracleReq, QpCfg};
 
-/// Generated cases per run.
-const CASES: u32 = 10_000;
-
 /// Each request's share of a region.
 const SLICE: usize = MR_LEN / 4;
 
@@ -333,11 +330,7 @@ fn run_case(blueflame: bool, max_inline: u32, ops: Vec<Op>) -> Result<(), TestCa
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: CASES,
-        max_shrink_iters: 2000,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(common::config())]
 
     #[test]
     fn the_model_runs_rdma_cores_wqes((bf, max_inline, ops) in case()) {

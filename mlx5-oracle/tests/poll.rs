@@ -14,12 +14,8 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
-use provider_mlx5::{AhAddr, CompletionQueue, CqConfig, QpQueues, Wc};
-use rverbs_mlx5_oracle::{opcode, Ah, IbvWc, Oracle, QpCfg};
-use std::ptr::NonNull;
-
-/// Generated cases per run.
-const CASES: u32 = 10_000;
+use provider_mlx5::{AhAddr, QpQueues};
+use rverbs_mlx5_oracle::{opcode, Ah, Oracle, QpCfg};
 
 /// `enum ibv_wc_status` values of the syndromes an mlx5 requester CQE
 /// carries (`MLX5_CQE_SYNDROME_*`), and the flush.
@@ -142,56 +138,6 @@ fn cqe(
     b
 }
 
-/// provider-mlx5's CQ over memory.
-struct OurCq {
-    _ring: Vec<Block>,
-    _dbrec: Box<[u32; 2]>,
-    _uar: Box<[u64; 8]>,
-    cq: CompletionQueue,
-}
-
-impl OurCq {
-    fn new(ncqe: u32) -> OurCq {
-        let mut ring = vec![Block([0; 64]); ncqe as usize];
-        // Every CQE invalid and owned by the hardware, as the kernel
-        // hands the ring over (and as oracle_cq_init leaves rdma-core's).
-        for b in &mut ring {
-            b.0[63] = 0xf << 4;
-        }
-        let mut dbrec = Box::new([0u32; 2]);
-        let mut uar = Box::new([0u64; 8]);
-        // SAFETY: the buffers live beside the queue in `OurCq`, on the
-        // heap; the tests write CQEs into the ring only through `put`,
-        // between polls, as the device would.
-        let cq = unsafe {
-            CompletionQueue::new(
-                NonNull::new(ring.as_mut_ptr().cast()).unwrap(),
-                ring.len() * 64,
-                NonNull::new(dbrec.as_mut_ptr()).unwrap(),
-                NonNull::new(uar.as_mut_ptr().cast()).unwrap(),
-                CqConfig {
-                    ncqe,
-                    cqe_size: 64,
-                    cqn: 7,
-                },
-            )
-        }
-        .expect("CompletionQueue::new");
-        OurCq {
-            _ring: ring,
-            _dbrec: dbrec,
-            _uar: uar,
-            cq,
-        }
-    }
-
-    fn put(&mut self, i: u32, cqe: &[u8; 64]) {
-        let n = self._ring.len() as u32;
-        // The ring's own Vec: written between polls only.
-        self._ring[(i & (n - 1)) as usize].0 = *cqe;
-    }
-}
-
 /// `IBV_WC_WITH_IMM` and the kernel's `IB_WC_WITH_IMM`.
 const IBV_WITH_IMM: u32 = 1 << 1;
 const IB_WITH_IMM: u32 = 1 << 1;
@@ -244,42 +190,27 @@ fn run_case(c: QpCfg, ncqe: u32, rounds: Vec<Round>) -> Result<(), TestCaseError
         // Poll both, batch by batch, until both are empty.
         let mut seen = 0;
         for (j, &m) in r.polls.iter().cycle().enumerate() {
-            let mut a = vec![Wc::default(); m];
-            let mut b = vec![IbvWc::default(); m];
             let mut qs = [QpQueues {
                 qpn: c.qpn,
                 sq: Some(ours.sq.records()),
                 rq: None,
             }];
-            let got = our_cq
-                .cq
-                .poll(&mut qs[..], &mut a)
-                .map_err(|e| TestCaseError::fail(format!("round {k}: provider-mlx5: {e:?}")))?;
-            let want = theirs.poll(&mut b);
-            prop_assert_eq!(got as i32, want, "round {}, poll {}: counts", k, j);
-            for (x, y) in a[..got].iter().zip(&b[..got]) {
-                let what = format!("round {k}, poll {j}: ours {x:?}, rdma-core {y:?}");
-                prop_assert_eq!(x.wr_id, y.wr_id, "{}", what);
-                prop_assert_eq!(x.status.0, y.status, "{}", what);
-                prop_assert_eq!(x.qp_num, y.qp_num, "{}", what);
-                if y.status == 0 {
-                    prop_assert_eq!(x.opcode.0, y.opcode, "{}", what);
-                    // rdma-core sets byte_len for READ and atomics only.
-                    if y.opcode == 2 || y.opcode == 3 || y.opcode == 4 {
-                        prop_assert_eq!(x.byte_len, y.byte_len, "{}", what);
-                    }
-                    prop_assert_eq!(
-                        x.flags.bits() & IB_WITH_IMM != 0,
-                        y.wc_flags & IBV_WITH_IMM != 0,
-                        "{} (WITH_IMM)",
-                        what
-                    );
-                } else {
-                    // provider-mlx5 keeps the CQE's syndrome in bits 8..16
-                    // beside rdma-core's `vendor_err_synd` (docs/mlx5.md).
-                    prop_assert_eq!(x.vendor_err & 0xff, y.vendor_err, "{}", what);
-                    prop_assert!(x.vendor_err >> 16 == 0, "{}", what);
+            let what = format!("round {k}, poll {j}");
+            let pairs = poll_both(&mut our_cq, &mut qs, &mut theirs, m, &what)?;
+            let got = pairs.len();
+            for (x, y) in pairs.iter().filter(|(_, y)| y.status == 0) {
+                let what = format!("{what}: ours {x:?}, rdma-core {y:?}");
+                prop_assert_eq!(x.opcode.0, y.opcode, "{}", what);
+                // rdma-core sets byte_len for READ and atomics only.
+                if y.opcode == 2 || y.opcode == 3 || y.opcode == 4 {
+                    prop_assert_eq!(x.byte_len, y.byte_len, "{}", what);
                 }
+                prop_assert_eq!(
+                    x.flags.bits() & IB_WITH_IMM != 0,
+                    y.wc_flags & IBV_WITH_IMM != 0,
+                    "{} (WITH_IMM)",
+                    what
+                );
             }
             seen += got;
             if got == 0 {
@@ -292,11 +223,7 @@ fn run_case(c: QpCfg, ncqe: u32, rounds: Vec<Round>) -> Result<(), TestCaseError
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: CASES,
-        max_shrink_iters: 2000,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(common::config())]
 
     #[test]
     fn polls_read_what_rdma_core_reads((c, ncqe, rounds) in case()) {

@@ -18,9 +18,6 @@ use proptest::prelude::*;
 use provider_mlx5::{AhAddr, SendOp, SendWr, Sge};
 use rverbs_mlx5_oracle::{opcode, qp_type, Ah, Oracle, OracleReq, QpCfg};
 
-/// Generated cases per run (the floor is 10,000).
-const CASES: u32 = 10_000;
-
 /// A case: a QP, its address vector (UD), and lists of requests.
 fn case() -> impl Strategy<Value = (QpCfg, [u8; 48], Vec<Vec<Req>>)> {
     cfg().prop_flat_map(|c| {
@@ -82,8 +79,8 @@ fn run_case(c: QpCfg, av: [u8; 48], lists: Vec<Vec<Req>>) -> Result<(), TestCase
         // posts wrote, and no byte of an earlier list can hide one.
         let (fill_ring, fill_uar) = (0xa5 ^ k as u8, 0x5a ^ k as u8);
         theirs.fill(fill_ring, fill_uar);
-        fill(&mut ours.ring, fill_ring);
-        ours.uar.fill(u64::from_ne_bytes([fill_uar; 8]));
+        ours.ring.fill(fill_ring);
+        ours.uar.fill(fill_uar);
         let Posted {
             refused,
             errno,
@@ -112,7 +109,7 @@ fn run_case(c: QpCfg, av: [u8; 48], lists: Vec<Vec<Req>>) -> Result<(), TestCase
             what("cur_post")
         );
         prop_assert_eq!(
-            u32::from_be(ours.dbrec[1]),
+            ours.snd_dbrec(),
             theirs.snd_dbrec(),
             "{}",
             what("SND doorbell record")
@@ -129,8 +126,8 @@ fn run_case(c: QpCfg, av: [u8; 48], lists: Vec<Vec<Req>>) -> Result<(), TestCase
                 (blk, ds, not_compared(c.qp_type, r, ds))
             })
             .collect();
-        let (mut a, mut b) = (ours.ring_bytes().to_vec(), ring.to_vec());
-        let (mut ua, mut ub) = (ours.uar_bytes().to_vec(), theirs.uar().to_vec());
+        let (mut a, mut b) = (ours.ring.bytes().to_vec(), ring.to_vec());
+        let (mut ua, mut ub) = (ours.uar.bytes().to_vec(), theirs.uar().to_vec());
         // Masked in the ring and in a BlueFlame copy of the last WQE.
         let half = if rings & 1 == 0 {
             0
@@ -177,11 +174,7 @@ fn run_case(c: QpCfg, av: [u8; 48], lists: Vec<Vec<Req>>) -> Result<(), TestCase
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: CASES,
-        max_shrink_iters: 2000,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(common::config())]
 
     #[test]
     fn posts_write_what_rdma_core_writes((c, av, lists) in case()) {

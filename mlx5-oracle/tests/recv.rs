@@ -10,14 +10,10 @@
 
 mod common;
 
-use common::Block;
+use common::{poll_both, Mem, OurCq};
 use proptest::prelude::*;
-use provider_mlx5::{CompletionQueue, CqConfig, QpQueues, RecvQueue, RecvTarget, Sge, Wc};
-use rverbs_mlx5_oracle::{qp_type, IbvWc, Oracle, OracleRecv, QpCfg};
-use std::ptr::NonNull;
-
-/// Generated cases per run.
-const CASES: u32 = 10_000;
+use provider_mlx5::{QpQueues, RecvQueue, RecvTarget, Sge};
+use rverbs_mlx5_oracle::{qp_type, Oracle, OracleRecv, QpCfg};
 
 /// Responder CQE opcodes (`MLX5_CQE_RESP_*`).
 const RESP_WR_IMM: u8 = 1;
@@ -159,70 +155,37 @@ fn wqe_shift(c: &Cfg) -> u32 {
 
 /// provider-mlx5's receive side over memory: RQ, doorbell record, CQ.
 struct Ours {
-    rq_ring: Vec<Block>,
-    dbrec: Box<[u32; 2]>,
+    rq_ring: Mem,
+    dbrec: Mem,
     rq: RecvQueue,
-    _cq_ring: Vec<Block>,
-    _cq_dbrec: Box<[u32; 2]>,
-    _uar: Box<[u64; 8]>,
-    cq: CompletionQueue,
-    cq_len: u32,
+    cq: OurCq,
 }
 
 impl Ours {
     fn new(c: &Cfg) -> Ours {
         let shift = wqe_shift(c);
-        let blocks = ((c.wqe_cnt as usize) << shift).div_ceil(64);
-        let mut rq_ring = vec![Block([0; 64]); blocks];
-        let mut dbrec = Box::new([0u32; 2]);
+        let rq_ring = Mem::new((c.wqe_cnt as usize) << shift);
+        let dbrec = Mem::new(8);
         // SAFETY: ring and record live beside the queue in `Ours`, on the
-        // heap; nothing else writes them.
+        // heap, reached only through the pointers handed over (Mem),
+        // between the queue's calls.
         let rq = unsafe {
             RecvQueue::new(
-                NonNull::new(rq_ring.as_mut_ptr().cast()).unwrap(),
-                (c.wqe_cnt as usize) << shift,
-                NonNull::new(dbrec.as_mut_ptr()).unwrap(),
+                rq_ring.ptr(),
+                rq_ring.len(),
+                dbrec.ptr().cast(),
                 c.wqe_cnt,
                 shift,
                 c.max_sge,
             )
         }
         .expect("RecvQueue::new");
-        let mut cq_ring = vec![Block([0; 64]); c.ncqe as usize];
-        for b in &mut cq_ring {
-            b.0[63] = 0xf << 4;
-        }
-        let mut cq_dbrec = Box::new([0u32; 2]);
-        let mut uar = Box::new([0u64; 8]);
-        // SAFETY: as above; the tests write CQEs only between polls.
-        let cq = unsafe {
-            CompletionQueue::new(
-                NonNull::new(cq_ring.as_mut_ptr().cast()).unwrap(),
-                cq_ring.len() * 64,
-                NonNull::new(cq_dbrec.as_mut_ptr()).unwrap(),
-                NonNull::new(uar.as_mut_ptr().cast()).unwrap(),
-                CqConfig {
-                    ncqe: c.ncqe,
-                    cqe_size: 64,
-                    cqn: 7,
-                },
-            )
-        }
-        .expect("CompletionQueue::new");
         Ours {
             rq_ring,
             dbrec,
             rq,
-            _cq_ring: cq_ring,
-            _cq_dbrec: cq_dbrec,
-            _uar: uar,
-            cq,
-            cq_len: c.ncqe,
+            cq: OurCq::new(c.ncqe),
         }
-    }
-
-    fn rq_bytes(&self, len: usize) -> &[u8] {
-        &common::bytes(&self.rq_ring)[..len]
     }
 }
 
@@ -257,7 +220,6 @@ fn cqe_bytes(r: &RespCqe, qpn: u32, counter: u16, err: Option<(u8, u8)>, owner: 
 
 fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
     let shift = wqe_shift(&c);
-    let rq_len = (c.wqe_cnt as usize) << shift;
     let qp = QpCfg {
         qp_type: qp_type::RC,
         qpn: c.qpn,
@@ -287,7 +249,7 @@ fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
             }
             let fill = 0x3c ^ (k * 4 + l) as u8;
             theirs.fill_rq(fill);
-            common::fill(&mut ours.rq_ring, fill);
+            ours.rq_ring.fill(fill);
             let reqs: Vec<OracleRecv> = list
                 .iter()
                 .enumerate()
@@ -310,7 +272,7 @@ fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
             ours.rq.ring();
             wr_id += list.len() as u64;
             posted += list.len() as u32;
-            let (a, b) = (ours.rq_bytes(rq_len), theirs.rq_ring());
+            let (a, b) = (ours.rq_ring.bytes(), theirs.rq_ring());
             if a != b {
                 let at = a.iter().zip(b).position(|(x, y)| x != y).unwrap();
                 let w = at >> shift;
@@ -322,7 +284,7 @@ fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
                 )));
             }
             prop_assert_eq!(
-                u32::from_be(ours.dbrec[0]),
+                ours.dbrec.be32(0),
                 theirs.rcv_dbrec(),
                 "round {} list {}: RCV doorbell record",
                 k,
@@ -348,34 +310,21 @@ fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
             let owner = written & c.ncqe != 0;
             let b = cqe_bytes(&r.cqes[i % r.cqes.len()], c.qpn, counter, err, owner);
             theirs.put_cqe(written, &b);
-            let at = (written & (ours.cq_len - 1)) as usize;
-            ours._cq_ring[at].0 = b;
+            ours.cq.put(written, &b);
             written += 1;
         }
         let mut seen = 0;
         for (j, &m) in r.polls.iter().cycle().enumerate() {
-            let mut a = vec![Wc::default(); m];
-            let mut b = vec![IbvWc::default(); m];
             let mut qs = [QpQueues {
                 qpn: c.qpn,
                 sq: None,
                 rq: Some(RecvTarget::Rq(ours.rq.records())),
             }];
-            let got = ours
-                .cq
-                .poll(&mut qs[..], &mut a)
-                .map_err(|e| TestCaseError::fail(format!("round {k}: provider-mlx5: {e:?}")))?;
-            let want = theirs.poll(&mut b);
-            prop_assert_eq!(got as i32, want, "round {}, poll {}: counts", k, j);
-            for (x, y) in a[..got].iter().zip(&b[..got]) {
-                let what = format!("round {k}, poll {j}: ours {x:?}, rdma-core {y:?}");
-                prop_assert_eq!(x.wr_id, y.wr_id, "{}", what);
-                prop_assert_eq!(x.status.0, y.status, "{}", what);
-                prop_assert_eq!(x.qp_num, y.qp_num, "{}", what);
-                if y.status != 0 {
-                    prop_assert_eq!(x.vendor_err & 0xff, y.vendor_err, "{}", what);
-                    continue;
-                }
+            let what = format!("round {k}, poll {j}");
+            let pairs = poll_both(&mut ours.cq, &mut qs, &mut theirs, m, &what)?;
+            let got = pairs.len();
+            for (x, y) in pairs.iter().filter(|(_, y)| y.status == 0) {
+                let what = format!("{what}: ours {x:?}, rdma-core {y:?}");
                 prop_assert_eq!(x.opcode.0, y.opcode, "{}", what);
                 prop_assert_eq!(x.byte_len, y.byte_len, "{}", what);
                 prop_assert_eq!(x.src_qp, y.src_qp, "{}", what);
@@ -414,11 +363,7 @@ fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: CASES,
-        max_shrink_iters: 2000,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(common::config())]
 
     #[test]
     fn receives_post_and_complete_as_in_rdma_core((c, rounds) in case()) {

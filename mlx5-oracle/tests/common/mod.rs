@@ -4,9 +4,25 @@
 #![allow(dead_code)] // each test file uses its part
 
 use proptest::prelude::*;
-use provider_mlx5::{AhAddr, QpType, Remote, SendOp, SendQueue, SendWr, Sge, SqConfig};
-use rverbs_mlx5_oracle::{opcode, qp_type, send_flags, Ah, Oracle, OracleReq, QpCfg};
+use provider_mlx5::{
+    AhAddr, CompletionQueue, CqConfig, QpQueues, QpType, Remote, SendOp, SendQueue, SendWr, Sge,
+    SqConfig, Wc,
+};
+use rverbs_mlx5_oracle::{opcode, qp_type, send_flags, Ah, IbvWc, Oracle, OracleReq, QpCfg};
 use std::ptr::NonNull;
+
+/// Generated cases a run, for every differential (issue 29's floor).
+pub const CASES: u32 = 10_000;
+
+/// The differentials' proptest configuration: [`CASES`] cases, and a
+/// bounded shrink (a failure's first report already names the bytes).
+pub fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: CASES,
+        max_shrink_iters: 2000,
+        ..ProptestConfig::default()
+    }
+}
 
 /// The operations each transport posts, both stacks (C opcode).
 pub fn ops_of(t: i32) -> &'static [i32] {
@@ -147,21 +163,83 @@ pub fn cfg() -> impl Strategy<Value = QpCfg> {
 /// A basic block, aligned as a ring must be.
 #[repr(C, align(64))]
 #[derive(Clone, Copy)]
-pub struct Block(pub [u8; 64]);
+struct Block([u8; 64]);
+
+/// Memory handed to one of provider-mlx5's queues: owned here, and after
+/// the hand-over reached only through the pointer the queue was given, so
+/// that no new reference to the memory invalidates the queue's (the queue
+/// writes through its pointer whenever it posts or polls).
+pub struct Mem {
+    _blocks: Vec<Block>,
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+impl Mem {
+    /// `len` zero bytes, 64-byte aligned.
+    pub fn new(len: usize) -> Mem {
+        let mut blocks = vec![Block([0; 64]); len.div_ceil(64).max(1)];
+        let ptr = NonNull::new(blocks.as_mut_ptr().cast::<u8>()).unwrap();
+        Mem {
+            _blocks: blocks,
+            ptr,
+            len,
+        }
+    }
+
+    /// The pointer to hand over (every access here derives from it too).
+    pub fn ptr(&self) -> NonNull<u8> {
+        self.ptr
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The bytes (one slice, so that comparing and copying are memcmp and
+    /// memcpy even unoptimized). Read while the queue is not in a call.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: len initialised bytes at ptr, alive with self; the queue
+        // writes them only inside its calls, which take the queue (never
+        // this Mem) and so cannot overlap the returned borrow's use by the
+        // single-threaded tests.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// Fills every byte with `v` (between the queue's calls).
+    pub fn fill(&mut self, v: u8) {
+        // SAFETY: as in bytes; &mut self: no slice of it is alive.
+        unsafe { std::ptr::write_bytes(self.ptr.as_ptr(), v, self.len) }
+    }
+
+    /// Writes `data` at `off` (between the queue's calls).
+    pub fn write(&mut self, off: usize, data: &[u8]) {
+        assert!(off + data.len() <= self.len, "write past the buffer");
+        // SAFETY: in bounds (asserted); &mut self: no slice of it is alive.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(off), data.len())
+        }
+    }
+
+    /// The big-endian word at `off` (a doorbell record's).
+    pub fn be32(&self, off: usize) -> u32 {
+        u32::from_be_bytes(self.bytes()[off..off + 4].try_into().unwrap())
+    }
+}
 
 /// provider-mlx5's side: a send queue over memory of the same geometry.
 pub struct Ours {
-    pub ring: Vec<Block>,
-    pub dbrec: Box<[u32; 2]>,
-    pub uar: Vec<u64>,
+    pub ring: Mem,
+    pub dbrec: Mem,
+    pub uar: Mem,
     pub sq: SendQueue,
 }
 
 impl Ours {
     pub fn new(c: &QpCfg) -> Result<Ours, String> {
-        let mut ring = vec![Block([0; 64]); c.wqe_cnt as usize];
-        let mut dbrec = Box::new([0u32; 2]);
-        let mut uar = vec![0u64; c.bf_size as usize * 2 / 8];
+        let ring = Mem::new(c.wqe_cnt as usize * 64);
+        let dbrec = Mem::new(8);
+        let uar = Mem::new(c.bf_size as usize * 2);
         let cfg = SqConfig {
             qpn: c.qpn,
             qp_type: match c.qp_type {
@@ -177,19 +255,12 @@ impl Ours {
             prefer_blueflame: c.prefer_bf,
             sig_all: c.sig_all,
         };
-        // SAFETY: the three buffers live in `Ours` beside the queue, are
-        // never moved (heap), and only the queue writes them until read
-        // back after it posted.
-        let sq = unsafe {
-            SendQueue::new(
-                NonNull::new(ring.as_mut_ptr().cast()).unwrap(),
-                ring.len() * 64,
-                NonNull::new(dbrec.as_mut_ptr()).unwrap(),
-                NonNull::new(uar.as_mut_ptr().cast()).unwrap(),
-                cfg,
-            )
-        }
-        .map_err(|e| format!("{e:?}"))?;
+        // SAFETY: the three buffers live in `Ours` beside the queue, on
+        // the heap, and are reached only through the pointers handed over
+        // (Mem), between the queue's calls.
+        let sq =
+            unsafe { SendQueue::new(ring.ptr(), ring.len(), dbrec.ptr().cast(), uar.ptr(), cfg) }
+                .map_err(|e| format!("{e:?}"))?;
         Ok(Ours {
             ring,
             dbrec,
@@ -198,28 +269,59 @@ impl Ours {
         })
     }
 
-    pub fn ring_bytes(&self) -> &[u8] {
-        bytes(&self.ring)
-    }
-
-    pub fn uar_bytes(&self) -> &[u8] {
-        // SAFETY: u64s have no padding: len * 8 initialised bytes.
-        unsafe { std::slice::from_raw_parts(self.uar.as_ptr().cast(), self.uar.len() * 8) }
+    /// The SND doorbell record (host order).
+    pub fn snd_dbrec(&self) -> u32 {
+        self.dbrec.be32(4)
     }
 }
 
-/// Blocks as bytes (one slice, so that comparing and copying are memcmp
-/// and memcpy even unoptimized).
-pub fn bytes(blocks: &[Block]) -> &[u8] {
-    // SAFETY: Block is `repr(C)` `[u8; 64]`, without padding: the blocks
-    // are len * 64 initialised bytes.
-    unsafe { std::slice::from_raw_parts(blocks.as_ptr().cast(), blocks.len() * 64) }
+/// provider-mlx5's CQ over memory: `ncqe` 64-byte CQEs, every one invalid
+/// and owned by the hardware, as the kernel hands a ring over (and as
+/// `oracle_cq_init` leaves rdma-core's).
+pub struct OurCq {
+    ring: Mem,
+    _dbrec: Mem,
+    _uar: Mem,
+    pub cq: CompletionQueue,
 }
 
-/// Fills the blocks with `v`.
-pub fn fill(blocks: &mut [Block], v: u8) {
-    // SAFETY: as in `bytes`; any byte is a valid Block byte.
-    unsafe { std::ptr::write_bytes(blocks.as_mut_ptr().cast::<u8>(), v, blocks.len() * 64) }
+impl OurCq {
+    pub fn new(ncqe: u32) -> OurCq {
+        let mut ring = Mem::new(ncqe as usize * 64);
+        for i in 0..ncqe as usize {
+            ring.write(i * 64 + 63, &[0xf << 4]);
+        }
+        let (dbrec, uar) = (Mem::new(8), Mem::new(64));
+        // SAFETY: the buffers live beside the queue, on the heap, reached
+        // only through the pointers handed over (Mem); the tests write
+        // CQEs only through `put`, between polls, as the device would.
+        let cq = unsafe {
+            CompletionQueue::new(
+                ring.ptr(),
+                ring.len(),
+                dbrec.ptr().cast(),
+                uar.ptr(),
+                CqConfig {
+                    ncqe,
+                    cqe_size: 64,
+                    cqn: 7,
+                },
+            )
+        }
+        .expect("CompletionQueue::new");
+        OurCq {
+            ring,
+            _dbrec: dbrec,
+            _uar: uar,
+            cq,
+        }
+    }
+
+    /// Writes `cqe` into slot `i` (masked), between polls.
+    pub fn put(&mut self, i: u32, cqe: &[u8; 64]) {
+        let n = (self.ring.len() / 64) as u32;
+        self.ring.write((i & (n - 1)) as usize * 64, cqe);
+    }
 }
 
 pub fn op_of(r: &Req) -> SendOp {
@@ -360,4 +462,39 @@ pub fn post_list(
         bad,
         starts,
     }
+}
+
+/// One poll of up to `m` completions on both sides: provider-mlx5's CQ
+/// over `qs`, rdma-core's `mlx5_poll_cq`. The counts must agree, and each
+/// pair the `wr_id`, status and QP number, and on error the vendor
+/// syndrome (provider-mlx5 keeps the syndrome above it, docs/mlx5.md).
+/// Returns the pairs, for the caller's checks of what its completions
+/// define.
+pub fn poll_both(
+    ours: &mut OurCq,
+    qs: &mut [QpQueues<'_>],
+    theirs: &mut Oracle,
+    m: usize,
+    what: &str,
+) -> Result<Vec<(Wc, IbvWc)>, TestCaseError> {
+    let mut a = vec![Wc::default(); m];
+    let mut b = vec![IbvWc::default(); m];
+    let got = ours
+        .cq
+        .poll(qs, &mut a)
+        .map_err(|e| TestCaseError::fail(format!("{what}: provider-mlx5: {e:?}")))?;
+    let want = theirs.poll(&mut b);
+    prop_assert_eq!(got as i32, want, "{}: counts", what);
+    let pairs: Vec<(Wc, IbvWc)> = a.into_iter().zip(b).take(got).collect();
+    for (x, y) in &pairs {
+        let what = format!("{what}: ours {x:?}, rdma-core {y:?}");
+        prop_assert_eq!(x.wr_id, y.wr_id, "{}", what);
+        prop_assert_eq!(x.status.0, y.status, "{}", what);
+        prop_assert_eq!(x.qp_num, y.qp_num, "{}", what);
+        if y.status != 0 {
+            prop_assert_eq!(x.vendor_err & 0xff, y.vendor_err, "{}", what);
+            prop_assert!(x.vendor_err >> 16 == 0, "{}", what);
+        }
+    }
+    Ok(pairs)
 }
