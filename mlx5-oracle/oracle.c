@@ -5,8 +5,8 @@
  * same queue geometry, and compare the bytes each writes.
  *
  * Test-only code, never linked into the library or the tool. `cargo xtask
- * test` compiles rdma-core 44's providers/mlx5/qp.c and cq.c unchanged
- * (Debian's source package and flags, as for the bench's reference) with
+ * test` compiles rdma-core's providers/mlx5/qp.c and cq.c unchanged
+ * (Debian 13's source package, 56.1, with Debian's flags) with
  * this file and the bench's stubs into a shared object, which the tests
  * load with dlopen (RVERBS_MLX5_ORACLE names it).
  *
@@ -75,6 +75,8 @@ struct oracle_recv {
 	uint32_t pad;
 };
 
+void oracle_free(struct oracle *o);
+
 /* For the Rust side's layout checks. */
 size_t oracle_sizeof_req(void)
 {
@@ -84,6 +86,11 @@ size_t oracle_sizeof_req(void)
 size_t oracle_offsetof_req_rkey(void)
 {
 	return offsetof(struct oracle_req, rkey);
+}
+
+size_t oracle_sizeof_recv(void)
+{
+	return sizeof(struct oracle_recv);
 }
 
 /* /dev/null as a stream, opened once (stderr if it cannot be). */
@@ -130,8 +137,10 @@ struct oracle *oracle_new(int qp_type, unsigned wqe_cnt, unsigned max_gs,
 	o->qp.sq.wqe_head = calloc(wqe_cnt, sizeof(*o->qp.sq.wqe_head));
 	o->qp.sq.wr_data = calloc(wqe_cnt, sizeof(*o->qp.sq.wr_data));
 	if (!o->ring || !o->uar || !o->qp.sq.wrid || !o->qp.sq.wqe_head ||
-	    !o->qp.sq.wr_data)
+	    !o->qp.sq.wr_data) {
+		oracle_free(o);
 		return NULL;
+	}
 
 	/* mlx5_init_context's defaults but prefer_bf, which is asked, and
 	 * the debug stream: every error CQE the tests feed would be dumped

@@ -15,6 +15,7 @@
 //! rxe doorbell), which can take longer than spinning is worth.
 
 use std::cell::UnsafeCell;
+use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -51,7 +52,10 @@ impl<T> Spin<T> {
         {
             self.wait();
         }
-        SpinGuard { lock: self }
+        SpinGuard {
+            lock: self,
+            _value: PhantomData,
+        }
     }
 
     /// The contended path, out of line.
@@ -84,6 +88,11 @@ impl<T> Spin<T> {
 /// The lock, held: the value while it lives.
 pub(crate) struct SpinGuard<'a, T> {
     lock: &'a Spin<T>,
+    /// What the guard hands out, for its auto traits: shared across
+    /// threads only if `T` is `Sync` (a `&SpinGuard` gives `&T`), as
+    /// std's `MutexGuard`; the `&Spin<T>` alone would make it `Sync` for
+    /// any `T: Send`.
+    _value: PhantomData<&'a mut T>,
 }
 
 impl<T> Deref for SpinGuard<'_, T> {

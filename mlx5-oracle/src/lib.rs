@@ -1,7 +1,8 @@
 //! rdma-core's own mlx5 provider as an oracle for provider-mlx5.
 //!
-//! `cargo xtask test` compiles rdma-core 44's `providers/mlx5/qp.c` and
-//! `cq.c` from Debian's source package, unchanged and with Debian's flags,
+//! `cargo xtask test` compiles rdma-core's `providers/mlx5/qp.c` and
+//! `cq.c` from Debian 13's source package (56.1; `docs/mlx5.md` says why
+//! not bookworm's 44.0), unchanged and with Debian's flags,
 //! together with `oracle.c` (this crate's C side) into a shared object, and
 //! names it in `RVERBS_MLX5_ORACLE`. The tests here load it with `dlopen`,
 //! so that nothing in the workspace links C at build time, and post the
@@ -202,13 +203,20 @@ fn load() -> Result<Lib, String> {
         std::mem::size_of::<OracleReq>(),
         std::mem::offset_of!(OracleReq, rkey),
     );
-    let wc_size = f!("oracle_sizeof_wc", SizeFn);
-    // SAFETY: takes nothing, returns a size.
-    let wc_size = unsafe { wc_size() };
-    if wc_size != std::mem::size_of::<IbvWc>() {
+    let (wc_size, recv_size) = (
+        f!("oracle_sizeof_wc", SizeFn),
+        f!("oracle_sizeof_recv", SizeFn),
+    );
+    // SAFETY: both take nothing and return a size.
+    let (wc_size, recv_size) = unsafe { (wc_size(), recv_size()) };
+    let sizes = (
+        std::mem::size_of::<IbvWc>(),
+        std::mem::size_of::<OracleRecv>(),
+    );
+    if (wc_size, recv_size) != sizes {
         return Err(format!(
-            "struct ibv_wc is {wc_size} bytes, IbvWc {}",
-            std::mem::size_of::<IbvWc>()
+            "struct ibv_wc is {wc_size} bytes and struct oracle_recv {recv_size}; IbvWc {} and OracleRecv {}",
+            sizes.0, sizes.1
         ));
     }
     if (size, rkey_at) != ours {

@@ -250,9 +250,10 @@ fn write_wqe<S: AsSge, A: AddressHandle>(
         // A UD send (check_send let only SEND and SEND with immediate
         // through): the `ud` member's first 16 bytes, pkey_index 0. Its
         // `pad` and `av` keep what the slot held: rxe reads the `av` only
-        // for AH number 0 (`rxe_get_av`), the pre-5.10 form, which
-        // create_ah refuses, so a number is always written (callgrind:
-        // 7 stores fewer than zeroing the 120-byte union).
+        // for AH number 0 (`rxe_get_av`), the form of kernels whose
+        // CREATE_AH returns no number, which create_ah refuses, so a
+        // number is always written (callgrind: 7 stores fewer than
+        // zeroing the 120-byte union).
         Some(ud) => {
             // Resolved here, as the member is written, not before: one
             // test of `wr.ud` fewer (callgrind). A refusal leaves the

@@ -10,7 +10,7 @@
 //! the `DmabufMr` keeps the descriptor too, so that the buffer lives as
 //! long as the registration by ownership, not by promise.
 
-use super::{check_access, in_bounds};
+use super::{check_access, in_bounds, slice_addr};
 use crate::cmd::{self, mr::MrHandle};
 use crate::error::{Error, Result};
 use crate::pd::{Pd, PdInner};
@@ -149,9 +149,11 @@ impl DmabufMr {
         let off = usize::try_from(offset)
             .map_err(|_| Error::invalid(format!("offset {offset} is outside the MR")))?;
         in_bounds(off, len as usize, size)?;
-        // No overflow: offset + len <= self.len and iova + len - 1 fits
-        // (checked at registration).
-        Ok(Slice::checked(self.iova + offset, len, self.lkey))
+        Ok(Slice::checked(
+            slice_addr(self.iova, offset)?,
+            len,
+            self.lkey,
+        ))
     }
 
     /// Deregisters now, reporting the kernel's error (a window still bound

@@ -624,9 +624,8 @@ impl<B: MrMemory> Mr<B> {
     /// in the MR's IOVA space.
     pub fn slice(&self, offset: usize, len: u32) -> Result<Slice<'_>> {
         self.check(offset, len as usize)?;
-        // No overflow: offset < len, and iova + len - 1 fits (check_span).
         Ok(Slice::checked(
-            self.iova() + offset as u64,
+            slice_addr(self.iova(), offset as u64)?,
             len,
             self.inner.lkey,
         ))
@@ -748,6 +747,17 @@ impl<B: MrMemory> Drop for WindowHold<B> {
 
 /// Whether `offset..offset + len` lies inside `size` bytes (overflow
 /// included), or the error that says where it does not.
+/// The IOVA of a slice at `offset` (in bounds) of an MR at `iova`. Every
+/// byte's fits (check_span), but an empty slice at the very end of an MR
+/// that ends at 2^64 has no address: refused, not wrapped or panicked.
+pub(crate) fn slice_addr(iova: u64, offset: u64) -> Result<u64> {
+    iova.checked_add(offset).ok_or_else(|| {
+        Error::invalid(format!(
+            "an empty slice at offset {offset} of an MR ending at 2^64 has no address"
+        ))
+    })
+}
+
 fn in_bounds(offset: usize, len: usize, size: usize) -> Result<()> {
     match offset.checked_add(len) {
         Some(end) if end <= size => Ok(()),
@@ -815,9 +825,12 @@ mod tests {
         assert!(check_span(0x10000, 2 * page as usize, top).is_err());
         assert!(check_span(0x10000, 0, 0).is_err());
         assert!(check_span(0x10001, 1, 0x2000).is_err());
-        // The largest offset a slice of an accepted span can take is
-        // len - 1 from the IOVA: it fits.
-        assert_eq!(top.checked_add(page - 1), Some(u64::MAX));
+        // The largest offset a non-empty slice of an accepted span can
+        // take is len - 1 from the IOVA: it fits; an empty one at len does
+        // not, and is refused by name.
+        assert_eq!(slice_addr(top, page - 1).unwrap(), u64::MAX);
+        let e = slice_addr(top, page).unwrap_err();
+        assert!(e.to_string().contains("2^64"), "{e}");
     }
 
     /// Bounds checks do not overflow on huge offsets or lengths.
