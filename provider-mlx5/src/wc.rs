@@ -412,7 +412,10 @@ mod tests {
             (w(4), w(5), w(7))
         };
         let qpn = 0x12_3456;
-        for op in 0..=255u8 {
+        // Every byte natively; under Miri (a second a value) the opcodes
+        // mlx5 defines (0x00..=0x25) and two it does not.
+        let last = if cfg!(miri) { 0x27 } else { 0xff };
+        for op in (0..=last).chain(cfg!(miri).then_some(0xff)) {
             for bits in [
                 0,
                 op_own::SE,

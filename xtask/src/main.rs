@@ -80,6 +80,9 @@ commands:
                into the shared object the differential tests load, and
                print its path: RVERBS_MLX5_ORACLE=$(cargo xtask mlx5-oracle)
                cargo test -p rverbs-mlx5-oracle (part of `test`)
+  checkers     Miri over the providers', the MR and the C ABI's host tests,
+               loom over provider-mlx5's records, and the rust-version
+               build (part of `test`)
   barriers     build provider-mlx5 for aarch64 and x86_64 and check that its
                DMA barriers and MMIO stores are the instructions rdma-core's
                udma_barrier.h emits (part of `test`)
@@ -118,6 +121,18 @@ fn main() -> ExitCode {
             println!("{}", lib.display());
             ExitCode::SUCCESS
         }),
+        Some("checkers") => {
+            let mut failed = Vec::new();
+            checkers::run(|what, r| match r {
+                Ok(()) => println!("xtask: PASS {what}"),
+                Err(e) => failed.push(format!("{what}: {e}")),
+            });
+            if failed.is_empty() {
+                Ok(ExitCode::SUCCESS)
+            } else {
+                Err(failed.join("\n"))
+            }
+        }
         Some("barriers") => barriers::check().map(|()| {
             println!(
                 "xtask: barriers: every probe is the expected instructions on aarch64 and x86_64"

@@ -121,7 +121,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(192))]
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 192 }))]
 
         #[test]
         fn accepted_cq_layouts_build(cqe in 1u32..=20000) {

@@ -673,7 +673,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(192))]
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 192 }))]
 
         #[test]
         fn accepted_qp_layouts_build(req in qp_request(), d in device(), bfreg in 0u32..2) {

@@ -174,7 +174,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(192))]
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 192 }))]
 
         #[test]
         fn accepted_srq_layouts_build(max_wr in 1u32..=6000, max_sge in 0u32..=30) {
