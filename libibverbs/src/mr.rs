@@ -1,4 +1,5 @@
-//! Memory regions: `ibv_reg_mr` (and its `_iova` forms), `ibv_dereg_mr`.
+//! Memory regions: `ibv_reg_mr` (and its `_iova` forms),
+//! `ibv_reg_dmabuf_mr`, `ibv_dereg_mr`.
 
 use crate::abi::*;
 use crate::convert::mr_access;
@@ -6,8 +7,9 @@ use crate::guard;
 use crate::obj::{destroy, CObject, Held};
 use crate::pd::PdBox;
 use crate::{errno_of, export, lock, null_errno};
-use rverbs::{DeregisterError, External, Mr};
+use rverbs::{DeregisterError, DmabufMr, External, Mr};
 use std::ffi::{c_int, c_uint, c_void};
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::Mutex;
 
 #[repr(C)]
@@ -15,8 +17,17 @@ struct MrBox {
     c: IbvMr,
     /// The MR while it is registered: taken out only for `DEREG_MR`, and
     /// put back if the kernel refuses.
-    mr: Mutex<Option<Mr<External>>>,
+    mr: Mutex<Option<Region>>,
     _pd: Held<PdBox>,
+}
+
+/// What an `ibv_mr` of ours registers.
+enum Region {
+    /// Memory of the process (`ibv_reg_mr`).
+    Memory(Mr<External>),
+    /// A dma-buf (`ibv_reg_dmabuf_mr`), through a duplicate of the C
+    /// caller's descriptor, which stays the caller's as in rdma-core.
+    Dmabuf(Box<DmabufMr>),
 }
 
 // SAFETY: repr(C) with the ibv_mr first; handed out only by reg.
@@ -64,7 +75,7 @@ unsafe extern "C" fn reg_mr_iova(
         };
         MrBox {
             c,
-            mr: Mutex::new(Some(mr)),
+            mr: Mutex::new(Some(Region::Memory(mr))),
             _pd: Held::new(pd),
         }
         .into_c()
@@ -87,20 +98,95 @@ unsafe extern "C" fn reg_mr(
 }
 export!("ibv_reg_mr" = reg_mr);
 
+/// `ibv_reg_dmabuf_mr`: `length` bytes at `offset` into the dma-buf `fd`,
+/// addressed from `iova`; `addr` of the `ibv_mr` is `offset`, as
+/// rdma-core sets it. rdma-core's rxe provider has no such verb and
+/// answers `EOPNOTSUPP` before any check or command: so does this
+/// library on rxe. Elsewhere the region is registered through a
+/// duplicate of `fd` (the kernel holds the dma-buf itself; the duplicate
+/// is closed at `ibv_dereg_mr`), and the kernel's errno is the answer.
+unsafe extern "C" fn reg_dmabuf_mr(
+    p: *mut IbvPd,
+    offset: u64,
+    length: usize,
+    iova: u64,
+    fd: c_int,
+    access: c_int,
+) -> *mut IbvMr {
+    guard::null(|| {
+        // SAFETY: a PD of ours (C contract).
+        let Some(pd) = (unsafe { PdBox::of(p) }) else {
+            return null_errno(libc::EINVAL);
+        };
+        // SAFETY: the PD's context is one of ours and outlives it.
+        let Some(ctx) = (unsafe { crate::context::CtxBox::of(pd.c.context) }) else {
+            return null_errno(libc::EINVAL);
+        };
+        if ctx.dev.dev.driver() == rverbs::Driver::Rxe {
+            return null_errno(libc::EOPNOTSUPP);
+        }
+        let Some(access) = mr_access(access as c_uint) else {
+            return null_errno(libc::EINVAL);
+        };
+        let Some(fd) = dup_of(fd) else {
+            return null_errno(libc::EBADF);
+        };
+        let mr = match pd.pd.reg_dmabuf_mr(fd, offset, length as u64, iova, access) {
+            Ok(m) => m,
+            Err(e) => return null_errno(errno_of(&e)),
+        };
+        let c = IbvMr {
+            context: pd.c.context,
+            pd: p,
+            addr: offset as usize as *mut c_void,
+            length,
+            handle: 0,
+            lkey: mr.lkey(),
+            rkey: mr.rkey(),
+        };
+        MrBox {
+            c,
+            mr: Mutex::new(Some(Region::Dmabuf(Box::new(mr)))),
+            _pd: Held::new(pd),
+        }
+        .into_c()
+    })
+}
+export!("ibv_reg_dmabuf_mr" = reg_dmabuf_mr);
+
+/// A close-on-exec duplicate of the C caller's `fd`, or `None` if it is
+/// not an open descriptor.
+fn dup_of(fd: c_int) -> Option<OwnedFd> {
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: borrowed only for the duplicate; a closed number makes the
+    // duplicate fail (EBADF), which is the answer then.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    borrowed.try_clone_to_owned().ok()
+}
+
 /// `DEREG_MR` of the MR in `slot`: `Ok` once the kernel has agreed, else
 /// the errno, the MR back in `slot` to try again.
-fn deregister(slot: &mut Option<Mr<External>>) -> Result<(), c_int> {
-    let mr = slot.take().ok_or(libc::EINVAL)?;
-    let (mr, e) = match mr.deregister() {
-        Ok(_) => return Ok(()),
-        // Neither of the first two happens here (the C MR is this
-        // library's only handle, and it binds windows by work request),
-        // but each leaves the MR, as the kernel's refusal does.
-        Err(DeregisterError::Shared(mr)) => (mr, libc::EBUSY),
-        Err(DeregisterError::Windows(mr, _)) => (mr, libc::EINVAL),
-        Err(DeregisterError::Kernel(mr, e)) => (mr, errno_of(&e)),
+fn deregister(slot: &mut Option<Region>) -> Result<(), c_int> {
+    let (region, e) = match slot.take().ok_or(libc::EINVAL)? {
+        Region::Memory(mr) => match mr.deregister() {
+            Ok(_) => return Ok(()),
+            // Neither of the first two happens here (the C MR is this
+            // library's only handle, and it binds windows by work
+            // request), but each leaves the MR, as the kernel's refusal
+            // does.
+            Err(DeregisterError::Shared(mr)) => (Region::Memory(mr), libc::EBUSY),
+            Err(DeregisterError::Windows(mr, _)) => (Region::Memory(mr), libc::EINVAL),
+            Err(DeregisterError::Kernel(mr, e)) => (Region::Memory(mr), errno_of(&e)),
+        },
+        // The duplicate descriptor closes with the returned OwnedFd.
+        Region::Dmabuf(mr) => match mr.deregister() {
+            Ok(_) => return Ok(()),
+            Err((e, mr)) => (Region::Dmabuf(mr), errno_of(&e)),
+        },
     };
-    *slot = Some(mr);
+    *slot = Some(region);
     Err(e)
 }
 

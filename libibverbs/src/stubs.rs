@@ -56,7 +56,6 @@ export!("ibv_import_device" = null_eopnotsupp);
 export!("ibv_import_mr" = null_eopnotsupp);
 export!("ibv_import_pd" = null_eopnotsupp);
 export!("ibv_import_dm" = null_eopnotsupp);
-export!("ibv_reg_dmabuf_mr" = null_eopnotsupp);
 // Calls that return an errno.
 export!("ibv_query_ece" = errno_eopnotsupp);
 export!("ibv_set_ece" = errno_eopnotsupp);

@@ -17,9 +17,13 @@
  *              another, many rounds: every event names a live CQ.
  *   wr_batch   with sends outstanding, an ibv_wr_* batch larger than the
  *              room left fails and posts nothing; a batch that fits goes.
+ *   dmabuf     ibv_reg_dmabuf_mr over a memfd, an empty one, a closed
+ *              descriptor and a misplaced IOVA: what each answers (rxe
+ *              has no dma-buf MRs), and the PD still goes.
  *
  * No QP numbers, keys or addresses are printed.
  */
+#define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -29,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -451,6 +456,34 @@ static void wr_batch(void)
 	destroy4(ibv_destroy_qp(a), ibv_destroy_qp(b), cs, cr);
 }
 
+static void dmabuf_case(const char *what, uint64_t off, size_t len,
+			uint64_t iova, int fd)
+{
+	struct ibv_mr *m;
+
+	errno = 0;
+	m = ibv_reg_dmabuf_mr(pd, off, len, iova, fd, IBV_ACCESS_LOCAL_WRITE);
+	printf("dmabuf %s: %s errno %d\n", what, m ? "an MR" : "NULL",
+	       m ? 0 : errno);
+	if (m)
+		printf("dmabuf %s: dereg %d\n", what, ibv_dereg_mr(m));
+}
+
+static void dmabuf(void)
+{
+	int fd = memfd_create("rverbs-dmabuf", MFD_CLOEXEC);
+
+	CHECK(fd >= 0, "memfd_create");
+	CHECK(!ftruncate(fd, 1 << 16), "ftruncate");
+	dmabuf_case("4 KiB", 0, 4096, 0x10000, fd);
+	dmabuf_case("empty", 0, 0, 0, fd);
+	dmabuf_case("closed fd", 0, 4096, 0, 1000);
+	dmabuf_case("misplaced IOVA", 8, 4096, 0x10000, fd);
+	CHECK(!close(fd), "close");
+	CHECK(!ibv_dereg_mr(mr), "ibv_dereg_mr");
+	printf("dmabuf: dealloc_pd %d\n", ibv_dealloc_pd(pd));
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **list;
@@ -487,6 +520,8 @@ int main(int argc, char **argv)
 		cq_race();
 	else if (!strcmp(what, "wr_batch"))
 		wr_batch();
+	else if (!strcmp(what, "dmabuf"))
+		dmabuf();
 	else
 		CHECK(0, "no such case");
 	printf("done\n");

@@ -13,7 +13,9 @@
 //!   is pinned by the host tests in `libibverbs/src/async_event.rs`; these
 //!   hold the whole path to rdma-core's answers;
 //! - item 9, an `ibv_wr_*` batch that does not fit posts nothing:
-//!   `wr_batch`.
+//!   `wr_batch`;
+//! - `ibv_reg_dmabuf_mr` answers as rdma-core's does, errors included:
+//!   `dmabuf`.
 
 mod common;
 
@@ -102,4 +104,14 @@ fn events_and_destroys_race_without_a_stale_cq() {
 #[test]
 fn a_batch_longer_than_the_room_left_posts_nothing() {
     same_answers("wr_batch");
+}
+
+/// `ibv_reg_dmabuf_mr` (a stub before issue 29, now `Pd::reg_dmabuf_mr`
+/// through a duplicate of the caller's descriptor): on rxe, whose
+/// rdma-core provider has no such verb, every call answers `EOPNOTSUPP`
+/// before any check, a closed descriptor and an empty region included,
+/// and nothing is left registered on the PD.
+#[test]
+fn reg_dmabuf_mr_answers_as_rdma_core_does() {
+    same_answers("dmabuf");
 }
