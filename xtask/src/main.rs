@@ -19,7 +19,10 @@ mod host;
 mod libtest;
 mod publish;
 mod test;
-mod vm;
+
+/// The test bed (crate `rverbs-testbed`), by the name xtask has always
+/// used for it.
+use rverbs_testbed as vm;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -99,6 +102,13 @@ commands:
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // The bed caches under target/vm, as it always has here, and keeps the
+    // workspace and its target directory visible in the guests even when
+    // they lie under /tmp.
+    vm::configure(vm::Config {
+        cache_dir: host::target_dir().join("vm"),
+        keep: vec![host::workspace_root(), host::target_dir()],
+    });
     let res = match args.first().map(String::as_str) {
         Some("vm-run") => vm_run(&args[1..]),
         Some("vm-prepare") => vm_prepare(&args[1..]),

@@ -16,6 +16,7 @@
 
 mod arm64;
 mod netem;
+mod runner;
 mod script;
 mod soak;
 mod two_hosts;
@@ -589,6 +590,7 @@ fn testbed_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
         Ok(bin) => two_hosts::checks(tally, &base, &bin, true),
         Err(e) => tally.fail("two hosts: rverbs pingpong", &e),
     }
+    runner::check(tally, kernel);
     netem::checks(tally, &base, &netem::SUITE);
     soak::checks(tally, &base, SOAK_SUITE_SECS, SOAK_SUITE_CHURN);
     static_binary(tally, &base);

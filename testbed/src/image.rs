@@ -7,7 +7,7 @@
 //! and virtio-net need (decompressed, in dependency order) and `/init`.
 
 use super::kernels::{Apt, Arch, Kernel};
-use crate::host::{apt_update_once, output, run, target_dir, Result};
+use crate::host::{apt_update_once, output, run, Result};
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ pub fn ensure_bare(k: &Kernel) -> Result<Image> {
 }
 
 fn ensure_with(k: &Kernel, flavour: &str, init: &str) -> Result<Image> {
-    let vm_dir = target_dir().join("vm");
+    let vm_dir = crate::cache_dir().to_path_buf();
     fs::create_dir_all(&vm_dir).map_err(|e| format!("cannot create {}: {e}", vm_dir.display()))?;
     let kdir = match cached_kernel(&vm_dir, k) {
         Some(d) => d,
@@ -105,8 +105,9 @@ fn fetch_kernel(vm_dir: &Path, k: &Kernel) -> Result<PathBuf> {
     let ver = pkg.trim_start_matches(k.prefix);
     let pkgs: Vec<String> = k.packages.iter().map(|p| format!("{p}{ver}")).collect();
     eprintln!(
-        "xtask: fetching Debian's {} (once; cached under target/vm)",
-        pkgs.join(" ")
+        "testbed: fetching Debian's {} (once; cached under {})",
+        pkgs.join(" "),
+        vm_dir.display()
     );
     let dl = vm_dir.join(format!("download-{ver}"));
     let _ = fs::remove_dir_all(&dl);
@@ -230,7 +231,7 @@ impl AptConfig {
         ];
         let cfg = AptConfig { opts };
         eprintln!(
-            "xtask: apt-get update of a private package list ({arch}) under {}",
+            "testbed: apt-get update of a private package list ({arch}) under {}",
             root.display()
         );
         run(cfg
@@ -313,7 +314,7 @@ const USERLAND_PACKAGES: &[&str] = &[
 /// `target/vm/userland-<arch>/`). A guest of another architecture than the
 /// host's cannot use the host's root; it mounts this directory instead.
 pub fn userland(k: &Kernel) -> Result<PathBuf> {
-    let vm_dir = target_dir().join("vm");
+    let vm_dir = crate::cache_dir().to_path_buf();
     let dir = vm_dir.join(format!("userland-{}", k.arch.debian()));
     let stamp = USERLAND_PACKAGES.join(" ");
     if fs::read_to_string(dir.join(".complete")).ok().as_deref() == Some(stamp.as_str()) {
@@ -327,9 +328,10 @@ pub fn userland(k: &Kernel) -> Result<PathBuf> {
     let _ = fs::remove_dir_all(&archives);
     fs::create_dir_all(archives.join("partial")).map_err(|e| e.to_string())?;
     eprintln!(
-        "xtask: fetching Debian's {} for {} (once; cached under target/vm)",
+        "testbed: fetching Debian's {} for {} (once; cached under {})",
         stamp,
-        k.arch.debian()
+        k.arch.debian(),
+        vm_dir.display()
     );
     run(apt
         .command("apt-get")

@@ -1,9 +1,9 @@
 #!/bin/busybox sh
-# /init of the rverbs test VM. The host (xtask/src/vm) builds this initramfs:
+# /init of the rverbs test VM. The host (testbed/src/image.rs) builds this initramfs:
 # busybox, the decompressed kernel modules listed in /modules.order, and this
 # script. It brings up rxe, then runs the host-written run script inside a
 # chroot of the host's root (shared read-only over 9p), so that paths inside
-# the VM are the host's. Lines that start with "rverbs-vm:" are for xtask.
+# the VM are the host's. Lines that start with "rverbs-vm:" are for the host.
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc

@@ -1,7 +1,7 @@
 //! Booting QEMU, streaming the guest's console, and collecting exit statuses.
 
 use super::image;
-use crate::host::{ensure_host_packages, target_dir, Result};
+use crate::host::{ensure_packages, Result};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -46,6 +46,28 @@ pub struct Options {
     pub userland: bool,
 }
 
+impl Options {
+    /// One host on `kernel`, no command yet, output streamed and not
+    /// kept, the host's root shared: what a caller then fills in.
+    pub fn new(kernel: &'static super::Kernel, timeout: Duration) -> Options {
+        Options {
+            two_hosts: false,
+            timeout,
+            cmd: Vec::new(),
+            peer_cmd: None,
+            env: Vec::new(),
+            verbose: false,
+            capture: false,
+            out_dir: None,
+            bare: None,
+            kernel,
+            peer_kernel: None,
+            peer_bare: None,
+            userland: false,
+        }
+    }
+}
+
 /// How the run ended.
 #[derive(Debug)]
 pub struct Outcome {
@@ -61,7 +83,7 @@ impl Outcome {
     }
 }
 
-/// Kills the VM when dropped, so that no qemu outlives xtask's return.
+/// Kills the VM when dropped, so that no qemu outlives the run.
 struct Vm {
     child: Child,
     name: &'static str,
@@ -101,7 +123,7 @@ pub fn run(opts: &Options) -> Result<Outcome> {
     for attempt in 1.. {
         match run_once(opts) {
             Err(e) if e.starts_with(BOOT_FAILED) && attempt < BOOT_ATTEMPTS => {
-                eprintln!("xtask: warning: the VM ({}) died before it was ready (boot attempt {attempt} of {BOOT_ATTEMPTS}); booting again:\n{e}", opts.kernel);
+                eprintln!("testbed: warning: the VM ({}) died before it was ready (boot attempt {attempt} of {BOOT_ATTEMPTS}); booting again:\n{e}", opts.kernel);
             }
             // Every error names the kernel: with several in one run, a
             // kernel that cannot boot must say which it is.
@@ -123,8 +145,8 @@ const BOOT_LIMIT: Duration = Duration::from_secs(150);
 const BOOT_FAILED: &str = "BOOT-FAILED: ";
 
 fn run_once(opts: &Options) -> Result<Outcome> {
-    ensure_host_packages()?;
-    let runs = target_dir().join("vm").join("runs");
+    ensure_packages()?;
+    let runs = crate::cache_dir().to_path_buf().join("runs");
     std::fs::create_dir_all(&runs).map_err(|e| e.to_string())?;
     let run_dir = unique_dir(&runs)?;
     let _cleanup = RemoveOnDrop(run_dir.clone());
@@ -440,12 +462,15 @@ fn last_lines(tail: &[Vec<String>]) -> String {
 }
 
 /// Host directories that must stay visible in the guest even if they are
-/// under /tmp (which the guest replaces with a tmpfs): the workspace, the
-/// target directory and the working directory. Joined with ':'.
+/// under /tmp (which the guest replaces with a tmpfs): the configured ones
+/// ([`crate::Config::keep`]), the cache and the working directory. Joined
+/// with ':'.
 fn keep_paths() -> Result<String> {
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
     let mut v: Vec<String> = Vec::new();
-    for p in [crate::host::workspace_root(), target_dir(), cwd] {
+    let c = crate::configure_default();
+    let all = c.keep.iter().cloned().chain([c.cache_dir.clone(), cwd]);
+    for p in all {
         let s = p.canonicalize().unwrap_or(p).display().to_string();
         if s.contains([' ', ':']) {
             return Err(format!(
@@ -472,7 +497,7 @@ fn write_run_script(
     out: &Path,
 ) -> Result<()> {
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-    let mut s = String::from("# written by cargo xtask vm-run\n");
+    let mut s = String::from("# written by rverbs-testbed\n");
     let mut vars: Vec<(String, String)> = vec![
         (
             "PATH".into(),
@@ -553,7 +578,7 @@ fn accel() -> Result<Accel> {
         Ok("tcg") => return Ok(Accel::Tcg),
         _ => {}
     }
-    let cache = target_dir().join("vm").join("accel");
+    let cache = crate::cache_dir().to_path_buf().join("accel");
     if let Ok(s) = std::fs::read_to_string(&cache) {
         match s.trim() {
             "kvm" => return Ok(Accel::Kvm),
@@ -572,7 +597,7 @@ fn accel() -> Result<Accel> {
         Accel::Tcg
     };
     eprintln!(
-        "xtask: VM acceleration: {found:?} (cached in {})",
+        "testbed: VM acceleration: {found:?} (cached in {})",
         cache.display()
     );
     let _ = std::fs::write(&cache, if found == Accel::Kvm { "kvm" } else { "tcg" });

@@ -1,0 +1,99 @@
+//! `rverbs-testbed`: boot VMs with rxe and run a command in them.
+
+use rverbs_testbed::{kernels, Kernel, Options};
+use std::process::ExitCode;
+use std::time::Duration;
+
+const USAGE: &str = "\
+usage: rverbs-testbed run [--kernel 6.1|6.12|7.2] [--hosts 1|2] [--timeout S]
+                          [--peer CMD] [-v] -- CMD [ARG...]
+       rverbs-testbed prepare [--kernel 6.1|6.12|7.2|all]
+
+run      boots a fresh VM (Debian's kernel, rdma_rxe, an rxe device on a
+         veth) under QEMU, runs CMD in it from the current directory, streams
+         its output and exits with its status. The host's root is the guest's,
+         read-only (9p), so host paths and binaries work as they are; /tmp is
+         a tmpfs; $RVERBS_VM_OUT is a writable directory that comes back.
+         --hosts 2: two VMs on one L2 segment (a socket on this machine only);
+         CMD runs on the first, --peer CMD on the second.
+         The environment names the device and addresses: RVERBS_TEST_DEV
+         (rxe0), RVERBS_TEST_GID (its RoCE v2 GID index), RVERBS_TEST_ADDR
+         (10.77.0.N), RVERBS_VM_HOST (N) and, with two hosts,
+         RVERBS_PEER_ADDR.
+         A VM that cannot boot is an error, never a skip. Default timeout
+         600 s; default kernel 6.12.
+prepare  fetches and builds a kernel's image without booting it.
+
+Kernels and images are cached in $RVERBS_TESTBED_CACHE, else
+$XDG_CACHE_HOME/rverbs-testbed, else ~/.cache/rverbs-testbed. Missing Debian
+packages (QEMU, busybox, rdma-core's tools for the guests) are installed with
+apt-get, as root.";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let r = match args.first().map(String::as_str) {
+        Some("run") => run(&args[1..]),
+        Some("prepare") => prepare(&args[1..]),
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => Err(USAGE.to_string()),
+    };
+    r.unwrap_or_else(|e| {
+        eprintln!("rverbs-testbed: error: {e}");
+        ExitCode::FAILURE
+    })
+}
+
+fn prepare(args: &[String]) -> Result<ExitCode, String> {
+    let ks: Vec<&Kernel> = match args {
+        [] => vec![kernels::DEFAULT],
+        [f, k] if f == "--kernel" && k == "all" => kernels::KERNELS.iter().collect(),
+        [f, k] if f == "--kernel" => vec![Kernel::by_name(k)?],
+        _ => return Err(format!("prepare: bad arguments\n{USAGE}")),
+    };
+    for k in ks {
+        rverbs_testbed::prepare(k)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run(args: &[String]) -> Result<ExitCode, String> {
+    let mut opts = Options::new(kernels::DEFAULT, Duration::from_secs(600));
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |what: &str| it.next().ok_or(format!("{a} needs {what}"));
+        match a.as_str() {
+            "--kernel" => opts.kernel = Kernel::by_name(value("a kernel")?)?,
+            "--hosts" => match value("a number of hosts")?.as_str() {
+                "1" => opts.two_hosts = false,
+                "2" => opts.two_hosts = true,
+                n => return Err(format!("--hosts {n}: one or two hosts for now")),
+            },
+            "--timeout" => {
+                let v = value("a number of seconds")?;
+                let s: u64 = v
+                    .parse()
+                    .map_err(|_| format!("--timeout: not a number: {v}"))?;
+                opts.timeout = Duration::from_secs(s);
+            }
+            "--peer" => opts.peer_cmd = Some(value("a command")?.clone()),
+            "-v" | "--verbose" => opts.verbose = true,
+            "--" => opts.cmd = it.by_ref().cloned().collect(),
+            other => return Err(format!("run: unknown option {other}\n{USAGE}")),
+        }
+    }
+    if opts.cmd.is_empty() {
+        return Err(format!("run: no command given\n{USAGE}"));
+    }
+    if opts.peer_cmd.is_some() && !opts.two_hosts {
+        return Err("run: --peer needs --hosts 2".into());
+    }
+    let out = rverbs_testbed::run(&opts)?;
+    let bad = out.status.iter().copied().find(|&s| s != 0);
+    Ok(match bad {
+        None => ExitCode::SUCCESS,
+        Some(s) => ExitCode::from(u8::try_from(s).ok().filter(|&s| s != 0).unwrap_or(1)),
+    })
+}

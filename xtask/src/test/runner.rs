@@ -1,0 +1,122 @@
+//! The test bed as another project's cargo runner (issue 31): a crate that
+//! is not in this repository, written under /tmp, runs its `cargo test`
+//! in the VM through `rverbs-testbed run` set as its target's `runner`,
+//! and the VM's status comes back as the test's.
+
+use super::{cargo, Tally};
+use crate::host::{target_dir, Result};
+use crate::vm;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const MANIFEST: &str = r#"[package]
+name = "rxe-probe"
+version = "0.1.0"
+edition = "2021"
+publish = false
+
+[workspace]
+"#;
+
+/// The probe's tests: what a test of an RDMA crate needs of the bed.
+const TESTS: &str = r#"
+use std::process::Command;
+
+fn dev() -> String {
+    std::env::var("RVERBS_TEST_DEV").expect("the bed names the device")
+}
+
+#[test]
+fn the_device_is_an_active_rxe_port() {
+    let p = format!("/sys/class/infiniband/{}/ports/1/state", dev());
+    let state = std::fs::read_to_string(&p).expect("the device's port state");
+    assert_eq!(state.trim(), "4: ACTIVE");
+}
+
+#[test]
+fn rdma_cores_tools_see_it() {
+    let o = Command::new("ibv_devinfo").args(["-d", &dev()]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && text.contains("PORT_ACTIVE"), "{text}");
+}
+
+#[test]
+#[ignore = "run with --ignored: the runner must carry a failure back"]
+fn a_failure_comes_back() {
+    panic!("failing on purpose in the VM");
+}
+"#;
+
+/// Writes the probe crate under /tmp (outside the repository; the guest's
+/// /tmp is a tmpfs, so the bed must keep the working directory visible).
+fn write_probe() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("rverbs-testbed-probe-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let w = |p: &Path, text: &str| {
+        std::fs::create_dir_all(p.parent().unwrap()).map_err(|e| e.to_string())?;
+        std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    w(&dir.join("Cargo.toml"), MANIFEST)?;
+    w(&dir.join("src/lib.rs"), "")?;
+    w(&dir.join("tests/rxe.rs"), TESTS)?;
+    Ok(dir)
+}
+
+/// `cargo test` of the probe with `bed run --kernel K --` as its runner;
+/// the cache is xtask's (no second download).
+fn cargo_test(dir: &Path, bed: &Path, kernel: &vm::Kernel, extra: &[&str]) -> Result<Output> {
+    let runner = format!(
+        "target.x86_64-unknown-linux-gnu.runner=[\"{}\", \"run\", \"--kernel\", \"{}\", \"--timeout\", \"300\", \"--\"]",
+        bed.display(),
+        kernel.name
+    );
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .current_dir(dir)
+        .args(["test", "--quiet", "--config", &runner])
+        .args(extra)
+        .env_remove("CARGO_TARGET_DIR")
+        .env("RVERBS_TESTBED_CACHE", vm::cache_dir())
+        .output()
+        .map_err(|e| format!("cargo test of the probe: {e}"))
+}
+
+/// The runner check on `kernel`: the probe's two tests pass in the VM, and
+/// its ignored failing test, run, fails `cargo test`.
+pub(super) fn check(tally: &mut Tally, kernel: &'static vm::Kernel) {
+    let what = format!(
+        "test bed as a cargo runner: a crate outside the repository runs `cargo test` in the VM ({kernel})"
+    );
+    match run(kernel) {
+        Ok(()) => tally.pass(&what),
+        Err(e) => tally.fail(&what, &e),
+    }
+}
+
+fn run(kernel: &'static vm::Kernel) -> Result<()> {
+    crate::host::run(cargo().args(["build", "--quiet", "-p", "rverbs-testbed"]))?;
+    let bed = target_dir().join("debug").join("rverbs-testbed");
+    let dir = write_probe()?;
+    let show = |o: &Output| {
+        format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    let pass = cargo_test(&dir, &bed, kernel, &[])?;
+    let text = show(&pass);
+    println!("{text}");
+    if !pass.status.success() || !text.contains("2 passed; 0 failed; 1 ignored") {
+        return Err(format!("the probe's tests did not pass in the VM:\n{text}"));
+    }
+    let fail = cargo_test(&dir, &bed, kernel, &["--", "--ignored"])?;
+    let text = show(&fail);
+    if fail.status.success() || !text.contains("failing on purpose in the VM") {
+        return Err(format!(
+            "the probe's failing test did not fail cargo test ({}):\n{text}",
+            fail.status
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
