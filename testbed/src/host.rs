@@ -60,6 +60,8 @@ pub const PACKAGES: &[&str] = &[
     "rdmacm-utils",
     "perftest",
     "rdma-core",
+    // More than two hosts share a VDE hub (vde_switch) on a unix socket.
+    "vde2",
     // Bare guests of another architecture (arm64 under
     // qemu-system-aarch64).
     "qemu-system-arm",

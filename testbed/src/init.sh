@@ -86,7 +86,8 @@ $H rdma link add rxe0 type rxe netdev "$NETDEV" 2>/tmp/rdma.err ||
 [ -e /dev/infiniband/uverbs0 ] || fail "no /dev/infiniband/uverbs0 after rdma link add"
 # The IPv4-mapped RoCE v2 GID appears asynchronously once the address is in.
 i=0
-while ! grep -q "0000:0000:0000:0000:0000:ffff:0a4d:000$HOSTNO" /sys/class/infiniband/rxe0/ports/1/gids/1 2>/dev/null; do
+GIDTAIL=$(printf '0a4d:%04x' "$HOSTNO")
+while ! grep -q "0000:0000:0000:0000:0000:ffff:$GIDTAIL" /sys/class/infiniband/rxe0/ports/1/gids/1 2>/dev/null; do
     i=$((i + 1))
     [ $i -gt 100 ] && fail "GID 1 of rxe0 is not ::ffff:10.77.0.$HOSTNO: $(cat /sys/class/infiniband/rxe0/ports/1/gids/1)"
     sleep 0.1

@@ -20,7 +20,7 @@ mod qemu;
 pub use host::{ensure_packages, Result, PACKAGES};
 pub use image::host_mirror;
 pub use kernels::Kernel;
-pub use qemu::{run, shell_quote, Options, Outcome};
+pub use qemu::{run, shell_quote, Options, Outcome, MAX_HOSTS, VM_MEMORY_MB};
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -5,8 +5,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 const USAGE: &str = "\
-usage: rverbs-testbed run [--kernel 6.1|6.12|7.2] [--hosts 1|2] [--timeout S]
-                          [--peer CMD] [-v] -- CMD [ARG...]
+usage: rverbs-testbed run [--kernel 6.1|6.12|7.2] [--hosts N] [--every-host]
+                          [--peer CMD] [--env NAME=VALUE]... [--timeout S] [-v]
+                          -- CMD [ARG...]
        rverbs-testbed prepare [--kernel 6.1|6.12|7.2|all]
 
 run      boots a fresh VM (Debian's kernel, rdma_rxe, an rxe device on a
@@ -14,12 +15,18 @@ run      boots a fresh VM (Debian's kernel, rdma_rxe, an rxe device on a
          its output and exits with its status. The host's root is the guest's,
          read-only (9p), so host paths and binaries work as they are; /tmp is
          a tmpfs; $RVERBS_VM_OUT is a writable directory that comes back.
-         --hosts 2: two VMs on one L2 segment (a socket on this machine only);
-         CMD runs on the first, --peer CMD on the second.
+         --hosts N (up to 8): N VMs on one L2 segment (two: a QEMU socket
+         on loopback; more: a VDE hub on a unix socket; nothing leaves the
+         machine), 10.77.0.1 to .N; CMD runs on the first, --peer CMD on
+         the others, or CMD on all with --every-host; the exit status is
+         the first nonzero one. --env sets a
+         variable for the command(s) (LD_LIBRARY_PATH=DIR, say, to run a
+         program over another libibverbs.so.1).
          The environment names the device and addresses: RVERBS_TEST_DEV
          (rxe0), RVERBS_TEST_GID (its RoCE v2 GID index), RVERBS_TEST_ADDR
-         (10.77.0.N), RVERBS_VM_HOST (N) and, with two hosts,
-         RVERBS_PEER_ADDR.
+         (10.77.0.N), RVERBS_VM_HOST (N) and, with more than one host,
+         RVERBS_PEER_ADDR (host 1's peer is host 2, the others' host 1),
+         RVERBS_VM_HOSTS and RVERBS_HOST_ADDRS (every address, in order).
          A VM that cannot boot is an error, never a skip. Default timeout
          600 s; default kernel 6.12.
 prepare  fetches and builds a kernel's image without booting it.
@@ -66,11 +73,18 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
         let mut value = |what: &str| it.next().ok_or(format!("{a} needs {what}"));
         match a.as_str() {
             "--kernel" => opts.kernel = Kernel::by_name(value("a kernel")?)?,
-            "--hosts" => match value("a number of hosts")?.as_str() {
-                "1" => opts.two_hosts = false,
-                "2" => opts.two_hosts = true,
-                n => return Err(format!("--hosts {n}: one or two hosts for now")),
-            },
+            "--hosts" => {
+                let v = value("a number of hosts")?;
+                opts.hosts = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=rverbs_testbed::MAX_HOSTS).contains(n))
+                    .ok_or(format!(
+                        "--hosts {v}: from 1 to {}",
+                        rverbs_testbed::MAX_HOSTS
+                    ))?;
+            }
+            "--every-host" => opts.every_host = true,
             "--timeout" => {
                 let v = value("a number of seconds")?;
                 let s: u64 = v
@@ -79,6 +93,13 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
                 opts.timeout = Duration::from_secs(s);
             }
             "--peer" => opts.peer_cmd = Some(value("a command")?.clone()),
+            "--env" => {
+                let kv = value("NAME=VALUE")?;
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or(format!("--env {kv}: not NAME=VALUE"))?;
+                opts.env.push((k.to_string(), v.to_string()));
+            }
             "-v" | "--verbose" => opts.verbose = true,
             "--" => opts.cmd = it.by_ref().cloned().collect(),
             other => return Err(format!("run: unknown option {other}\n{USAGE}")),
@@ -87,8 +108,8 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
     if opts.cmd.is_empty() {
         return Err(format!("run: no command given\n{USAGE}"));
     }
-    if opts.peer_cmd.is_some() && !opts.two_hosts {
-        return Err("run: --peer needs --hosts 2".into());
+    if opts.peer_cmd.is_some() && (opts.hosts == 1 || opts.every_host) {
+        return Err("run: --peer needs --hosts 2 or more, without --every-host".into());
     }
     let out = rverbs_testbed::run(&opts)?;
     let bad = out.status.iter().copied().find(|&s| s != 0);

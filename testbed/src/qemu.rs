@@ -11,13 +11,18 @@ use std::time::{Duration, Instant};
 /// What to run, and how.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Two VMs joined by a socket netdev instead of one VM with a veth pair.
-    pub two_hosts: bool,
+    /// How many VMs: one (rxe on a veth pair), two (joined by a QEMU
+    /// socket netdev on loopback) or more (on a VDE hub: a unix socket on
+    /// this machine), at most [`MAX_HOSTS`].
+    pub hosts: usize,
+    /// Run [`Options::cmd`] on every host, not only the first (the others
+    /// then ignore [`Options::peer_cmd`]).
+    pub every_host: bool,
     /// Hard limit for the whole run, boot included.
     pub timeout: Duration,
     /// The command for (the first) VM.
     pub cmd: Vec<String>,
-    /// The command for the second VM (`--two-hosts`); `None` leaves it idle.
+    /// The command for the other VMs; `None` leaves them idle.
     pub peer_cmd: Option<String>,
     /// Extra environment for the command(s).
     pub env: Vec<(String, String)>,
@@ -51,7 +56,8 @@ impl Options {
     /// kept, the host's root shared: what a caller then fills in.
     pub fn new(kernel: &'static super::Kernel, timeout: Duration) -> Options {
         Options {
-            two_hosts: false,
+            hosts: 1,
+            every_host: false,
             timeout,
             cmd: Vec::new(),
             peer_cmd: None,
@@ -86,7 +92,7 @@ impl Outcome {
 /// Kills the VM when dropped, so that no qemu outlives the run.
 struct Vm {
     child: Child,
-    name: &'static str,
+    name: String,
 }
 
 impl Drop for Vm {
@@ -141,6 +147,9 @@ pub fn run(opts: &Options) -> Result<Outcome> {
 /// takes 5-20 s under TCG on a busy 2-core machine.
 const BOOT_LIMIT: Duration = Duration::from_secs(150);
 
+/// Each VM's memory, in MiB.
+pub const VM_MEMORY_MB: &str = "2048";
+
 /// Marks an error of a VM that never became ready.
 const BOOT_FAILED: &str = "BOOT-FAILED: ";
 
@@ -151,8 +160,18 @@ fn run_once(opts: &Options) -> Result<Outcome> {
     let run_dir = unique_dir(&runs)?;
     let _cleanup = RemoveOnDrop(run_dir.clone());
 
-    let hosts = if opts.two_hosts { 2 } else { 1 };
-    let port = if opts.two_hosts { free_port()? } else { 0 };
+    let hosts = opts.hosts;
+    if !(1..=MAX_HOSTS).contains(&hosts) {
+        return Err(format!("{hosts} hosts: the bed boots 1 to {MAX_HOSTS}"));
+    }
+    let port = if hosts == 2 { free_port()? } else { 0 };
+    // More than two hosts share a hub: a VDE switch on a unix socket in
+    // the run's directory, ended with the run.
+    let hub = if hosts > 2 {
+        Some(Hub::start(&run_dir.join("hub"))?)
+    } else {
+        None
+    };
     let (tx, rx) = mpsc::channel();
     let mut vms = Vec::new();
     for host in 1..=hosts {
@@ -195,7 +214,7 @@ fn run_once(opts: &Options) -> Result<Outcome> {
         std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
         std::fs::create_dir_all(&hdir).map_err(|e| e.to_string())?;
         let script = match host {
-            1 => Some(shell_join(&opts.cmd)),
+            _ if host == 1 || opts.every_host => Some(shell_join(&opts.cmd)),
             _ => opts.peer_cmd.clone(),
         };
         write_run_script(&hdir, host, hosts, script.as_deref(), &opts.env, &out)?;
@@ -226,7 +245,7 @@ fn run_once(opts: &Options) -> Result<Outcome> {
         } else {
             cmd.args(accel()?.args());
         }
-        cmd.args(["-m", "2048", "-smp", "2", "-nodefaults", "-no-reboot"])
+        cmd.args(["-m", VM_MEMORY_MB, "-smp", "2", "-nodefaults", "-no-reboot"])
             .args(["-display", "none", "-serial", "stdio", "-monitor", "none"])
             .arg("-kernel")
             .arg(&img.kernel)
@@ -239,9 +258,9 @@ fn run_once(opts: &Options) -> Result<Outcome> {
                 if foreign { "" } else { GUEST_CLOCK },
                 hdir.display(),
                 out.display(),
-                if opts.two_hosts { "eth0" } else { "veth0" },
+                if hosts > 1 { "eth0" } else { "veth0" },
                 u8::from(userland.is_some()),
-                keep_paths()?
+                keep_paths(opts.cmd.first().map(Path::new))?
             ))
             ;
         if let Some(dir) = &userland {
@@ -261,13 +280,20 @@ fn run_once(opts: &Options) -> Result<Outcome> {
                 out.display()
             ));
         }
-        if opts.two_hosts {
-            let role = if host == 1 { "listen" } else { "connect" };
+        let netdev = match (&hub, hosts) {
+            (Some(hub), _) => Some(format!("vde,id=n0,sock={}", hub.dir.display())),
+            (None, 2) => {
+                let role = if host == 1 { "listen" } else { "connect" };
+                Some(format!("socket,id=n0,{role}=127.0.0.1:{port}"))
+            }
+            _ => None,
+        };
+        if let Some(netdev) = netdev {
             cmd.args([
                 "-netdev",
-                &format!("socket,id=n0,{role}=127.0.0.1:{port}"),
+                &netdev,
                 "-device",
-                &format!("virtio-net-pci,netdev=n0,mac=52:54:00:77:00:0{host}"),
+                &format!("virtio-net-pci,netdev=n0,mac=52:54:00:77:00:{host:02x}"),
             ]);
         }
         cmd.stdin(Stdio::null())
@@ -312,15 +338,65 @@ fn run_once(opts: &Options) -> Result<Outcome> {
         }
         vms.push(Vm {
             child,
-            name: if host == 1 { "host1" } else { "host2" },
+            name: format!("host{host}"),
         });
-        if opts.two_hosts && host == 1 {
+        if hosts == 2 && host == 1 {
             // The connecting side needs the listener's socket to exist.
             wait_for_listener(port)?;
         }
     }
     drop(tx);
-    collect(opts, &mut vms, rx, hosts)
+    let out = collect(opts, &mut vms, rx, hosts);
+    drop(hub);
+    out
+}
+
+/// The most VMs one run boots (addresses 10.77.0.1 to .N; each VM takes
+/// [`VM_MEMORY_MB`]).
+pub const MAX_HOSTS: usize = 8;
+
+/// A VDE switch in hub mode on a unix socket directory, for more than two
+/// hosts: every frame reaches every host, and nothing leaves the machine.
+/// Ended when dropped (its stdin, the management console, closes and it
+/// is killed).
+struct Hub {
+    dir: PathBuf,
+    child: Child,
+}
+
+impl Hub {
+    fn start(dir: &Path) -> Result<Hub> {
+        let child = Command::new("vde_switch")
+            .arg("--hub")
+            .arg("--sock")
+            .arg(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start vde_switch (package vde2): {e}"))?;
+        let mut hub = Hub {
+            dir: dir.to_path_buf(),
+            child,
+        };
+        // QEMU connects through the control socket; wait for it.
+        for _ in 0..100 {
+            if dir.join("ctl").exists() {
+                return Ok(hub);
+            }
+            if let Ok(Some(st)) = hub.child.try_wait() {
+                return Err(format!("vde_switch ended at once: {st}"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(format!("vde_switch made no socket in {}", dir.display()))
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 fn collect(
@@ -359,18 +435,20 @@ fn collect(
                 last_lines(&tail)
             ));
         }
-        // The second host idles when it has no command: once host 1 is done,
-        // stop it.
-        if hosts == 2 && opts.peer_cmd.is_none() && status[0].is_some() && eofs[1] < 2 {
-            let _ = vms[1].child.kill();
+        // The other hosts idle when they have no command: once every host
+        // with one is done, stop them.
+        let idle = |i: usize| i >= 1 && !opts.every_host && opts.peer_cmd.is_none();
+        if (0..hosts).all(|i| idle(i) || status[i].is_some()) {
+            for i in (0..hosts).filter(|&i| idle(i) && eofs[i] < 2) {
+                let _ = vms[i].child.kill();
+            }
         }
         // A host whose QEMU ended without an exit status (a kernel panic:
-        // QEMU runs with -no-reboot) would leave its peer waiting out the
-        // whole limit: stop the peer too, and the run fails below naming
+        // QEMU runs with -no-reboot) would leave its peers waiting out the
+        // whole limit: stop them too, and the run fails below naming
         // the host that died, with its last console lines (the oops).
-        let idle = |i: usize| i == 1 && opts.peer_cmd.is_none();
-        if hosts == 2 && died.is_none() {
-            died = (0..2).find(|&i| eofs[i] >= 2 && status[i].is_none() && !idle(i));
+        if hosts > 1 && died.is_none() {
+            died = (0..hosts).find(|&i| eofs[i] >= 2 && status[i].is_none() && !idle(i));
             if died.is_some() {
                 for vm in vms.iter_mut() {
                     let _ = vm.child.kill();
@@ -382,7 +460,7 @@ fn collect(
         }
         match rx.recv_timeout((deadline - now).min(Duration::from_millis(500))) {
             Ok(Line::Out(i, s)) => {
-                let prefix = if hosts == 2 {
+                let prefix = if hosts > 1 {
                     format!("[{}] ", vms[i].name)
                 } else {
                     String::new()
@@ -431,7 +509,7 @@ fn collect(
         }
         match status[i] {
             Some(s) => out.push(s),
-            None if i == 1 && opts.peer_cmd.is_none() => out.push(0),
+            None if i >= 1 && !opts.every_host && opts.peer_cmd.is_none() => out.push(0),
             None => {
                 return Err(format!(
                     "{}VM host{} ended without reporting an exit status ({}){}",
@@ -463,13 +541,24 @@ fn last_lines(tail: &[Vec<String>]) -> String {
 
 /// Host directories that must stay visible in the guest even if they are
 /// under /tmp (which the guest replaces with a tmpfs): the configured ones
-/// ([`crate::Config::keep`]), the cache and the working directory. Joined
-/// with ':'.
-fn keep_paths() -> Result<String> {
+/// ([`crate::Config::keep`]), the cache, the working directory and the
+/// directory of the program run, when it is named by a path (a cargo
+/// runner is handed test binaries by path; rustdoc's merged doctests live
+/// under /tmp). Joined with ':'.
+fn keep_paths(program: Option<&Path>) -> Result<String> {
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
     let mut v: Vec<String> = Vec::new();
     let c = crate::configure_default();
-    let all = c.keep.iter().cloned().chain([c.cache_dir.clone(), cwd]);
+    let dir = program
+        .filter(|p| p.is_absolute() && p.is_file())
+        .and_then(Path::parent)
+        .map(Path::to_path_buf);
+    let all = c
+        .keep
+        .iter()
+        .cloned()
+        .chain([c.cache_dir.clone(), cwd])
+        .chain(dir);
     for p in all {
         let s = p.canonicalize().unwrap_or(p).display().to_string();
         if s.contains([' ', ':']) {
@@ -511,8 +600,14 @@ fn write_run_script(
         ("RVERBS_VM_HOST".into(), host.to_string()),
         ("RVERBS_VM_OUT".into(), out.display().to_string()),
     ];
-    if hosts == 2 {
-        vars.push(("RVERBS_PEER_ADDR".into(), format!("10.77.0.{}", 3 - host)));
+    if hosts > 1 {
+        // Host 1's peer is host 2; every other host's is host 1. All of
+        // them, in order, for programs that talk to several.
+        let peer = if host == 1 { 2 } else { 1 };
+        vars.push(("RVERBS_PEER_ADDR".into(), format!("10.77.0.{peer}")));
+        let all: Vec<String> = (1..=hosts).map(|h| format!("10.77.0.{h}")).collect();
+        vars.push(("RVERBS_VM_HOSTS".into(), hosts.to_string()));
+        vars.push(("RVERBS_HOST_ADDRS".into(), all.join(" ")));
     }
     for key in ["RUST_BACKTRACE", "RUST_LOG", "RVERBS_DEBUG"] {
         if let Ok(v) = std::env::var(key) {

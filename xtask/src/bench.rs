@@ -660,7 +660,8 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
     let startup_env = startup::prepare()?;
     let calls_env = calls::prepare()?;
     let o = vm::run(&vm::Options {
-        two_hosts: false,
+        hosts: 1,
+        every_host: false,
         timeout: Duration::from_secs(1800),
         // `--callgrind-only`: just the instruction counts (about 30 s).
         cmd: vec![
@@ -705,7 +706,8 @@ fn charts_only(out_dir: &std::path::Path) -> Result<ExitCode> {
     std::fs::create_dir_all(out_dir).map_err(|e| e.to_string())?;
     let t = std::time::Instant::now();
     let o = vm::run(&vm::Options {
-        two_hosts: false,
+        hosts: 1,
+        every_host: false,
         timeout: Duration::from_secs(900),
         cmd: vec![
             "sh".into(),

@@ -36,9 +36,10 @@ const MIRI_PROPTEST_CASES: &str = "4";
 /// The Miri runs, in two lanes: Miri interprets a test program on one
 /// thread, so the lanes run at once, one per core of the 2-core machines
 /// the suite is sized for. provider-mlx5's unit tests (about 35 s), the MR
-/// tests (about 35 s), the C ABI's (about 50 s) and then loom (about 80 s)
-/// are one lane; provider-rxe's (about 100 s) and provider-mlx5's model
-/// tests (about 90 s) the other: the lanes split [`MIRI_RUNS`] here.
+/// tests (about 35 s), the C ABI's (about 50 s) and then loom (about 80 s,
+/// most of it its build) are one lane; provider-rxe's (about 100 s),
+/// provider-mlx5's model tests (about 90 s) and then the rust-version build
+/// the other: the lanes split [`MIRI_RUNS`] here.
 const MIRI_LANE_SPLIT: usize = 3;
 
 /// The Miri runs: what each is called, and `cargo miri test`'s arguments.
@@ -82,6 +83,13 @@ const MIRI_RUNS: [(&str, &[&str]); 5] = [
 /// The loom run's name.
 const LOOM: &str = "loom: provider-mlx5 records (tests/loom_records.rs)";
 
+/// A check run at the end of a Miri lane.
+type Check = fn() -> Result<()>;
+
+/// The rust-version build's name.
+const MSRV: &str =
+    "rust-version: the library crates and the tool build with the oldest Rust they claim";
+
 /// Runs Miri and loom, handing `report` each run's name and result as it
 /// ends.
 pub fn run(mut report: impl FnMut(&str, Result<()>)) {
@@ -92,15 +100,16 @@ pub fn run(mut report: impl FnMut(&str, Result<()>)) {
             // lane; the results are reported in the runs' order.
             let results: Vec<(&str, Result<()>)> = std::thread::scope(|s| {
                 let (first, second) = MIRI_RUNS.split_at(MIRI_LANE_SPLIT);
-                let lanes = [(first, true), (second, false)].map(|(runs, loom)| {
+                // Each lane ends with one more run: loom, and the
+                // rust-version build (a core would idle otherwise).
+                let tails: [(&str, Check); 2] = [(LOOM, loom_test), (MSRV, msrv_build)];
+                let lanes = [(first, tails[0]), (second, tails[1])].map(|(runs, (last, f))| {
                     s.spawn(move || {
                         let mut done: Vec<_> = runs
                             .iter()
                             .map(|&(what, args)| (what, timed(what, || miri_test(args, what))))
                             .collect();
-                        if loom {
-                            done.push((LOOM, timed(LOOM, loom_test)));
-                        }
+                        done.push((last, timed(last, f)));
                         done
                     })
                 });
@@ -122,11 +131,9 @@ pub fn run(mut report: impl FnMut(&str, Result<()>)) {
                 report(what, Err(e.clone()));
             }
             report(LOOM, timed(LOOM, loom_test));
+            report(MSRV, timed(MSRV, msrv_build));
         }
     }
-    let what =
-        "rust-version: the library crates and the tool build with the oldest Rust they claim";
-    report(what, timed(what, msrv_build));
 }
 
 /// The crates a program depends on or installs (the tool, the C ABI), by

@@ -74,6 +74,14 @@ commands:
                four), rverbs stream SEND/WRITE/READ over 8 QPs with every
                byte checked, UD counted, rping over rdma_cm, perf against
                perftest (default 64M a stream; --suite: test's 1M)
+  hosts        four VMs on a VDE hub: every host pings every other with
+               ibv_rc_pingpong and rverbs pingpong, and three clients connect
+               at once to one rdma_cm server (part of `test`)
+  crates [--kernel K]
+               published RDMA crates (sideway, ibverbs-rs) fetched from the
+               registry, their unchanged `cargo test` run in the VM with
+               rverbs-testbed as the runner, over rdma-core's libibverbs and
+               over ours; each test binary against what is expected of it
   api [--bless]
                the public API guard: each library crate's public items and
                signatures (rustdoc JSON, nightly) against the listing in
@@ -126,6 +134,8 @@ fn main() -> ExitCode {
         Some("api") => api::main(&args[1..]),
         Some("netem") => test::netem_main(&args[1..]),
         Some("two-hosts") => test::two_hosts_main(&args[1..]),
+        Some("crates") => test::crates_main(&args[1..]),
+        Some("hosts") => test::hosts_main(&args[1..]),
         Some("soak") => test::soak_main(&args[1..]),
         Some("mlx5-oracle") => bench::build_oracle().map(|lib| {
             println!("{}", lib.display());
@@ -180,7 +190,8 @@ fn vm_prepare(args: &[String]) -> host::Result<ExitCode> {
 
 fn vm_run(args: &[String]) -> host::Result<ExitCode> {
     let mut opts = vm::Options {
-        two_hosts: false,
+        hosts: 1,
+        every_host: false,
         timeout: Duration::from_secs(600),
         cmd: Vec::new(),
         peer_cmd: std::env::var("RVERBS_PEER_CMD")
@@ -203,7 +214,7 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
     let mut peer_arm64 = false;
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--two-hosts" => opts.two_hosts = true,
+            "--two-hosts" => opts.hosts = 2,
             "--peer-arm64" => peer_arm64 = true,
             "--rdma-core" => opts.userland = true,
             "--bare" => bare = Some(0),
@@ -235,7 +246,7 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
         opts.bare = Some(dist::build_for(opts.kernel.arch.rust_targets()[libc])?);
     }
     if peer_arm64 {
-        if !opts.two_hosts {
+        if opts.hosts != 2 {
             return Err("vm-run: --peer-arm64 needs --two-hosts".into());
         }
         let k = vm::kernels::ARM64;
@@ -243,7 +254,7 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
         opts.peer_bare = Some(dist::build_for(k.arch.rust_targets()[bare.unwrap_or(0)])?);
         opts.userland = true;
     }
-    if !opts.two_hosts && opts.peer_cmd.is_some() {
+    if opts.hosts == 1 && opts.peer_cmd.is_some() {
         eprintln!("xtask: note: RVERBS_PEER_CMD is ignored without --two-hosts");
         opts.peer_cmd = None;
     }
@@ -251,7 +262,7 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
     if out.success() {
         Ok(ExitCode::SUCCESS)
     } else {
-        if opts.two_hosts {
+        if opts.hosts == 2 {
             eprintln!(
                 "xtask: exit status host1 {} host2 {}",
                 out.status[0], out.status[1]

@@ -8,13 +8,15 @@
 //! `fuzz`), then every test
 //! of `vm-tests/tests/` inside one VM boot, then the test-bed checks that
 //! need their own boots (exit statuses; the two-host interop in one boot,
-//! `two_hosts`; loss and disorder, `netem`; a 2-minute soak, `soak`; the
+//! `two_hosts`; loss and disorder, `netem`; a 75-second soak, `soak`; the
 //! static binaries), on the default kernel (6.12); then, on each other
 //! kernel (6.1, 7.2), the VM tests and the two-host pingpong interop. `--kernel K` runs the whole
 //! suite on K alone. It ends with one line `N passed, N failed`; a VM that
 //! cannot boot counts as a failure naming its kernel, never as a skip.
 
 mod arm64;
+mod crates;
+mod hosts;
 mod netem;
 mod runner;
 mod script;
@@ -41,6 +43,41 @@ pub fn netem_main(args: &[String]) -> Result<ExitCode> {
 
 /// `cargo xtask two-hosts [--kernel K]`: the two-host interop checks
 /// alone (all of them, as the default kernel runs them).
+/// `cargo xtask crates [--kernel K]`: published RDMA crates' unchanged
+/// test suites through the test bed as their cargo runner, over rdma-core's
+/// libibverbs and over ours (`test/crates.rs`).
+pub fn crates_main(args: &[String]) -> Result<ExitCode> {
+    let kernel = match args {
+        [] => vm::kernels::DEFAULT,
+        [f, k] if f == "--kernel" => vm::Kernel::by_name(k)?,
+        _ => return Err("crates: usage: cargo xtask crates [--kernel K]".into()),
+    };
+    crate::host::ensure_host_packages()?;
+    vm::prepare(kernel)?;
+    let mut tally = Tally::default();
+    crates::checks(
+        &mut tally,
+        kernel,
+        &[crates::Lib::RdmaCore, crates::Lib::Ours],
+    );
+    summary(&tally)
+}
+
+/// `cargo xtask hosts`: the four-host check alone (`test/hosts.rs`).
+pub fn hosts_main(args: &[String]) -> Result<ExitCode> {
+    if !args.is_empty() {
+        return Err("hosts: usage: cargo xtask hosts".into());
+    }
+    crate::host::ensure_host_packages()?;
+    let mut tally = Tally::default();
+    hosts::checks(
+        &mut tally,
+        &base_options(vm::kernels::DEFAULT),
+        &build_rverbs()?,
+    );
+    summary(&tally)
+}
+
 pub fn two_hosts_main(args: &[String]) -> Result<ExitCode> {
     let kernel = match args {
         [] => vm::kernels::DEFAULT,
@@ -53,8 +90,10 @@ pub fn two_hosts_main(args: &[String]) -> Result<ExitCode> {
     summary(&tally)
 }
 
-/// How long `cargo xtask test` soaks.
-const SOAK_SUITE_SECS: u64 = 120;
+/// How long `cargo xtask test` soaks: one link flap (at 45 s) and the
+/// recovery after it, with peers killed throughout (`cargo xtask soak`
+/// runs 30 minutes).
+const SOAK_SUITE_SECS: u64 = 75;
 
 /// What churns in `cargo xtask test`'s soak.
 const SOAK_SUITE_CHURN: soak::Churn = soak::Churn {
@@ -487,7 +526,8 @@ fn vm_tests(tally: &mut Tally, kernel: &'static vm::Kernel) {
     }
     script.push_str("exit $rc\n");
     let opts = vm::Options {
-        two_hosts: false,
+        hosts: 1,
+        every_host: false,
         // Every VM test file in one boot: ~8 minutes on an idle 2-core
         // machine; the limit leaves room for a loaded one (a VM that runs
         // past it is killed and the run fails).
@@ -541,7 +581,8 @@ fn vm_tests(tally: &mut Tally, kernel: &'static vm::Kernel) {
 /// The options the test-bed checks start from.
 fn base_options(kernel: &'static vm::Kernel) -> vm::Options {
     vm::Options {
-        two_hosts: false,
+        hosts: 1,
+        every_host: false,
         timeout: Duration::from_secs(300),
         cmd: Vec::new(),
         peer_cmd: None,
@@ -585,9 +626,13 @@ fn testbed_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
         Ok(o) => tally.fail(what, &format!("statuses {:?}", o.status)),
         Err(e) => tally.fail(what, &e),
     }
-    // Two hosts over a socket netdev, every check in one boot.
+    // Two hosts over a socket netdev, every check in one boot; then four
+    // on a hub.
     match build_rverbs() {
-        Ok(bin) => two_hosts::checks(tally, &base, &bin, true),
+        Ok(bin) => {
+            two_hosts::checks(tally, &base, &bin, true);
+            hosts::checks(tally, &base, &bin);
+        }
         Err(e) => tally.fail("two hosts: rverbs pingpong", &e),
     }
     runner::check(tally, kernel);
@@ -752,7 +797,8 @@ echo "== rverbs selftest -d $RVERBS_TEST_DEV"
 "#;
     let bin = build_rverbs()?;
     let out = vm::run(&vm::Options {
-        two_hosts: false,
+        hosts: 1,
+        every_host: false,
         timeout: Duration::from_secs(300),
         cmd: vec!["sh".into(), "-c".into(), script.into()],
         peer_cmd: None,

@@ -184,7 +184,8 @@ fn mixed(tally: &mut Tally, arm: &std::path::Path, x86: &str) {
             (servers, format!("{RXE_UP}{clients}"))
         };
         let run = vm::run(&vm::Options {
-            two_hosts: true,
+            hosts: 2,
+            every_host: false,
             cmd: vec!["sh".into(), "-c".into(), host1],
             peer_cmd: Some(host2),
             peer_kernel: Some(vm::kernels::ARM64),

@@ -176,7 +176,8 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, scale: &Scale) {
         }
     }
     let run = vm::run(&vm::Options {
-        two_hosts: true,
+        hosts: 2,
+        every_host: false,
         cmd: vec!["sh".into(), "-c".into(), client],
         peer_cmd: Some(server),
         timeout: scale.timeout,

@@ -103,7 +103,8 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, secs: u64, churn: Ch
         );
     }
     let run = vm::run(&vm::Options {
-        two_hosts: true,
+        hosts: 2,
+        every_host: false,
         cmd: vec!["sh".into(), "-c".into(), client],
         peer_cmd: Some(server),
         timeout: Duration::from_secs(tail + 300),

@@ -159,7 +159,8 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, bin: &str, all: bool
     }
     let (servers, clients) = scripts(&pairs);
     let run = vm::run(&vm::Options {
-        two_hosts: true,
+        hosts: 2,
+        every_host: false,
         cmd: vec!["sh".into(), "-c".into(), clients],
         peer_cmd: Some(servers),
         timeout: Duration::from_secs(1500),
