@@ -6,8 +6,8 @@ use std::time::Duration;
 
 const USAGE: &str = "\
 usage: rverbs-testbed run [--kernel 6.1|6.12|7.2] [--hosts N] [--every-host]
-                          [--peer CMD] [--env NAME=VALUE]... [--timeout S] [-v]
-                          -- CMD [ARG...]
+                          [--peer CMD] [--env NAME=VALUE]... [--netem ARGS]
+                          [--flap S] [--timeout S] [-v] -- CMD [ARG...]
        rverbs-testbed prepare [--kernel 6.1|6.12|7.2|all]
 
 run      boots a fresh VM (Debian's kernel, rdma_rxe, an rxe device on a
@@ -22,6 +22,11 @@ run      boots a fresh VM (Debian's kernel, rdma_rxe, an rxe device on a
          the first nonzero one. --env sets a
          variable for the command(s) (LD_LIBRARY_PATH=DIR, say, to run a
          program over another libibverbs.so.1).
+         Faults on host 1's link (two hosts or more): --netem 'ARGS' adds
+         tc's netem qdisc ('loss 5% reorder 5% delay 1ms', 'duplicate 1%',
+         'corrupt 0.1%': the guest kernels' sch_netem), --flap S takes the
+         link down for 2 s every S seconds while the command runs. Inside
+         a guest, tc and ip work as root on $RVERBS_VM_NETDEV too.
          The environment names the device and addresses: RVERBS_TEST_DEV
          (rxe0), RVERBS_TEST_GID (its RoCE v2 GID index), RVERBS_TEST_ADDR
          (10.77.0.N), RVERBS_VM_HOST (N) and, with more than one host,
@@ -68,6 +73,7 @@ fn prepare(args: &[String]) -> Result<ExitCode, String> {
 
 fn run(args: &[String]) -> Result<ExitCode, String> {
     let mut opts = Options::new(kernels::DEFAULT, Duration::from_secs(600));
+    let (mut netem, mut flap) = (None, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = |what: &str| it.next().ok_or(format!("{a} needs {what}"));
@@ -85,6 +91,16 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
                     ))?;
             }
             "--every-host" => opts.every_host = true,
+            "--netem" => netem = Some(value("netem's arguments")?.clone()),
+            "--flap" => {
+                let v = value("a period in seconds")?;
+                flap = Some(
+                    v.parse::<u32>()
+                        .ok()
+                        .filter(|&s| s >= 3)
+                        .ok_or(format!("--flap {v}: a whole number of seconds, at least 3"))?,
+                );
+            }
             "--timeout" => {
                 let v = value("a number of seconds")?;
                 let s: u64 = v
@@ -108,6 +124,12 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
     if opts.cmd.is_empty() {
         return Err(format!("run: no command given\n{USAGE}"));
     }
+    if (netem.is_some() || flap.is_some()) && opts.hosts == 1 {
+        // One host's traffic to itself goes through rxe's loopback, which
+        // no qdisc or link state touches.
+        return Err("run: --netem and --flap need --hosts 2 or more".into());
+    }
+    opts.cmd = with_faults(&opts.cmd, netem.as_deref(), flap);
     if opts.peer_cmd.is_some() && (opts.hosts == 1 || opts.every_host) {
         return Err("run: --peer needs --hosts 2 or more, without --every-host".into());
     }
@@ -117,4 +139,34 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
         None => ExitCode::SUCCESS,
         Some(s) => ExitCode::from(u8::try_from(s).ok().filter(|&s| s != 0).unwrap_or(1)),
     })
+}
+
+/// `cmd` wrapped so that host 1's link first gets `tc netem ARGS` (loss,
+/// delay, reorder, duplicate, corrupt: the kernels' sch_netem, which the
+/// bed loads) and, with `flap`, goes down for 2 s every `flap` seconds
+/// while the command runs.
+fn with_faults(cmd: &[String], netem: Option<&str>, flap: Option<u32>) -> Vec<String> {
+    if netem.is_none() && flap.is_none() {
+        return cmd.to_vec();
+    }
+    let mut script = String::from("set -e\n");
+    if let Some(args) = netem {
+        script.push_str(&format!(
+            "tc qdisc add dev \"$RVERBS_VM_NETDEV\" root netem {args}\n"
+        ));
+    }
+    script.push_str("set +e\n");
+    if let Some(s) = flap {
+        script.push_str(&format!(
+            "(while sleep {}; do ip link set \"$RVERBS_VM_NETDEV\" down; sleep 2; \
+             ip link set \"$RVERBS_VM_NETDEV\" up; echo rverbs-testbed: link flapped >&2; done) & F=$!\n",
+            s - 2
+        ));
+        script.push_str("\"$@\"; r=$?; kill $F; ip link set \"$RVERBS_VM_NETDEV\" up; exit $r\n");
+    } else {
+        script.push_str("exec \"$@\"\n");
+    }
+    let mut v = vec!["sh".into(), "-c".into(), script, "sh".into()];
+    v.extend(cmd.iter().cloned());
+    v
 }

@@ -598,6 +598,11 @@ fn write_run_script(
         ("RVERBS_TEST_GID".into(), "1".into()),
         ("RVERBS_TEST_ADDR".into(), format!("10.77.0.{host}")),
         ("RVERBS_VM_HOST".into(), host.to_string()),
+        // The link rxe0 is on: a veth alone, eth0 with peers.
+        (
+            "RVERBS_VM_NETDEV".into(),
+            if hosts > 1 { "eth0" } else { "veth0" }.into(),
+        ),
         ("RVERBS_VM_OUT".into(), out.display().to_string()),
     ];
     if hosts > 1 {

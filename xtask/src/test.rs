@@ -636,6 +636,7 @@ fn testbed_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
         Err(e) => tally.fail("two hosts: rverbs pingpong", &e),
     }
     runner::check(tally, kernel);
+    runner::faults_check(tally, kernel);
     netem::checks(tally, &base, &netem::SUITE);
     soak::checks(tally, &base, SOAK_SUITE_SECS, SOAK_SUITE_CHURN);
     static_binary(tally, &base);

@@ -1,7 +1,8 @@
-//! The test bed as another project's cargo runner (issue 31): a crate that
-//! is not in this repository, written under /tmp, runs its `cargo test`
-//! in the VM through `rverbs-testbed run` set as its target's `runner`,
-//! and the VM's status comes back as the test's.
+//! The test bed's command as others use it (issue 31): a crate that is not
+//! in this repository, written under /tmp, runs its `cargo test` in the VM
+//! through `rverbs-testbed run` set as its target's `runner`, and the VM's
+//! status comes back as the test's; and the command's faults (`--netem`,
+//! `--flap`) reach the link.
 
 use super::{cargo, Tally};
 use crate::host::{target_dir, Result};
@@ -92,9 +93,66 @@ pub(super) fn check(tally: &mut Tally, kernel: &'static vm::Kernel) {
     }
 }
 
-fn run(kernel: &'static vm::Kernel) -> Result<()> {
+/// The bed's command, built.
+fn bed() -> Result<PathBuf> {
     crate::host::run(cargo().args(["build", "--quiet", "-p", "rverbs-testbed"]))?;
-    let bed = target_dir().join("debug").join("rverbs-testbed");
+    Ok(target_dir().join("debug").join("rverbs-testbed"))
+}
+
+/// `--netem` and `--flap` on two hosts: host 1's link shows the qdisc,
+/// and its rxe port is seen DOWN while the link flaps.
+pub(super) fn faults_check(tally: &mut Tally, kernel: &'static vm::Kernel) {
+    let what = format!(
+        "test bed command: --netem 'delay 20ms loss 1%' and --flap 4 reach host 1's link and rxe0's port ({kernel})"
+    );
+    let probe = "tc qdisc show dev $RVERBS_VM_NETDEV; seen=0; \
+                 for i in $(seq 20); do grep -q DOWN /sys/class/infiniband/rxe0/ports/1/state && seen=1; sleep 0.5; done; \
+                 echo rxe-down-seen=$seen";
+    let r = bed().and_then(|bed| {
+        Command::new(bed)
+            .args([
+                "run",
+                "--kernel",
+                kernel.name,
+                "--hosts",
+                "2",
+                "--timeout",
+                "300",
+            ])
+            .args([
+                "--netem",
+                "delay 20ms loss 1%",
+                "--flap",
+                "4",
+                "--",
+                "sh",
+                "-c",
+                probe,
+            ])
+            .env("RVERBS_TESTBED_CACHE", vm::cache_dir())
+            .output()
+            .map_err(|e| e.to_string())
+    });
+    match r {
+        Ok(o) => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            println!("{text}");
+            if o.status.success()
+                && text.contains("netem")
+                && text.contains("delay 20ms loss 1%")
+                && text.contains("rxe-down-seen=1")
+            {
+                tally.pass(&what)
+            } else {
+                tally.fail(&what, &format!("{}: {text}", o.status))
+            }
+        }
+        Err(e) => tally.fail(&what, &e),
+    }
+}
+
+fn run(kernel: &'static vm::Kernel) -> Result<()> {
+    let bed = bed()?;
     let dir = write_probe()?;
     let show = |o: &Output| {
         format!(
