@@ -9,7 +9,7 @@ use crate::pd::PdBox;
 use crate::{errno_of, export, lock, null_errno};
 use rverbs::{DeregisterError, DmabufMr, External, Mr};
 use std::ffi::{c_int, c_uint, c_void};
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Mutex;
 
 #[repr(C)]
@@ -128,8 +128,9 @@ unsafe extern "C" fn reg_dmabuf_mr(
         let Some(access) = mr_access(access as c_uint) else {
             return null_errno(libc::EINVAL);
         };
-        let Some(fd) = dup_of(fd) else {
-            return null_errno(libc::EBADF);
+        let fd = match dup_of(fd) {
+            Ok(fd) => fd,
+            Err(e) => return null_errno(e),
         };
         let mr = match pd.pd.reg_dmabuf_mr(fd, offset, length as u64, iova, access) {
             Ok(m) => m,
@@ -154,16 +155,20 @@ unsafe extern "C" fn reg_dmabuf_mr(
 }
 export!("ibv_reg_dmabuf_mr" = reg_dmabuf_mr);
 
-/// A close-on-exec duplicate of the C caller's `fd`, or `None` if it is
-/// not an open descriptor.
-fn dup_of(fd: c_int) -> Option<OwnedFd> {
-    if fd < 0 {
-        return None;
+/// A close-on-exec duplicate of the C caller's `fd`, or the errno of
+/// `fcntl(F_DUPFD_CLOEXEC)` (EBADF for a number that is not open, EMFILE
+/// when the process has no descriptor left).
+fn dup_of(fd: c_int) -> Result<OwnedFd, c_int> {
+    // SAFETY: fcntl on a plain number touches no memory; a number that is
+    // not an open descriptor fails with EBADF.
+    let d = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    if d < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EBADF));
     }
-    // SAFETY: borrowed only for the duplicate; a closed number makes the
-    // duplicate fail (EBADF), which is the answer then.
-    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-    borrowed.try_clone_to_owned().ok()
+    // SAFETY: d is a descriptor fcntl just created for us alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(d) })
 }
 
 /// `DEREG_MR` of the MR in `slot`: `Ok` once the kernel has agreed, else

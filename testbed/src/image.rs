@@ -1,5 +1,5 @@
 //! The VM's kernel and initramfs, fetched and built once per kernel and
-//! cached under `target/vm/`.
+//! cached under the cache directory ([`crate::cache_dir`]).
 //!
 //! The kernels are Debian's packages (see [`super::kernels`]), fetched with
 //! `apt-get download` and unpacked with `dpkg -x` (never installed on the
@@ -96,9 +96,9 @@ fn fetch_kernel(vm_dir: &Path, k: &Kernel) -> Result<PathBuf> {
             k.search,
             match k.apt {
                 Apt::Host => "is bookworm with its updates in the host's sources?",
-                Apt::Sid => "in the private sid configuration under target/vm/apt-sid",
+                Apt::Sid => "in the private sid configuration under the cache directory (apt-sid)",
                 Apt::BookwormArm64 =>
-                    "in the private arm64 configuration under target/vm/apt-bookworm-arm64",
+                    "in the private arm64 configuration under the cache directory (apt-bookworm-arm64)",
             }
         )
     })?;
@@ -156,7 +156,7 @@ fn unpack_debs(from: &Path, into: &Path) -> Result<usize> {
 
 /// How apt is run for a kernel's packages: the host's configuration as it
 /// is, or a private one for Debian unstable whose sources, lists, state and
-/// package cache all live under `target/vm/apt-sid/`. The host's own apt
+/// package cache all live under `apt-sid/` in the cache directory. The host's own apt
 /// sources are never changed.
 struct AptConfig {
     opts: Vec<String>,
@@ -311,7 +311,7 @@ const USERLAND_PACKAGES: &[&str] = &[
 /// rdma-core's tools and busybox for `arch`, from Debian's packages and
 /// their dependencies (fetched once through the kernel's private apt
 /// configuration, unpacked with `dpkg -x`, cached as
-/// `target/vm/userland-<arch>/`). A guest of another architecture than the
+/// `userland-<arch>/` in the cache directory). A guest of another architecture than the
 /// host's cannot use the host's root; it mounts this directory instead.
 pub fn userland(k: &Kernel) -> Result<PathBuf> {
     let vm_dir = crate::cache_dir().to_path_buf();

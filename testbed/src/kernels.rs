@@ -11,10 +11,10 @@ use std::fmt;
 pub enum Apt {
     /// The host's own sources (bookworm and its updates).
     Host,
-    /// A private configuration under `target/vm/apt-sid/` with Debian
+    /// A private configuration under `apt-sid/` in the cache directory with Debian
     /// unstable as its one source; the host's apt sources stay untouched.
     Sid,
-    /// A private configuration under `target/vm/apt-bookworm-arm64/`:
+    /// A private configuration under `apt-bookworm-arm64/` in the cache directory:
     /// bookworm, its updates and its security archive, for arm64 only.
     BookwormArm64,
 }

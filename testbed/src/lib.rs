@@ -1,6 +1,6 @@
 //! The rxe test bed: boot a fresh VM (QEMU, Debian's kernel package) with
-//! an rxe device on a veth, or two VMs on one L2 segment, and run a command
-//! in it. `cargo xtask` runs every VM test through this crate; the
+//! an rxe device on a veth, or up to [`MAX_HOSTS`] VMs on one L2 segment,
+//! and run a command in them. `cargo xtask` runs every VM test through this crate; the
 //! `rverbs-testbed` binary offers the same to any project.
 //!
 //! Inside the VM the host's root is mounted read-only over 9p and the

@@ -113,7 +113,10 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
                 let kv = value("NAME=VALUE")?;
                 let (k, v) = kv
                     .split_once('=')
-                    .ok_or(format!("--env {kv}: not NAME=VALUE"))?;
+                    .filter(|(k, _)| is_name(k))
+                    .ok_or(format!(
+                        "--env {kv}: not NAME=VALUE with a shell variable's name"
+                    ))?;
                 opts.env.push((k.to_string(), v.to_string()));
             }
             "-v" | "--verbose" => opts.verbose = true,
@@ -141,32 +144,62 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
     })
 }
 
+/// Whether `k` is a shell variable's name (`--env` writes it into the
+/// guest's script as it is).
+fn is_name(k: &str) -> bool {
+    let mut c = k.chars();
+    c.next()
+        .is_some_and(|f| f == '_' || f.is_ascii_alphabetic())
+        && c.all(|x| x == '_' || x.is_ascii_alphanumeric())
+}
+
 /// `cmd` wrapped so that host 1's link first gets `tc netem ARGS` (loss,
 /// delay, reorder, duplicate, corrupt: the kernels' sch_netem, which the
 /// bed loads) and, with `flap`, goes down for 2 s every `flap` seconds
-/// while the command runs.
+/// while the command runs. Other hosts (`--every-host`) run the command
+/// alone. netem's arguments are split on whitespace and each word quoted.
 fn with_faults(cmd: &[String], netem: Option<&str>, flap: Option<u32>) -> Vec<String> {
     if netem.is_none() && flap.is_none() {
         return cmd.to_vec();
     }
-    let mut script = String::from("set -e\n");
+    let dev = "\"$RVERBS_VM_NETDEV\"";
+    let mut script = String::from("[ \"$RVERBS_VM_HOST\" = 1 ] || exec \"$@\"\n");
     if let Some(args) = netem {
+        let words: Vec<String> = args
+            .split_whitespace()
+            .map(rverbs_testbed::shell_quote)
+            .collect();
         script.push_str(&format!(
-            "tc qdisc add dev \"$RVERBS_VM_NETDEV\" root netem {args}\n"
+            "tc qdisc add dev {dev} root netem {} || exit 125\n",
+            words.join(" ")
         ));
     }
-    script.push_str("set +e\n");
     if let Some(s) = flap {
         script.push_str(&format!(
-            "(while sleep {}; do ip link set \"$RVERBS_VM_NETDEV\" down; sleep 2; \
-             ip link set \"$RVERBS_VM_NETDEV\" up; echo rverbs-testbed: link flapped >&2; done) & F=$!\n",
+            "(while sleep {}; do ip link set {dev} down; sleep 2; ip link set {dev} up; \
+             echo rverbs-testbed: link flapped >&2; done) & F=$!\n",
             s - 2
         ));
-        script.push_str("\"$@\"; r=$?; kill $F; ip link set \"$RVERBS_VM_NETDEV\" up; exit $r\n");
+        script.push_str(&format!(
+            "\"$@\"; r=$?; kill $F; ip link set {dev} up; exit $r\n"
+        ));
     } else {
         script.push_str("exec \"$@\"\n");
     }
     let mut v = vec!["sh".into(), "-c".into(), script, "sh".into()];
     v.extend(cmd.iter().cloned());
     v
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn env_names_are_shell_names() {
+        assert!(super::is_name("LD_LIBRARY_PATH"));
+        assert!(super::is_name("_x1"));
+        assert!(!super::is_name("1x"));
+        assert!(!super::is_name("A B"));
+        assert!(!super::is_name("A;rm"));
+        assert!(!super::is_name(""));
+    }
 }

@@ -20,7 +20,8 @@ pub struct Options {
     pub every_host: bool,
     /// Hard limit for the whole run, boot included.
     pub timeout: Duration,
-    /// The command for (the first) VM.
+    /// The command for the first VM (for every VM with
+    /// [`Options::every_host`]).
     pub cmd: Vec<String>,
     /// The command for the other VMs; `None` leaves them idle.
     pub peer_cmd: Option<String>,
@@ -39,11 +40,11 @@ pub struct Options {
     pub bare: Option<PathBuf>,
     /// The kernel to boot.
     pub kernel: &'static super::Kernel,
-    /// The second host's kernel, when it differs (`--two-hosts`): an arm64
-    /// VM beside an amd64 one, say. Such a host is bare and needs
+    /// The other hosts' kernel, when it differs: an arm64 VM beside an
+    /// amd64 one, say. Such a host is bare and needs
     /// [`Options::peer_bare`].
     pub peer_kernel: Option<&'static super::Kernel>,
-    /// The second host's static binary, for a bare second host.
+    /// The other hosts' static binary, for bare other hosts.
     pub peer_bare: Option<PathBuf>,
     /// Bare VMs of an architecture other than the host's also get
     /// rdma-core's tools for it, under `/rdma`, callable by name (see
@@ -260,7 +261,7 @@ fn run_once(opts: &Options) -> Result<Outcome> {
                 out.display(),
                 if hosts > 1 { "eth0" } else { "veth0" },
                 u8::from(userland.is_some()),
-                keep_paths(opts.cmd.first().map(Path::new))?
+                keep_paths(&opts.cmd)?
             ))
             ;
         if let Some(dir) = &userland {
@@ -542,23 +543,26 @@ fn last_lines(tail: &[Vec<String>]) -> String {
 /// Host directories that must stay visible in the guest even if they are
 /// under /tmp (which the guest replaces with a tmpfs): the configured ones
 /// ([`crate::Config::keep`]), the cache, the working directory and the
-/// directory of the program run, when it is named by a path (a cargo
-/// runner is handed test binaries by path; rustdoc's merged doctests live
-/// under /tmp). Joined with ':'.
-fn keep_paths(program: Option<&Path>) -> Result<String> {
+/// directory of every file the command names by absolute path (a cargo
+/// runner is handed test binaries by path, maybe behind a wrapper such as
+/// `sh -c … sh BINARY`; rustdoc's merged doctests live under /tmp).
+/// Joined with ':'.
+fn keep_paths(cmd: &[String]) -> Result<String> {
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
     let mut v: Vec<String> = Vec::new();
     let c = crate::configure_default();
-    let dir = program
+    let dirs = cmd
+        .iter()
+        .map(Path::new)
         .filter(|p| p.is_absolute() && p.is_file())
-        .and_then(Path::parent)
+        .filter_map(Path::parent)
         .map(Path::to_path_buf);
     let all = c
         .keep
         .iter()
         .cloned()
         .chain([c.cache_dir.clone(), cwd])
-        .chain(dir);
+        .chain(dirs);
     for p in all {
         let s = p.canonicalize().unwrap_or(p).display().to_string();
         if s.contains([' ', ':']) {
@@ -671,7 +675,7 @@ impl Accel {
 /// KVM when it boots a kernel here, TCG otherwise. On these machines /dev/kvm
 /// exists but a nested-virtualisation layer makes a stock kernel die in its
 /// decompressor, so the only honest test is a boot: the answer is cached in
-/// `target/vm/accel`. `RVERBS_VM_ACCEL=kvm|tcg` overrides.
+/// `accel` in the cache directory. `RVERBS_VM_ACCEL=kvm|tcg` overrides.
 fn accel() -> Result<Accel> {
     match std::env::var("RVERBS_VM_ACCEL").as_deref() {
         Ok("kvm") => return Ok(Accel::Kvm),

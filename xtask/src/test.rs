@@ -8,8 +8,10 @@
 //! `fuzz`), then every test
 //! of `vm-tests/tests/` inside one VM boot, then the test-bed checks that
 //! need their own boots (exit statuses; the two-host interop in one boot,
-//! `two_hosts`; loss and disorder, `netem`; a 75-second soak, `soak`; the
-//! static binaries), on the default kernel (6.12); then, on each other
+//! `two_hosts`; four hosts on a hub, `hosts`; the bed's command as a cargo
+//! runner and its faults, `runner`; loss and disorder, `netem`; a
+//! 75-second soak, `soak`; the static binaries), on the default kernel
+//! (6.12); then, on each other
 //! kernel (6.1, 7.2), the VM tests and the two-host pingpong interop. `--kernel K` runs the whole
 //! suite on K alone. It ends with one line `N passed, N failed`; a VM that
 //! cannot boot counts as a failure naming its kernel, never as a skip.
@@ -41,8 +43,6 @@ pub fn netem_main(args: &[String]) -> Result<ExitCode> {
     summary(&tally)
 }
 
-/// `cargo xtask two-hosts [--kernel K]`: the two-host interop checks
-/// alone (all of them, as the default kernel runs them).
 /// `cargo xtask crates [--kernel K]`: published RDMA crates' unchanged
 /// test suites through the test bed as their cargo runner, over rdma-core's
 /// libibverbs and over ours (`test/crates.rs`).
@@ -78,6 +78,8 @@ pub fn hosts_main(args: &[String]) -> Result<ExitCode> {
     summary(&tally)
 }
 
+/// `cargo xtask two-hosts [--kernel K]`: the two-host interop checks
+/// alone (all of them, as the default kernel runs them).
 pub fn two_hosts_main(args: &[String]) -> Result<ExitCode> {
     let kernel = match args {
         [] => vm::kernels::DEFAULT,

@@ -66,6 +66,9 @@ struct Binary {
     name: String,
     passed: u64,
     failed: u64,
+    /// Whether libtest printed its summary (a crash, a VM that never
+    /// booted or a bed error leaves none).
+    summarised: bool,
     lines: Vec<String>,
 }
 
@@ -86,6 +89,7 @@ fn binaries(lines: &[String]) -> Vec<Binary> {
                 name,
                 passed: 0,
                 failed: 0,
+                summarised: false,
                 lines: Vec::new(),
             });
             continue;
@@ -94,6 +98,7 @@ fn binaries(lines: &[String]) -> Vec<Binary> {
             if let Some((p, f)) = parse_test_result(t) {
                 b.passed += p;
                 b.failed += f;
+                b.summarised = true;
             }
             b.lines.push(l.clone());
         }
@@ -196,7 +201,7 @@ fn cargo_test(
         runner.push(kv);
     }
     runner.push("--".into());
-    let quoted: Vec<String> = runner.iter().map(|a| format!("{a:?}")).collect();
+    let quoted: Vec<String> = runner.iter().map(|a| super::runner::toml_str(a)).collect();
     let config = format!(
         "target.x86_64-unknown-linux-gnu.runner=[{}]",
         quoted.join(", ")
@@ -310,6 +315,9 @@ fn suite(
                 ""
             }
         };
+        if !b.summarised {
+            problems.push(format!("{} printed no summary (crashed?)", b.name));
+        }
         table.push_str(&format!(
             "| {} | {} | {} | {cause} |\n",
             b.name, b.passed, b.failed

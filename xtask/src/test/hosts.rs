@@ -14,15 +14,16 @@ const HOSTS: usize = 4;
 /// N-1 peers one after another, and a client per tool to each peer, which
 /// retries while that peer's server is busy with another. Then the fan-in
 /// on host 1's rdma_cm port. One line per outcome; the status is nonzero
-/// if any failed.
+/// if any client or server failed.
 const SCRIPT: &str = r#"
 H=$RVERBS_VM_HOST; N=$RVERBS_VM_HOSTS; R=$RVERBS_BIN; rc=0
 serve() {
-    i=1
+    i=1; r=0
     while [ $i -lt $N ]; do
-        $1 -d rxe0 -g 1 -p $2 -n 20 > /tmp/s.$2.$i 2>&1 || { echo "SERVE $1 FAILED"; cat /tmp/s.$2.$i; }
+        $1 -d rxe0 -g 1 -p $2 -n 20 > /tmp/s.$2.$i 2>&1 || { r=1; echo "SERVE $1 FAILED"; cat /tmp/s.$2.$i; }
         i=$((i + 1))
     done
+    return $r
 }
 ping_peer() {
     for t in $(seq 300); do
@@ -41,7 +42,8 @@ for a in $RVERBS_HOST_ADDRS; do
     ping_peer ibv_rc_pingpong $a $((18500 + p)) ibv_rc_pingpong || rc=1
     ping_peer "$R pingpong" $a $((18600 + p)) rverbs || rc=1
 done
-wait $S1 $S2
+wait $S1 || rc=1
+wait $S2 || rc=1
 # rdma_cm fan-in: three connections, one from each other host.
 if [ $H = 1 ]; then
     $R cmatose -c 3 -C 10 --timeout 120 > /tmp/fanin.out 2>&1 && echo "FANIN server: 3 clients ok" || { rc=1; echo "FANIN server FAILED"; cat /tmp/fanin.out; }

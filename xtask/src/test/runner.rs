@@ -48,6 +48,30 @@ fn a_failure_comes_back() {
 }
 "#;
 
+/// `s` as a TOML basic string (for `cargo --config`).
+pub(super) fn toml_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Removes the probe's directory, whatever the check's outcome.
+struct RemoveDir(PathBuf);
+
+impl Drop for RemoveDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Writes the probe crate under /tmp (outside the repository; the guest's
 /// /tmp is a tmpfs, so the bed must keep the working directory visible).
 fn write_probe() -> Result<PathBuf> {
@@ -67,9 +91,9 @@ fn write_probe() -> Result<PathBuf> {
 /// the cache is xtask's (no second download).
 fn cargo_test(dir: &Path, bed: &Path, kernel: &vm::Kernel, extra: &[&str]) -> Result<Output> {
     let runner = format!(
-        "target.x86_64-unknown-linux-gnu.runner=[\"{}\", \"run\", \"--kernel\", \"{}\", \"--timeout\", \"300\", \"--\"]",
-        bed.display(),
-        kernel.name
+        "target.x86_64-unknown-linux-gnu.runner=[{}, \"run\", \"--kernel\", {}, \"--timeout\", \"300\", \"--\"]",
+        toml_str(&bed.display().to_string()),
+        toml_str(kernel.name)
     );
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(dir)
@@ -154,6 +178,7 @@ pub(super) fn faults_check(tally: &mut Tally, kernel: &'static vm::Kernel) {
 fn run(kernel: &'static vm::Kernel) -> Result<()> {
     let bed = bed()?;
     let dir = write_probe()?;
+    let _gone = RemoveDir(dir.clone());
     let show = |o: &Output| {
         format!(
             "{}\n{}",
@@ -175,6 +200,14 @@ fn run(kernel: &'static vm::Kernel) -> Result<()> {
             fail.status
         ));
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn toml_strings_escape_quotes_backslashes_and_controls() {
+        assert_eq!(super::toml_str("/a b/c"), "\"/a b/c\"");
+        assert_eq!(super::toml_str("q\"b\\n\n"), "\"q\\\"b\\\\n\\u000A\"");
+    }
 }
