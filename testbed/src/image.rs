@@ -47,6 +47,9 @@ pub fn ensure_bare(k: &Kernel) -> Result<Image> {
 fn ensure_with(k: &Kernel, flavour: &str, init: &str) -> Result<Image> {
     let vm_dir = crate::cache_dir().to_path_buf();
     fs::create_dir_all(&vm_dir).map_err(|e| format!("cannot create {}: {e}", vm_dir.display()))?;
+    if let Some(dir) = k.local {
+        return local_image(&vm_dir, k, dir, flavour, init);
+    }
     let kdir = match cached_kernel(&vm_dir, k) {
         Some(d) => d,
         None => fetch_kernel(&vm_dir, k).map_err(|e| format!("{k}: {e}"))?,
@@ -60,6 +63,61 @@ fn ensure_with(k: &Kernel, flavour: &str, init: &str) -> Result<Image> {
     let initramfs = build_initramfs(&vm_dir, k, &moddir, &version, flavour, init)
         .map_err(|e| format!("{k}: {e}"))?;
     Ok(Image { kernel, initramfs })
+}
+
+/// The image of a kernel of the user's (see [`Kernel::from_dir`]): its one
+/// release under the modules directory, its image, and an initramfs built
+/// from its modules (rebuilt when the directory or its modules change).
+fn local_image(vm_dir: &Path, k: &Kernel, dir: &Path, flavour: &str, init: &str) -> Result<Image> {
+    let mods = dir.join(k.modroot);
+    let releases: Vec<String> = fs::read_dir(&mods)
+        .map_err(|e| format!("{}: {e}", mods.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    let [version] = releases.as_slice() else {
+        return Err(format!(
+            "{k}: {} holds {} releases ({}): give a directory with one",
+            mods.display(),
+            releases.len(),
+            releases.join(", ")
+        ));
+    };
+    let moddir = mods.join(version);
+    if !moddir.join("modules.dep").is_file() {
+        return Err(format!(
+            "{k}: no modules.dep in {}: run depmod -b {} {version}",
+            moddir.display(),
+            dir.display()
+        ));
+    }
+    let kernel = [
+        format!("boot/vmlinuz-{version}"),
+        format!("vmlinuz-{version}"),
+        "bzImage".to_string(),
+        "boot/bzImage".to_string(),
+        format!("{}/{version}/vmlinuz", k.modroot),
+    ]
+    .into_iter()
+    .map(|p| dir.join(p))
+    .find(|p| p.is_file())
+    .ok_or(format!(
+        "{k}: no kernel image (boot/vmlinuz-{version}, vmlinuz-{version} or bzImage)"
+    ))?;
+    // The stamp names the directory: two trees of one release differ.
+    let flavour = format!("{flavour}local-{}-", stamp_hash(&dir.display().to_string()));
+    let initramfs = build_initramfs(vm_dir, k, &moddir, version, &flavour, init)
+        .map_err(|e| format!("{k}: {e}"))?;
+    Ok(Image { kernel, initramfs })
+}
+
+/// A short hex digest of `s`, for cache file names.
+fn stamp_hash(s: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.hash(&mut h);
+    format!("{:016x}", h.finish())
 }
 
 /// An unpacked kernel from an earlier run (the newest, if several).
@@ -416,13 +474,26 @@ fn module_order(k: &Kernel, moddir: &Path) -> Result<Vec<String>> {
         }
         order.push(m.to_string());
     }
+    // Modules built in need no loading (a kernel of the user's may build
+    // in what Debian's make modules).
+    let builtin: BTreeSet<String> = fs::read_to_string(moddir.join("modules.builtin"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| name_of(l.trim()))
+        .collect();
     for root in k.modules {
-        let path = deps
-            .keys()
-            .find(|p| name_of(p) == *root)
-            .ok_or_else(|| format!("kernel has no module {root}"))?
-            .clone();
-        visit(&path, &deps, &mut seen, &mut order);
+        let (root, optional) = match root.strip_suffix('?') {
+            Some(r) => (r, true),
+            None => (*root, false),
+        };
+        match deps.keys().find(|p| name_of(p) == root) {
+            Some(path) => {
+                let path = path.clone();
+                visit(&path, &deps, &mut seen, &mut order);
+            }
+            None if optional || builtin.contains(root) => {}
+            None => return Err(format!("kernel has no module {root}")),
+        }
     }
     Ok(order)
 }
@@ -535,6 +606,39 @@ pub fn with_extra_files(image: &Path, files: &[(&str, &Path, u32)], out: &Path) 
 mod tests {
     use super::version_cmp;
     use std::cmp::Ordering;
+
+    /// Dependencies load first; an optional root the kernel lacks and a
+    /// root built in are skipped; a required root it lacks is an error.
+    #[test]
+    fn module_roots_may_be_optional_or_built_in() {
+        use super::super::kernels::{Apt, Arch, Kernel};
+        let dir = std::env::temp_dir().join(format!("testbed-mods-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("modules.dep"),
+            "kernel/a.ko: kernel/dep.ko\nkernel/dep.ko:\nkernel/x-y.ko.xz:\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("modules.builtin"), "kernel/net/veth.ko\n").unwrap();
+        let k = |modules: &'static [&'static str]| Kernel {
+            name: "t",
+            arch: Arch::X86_64,
+            apt: Apt::Host,
+            search: "",
+            prefix: "",
+            release_start: "",
+            packages: &[],
+            modroot: "lib/modules",
+            vmlinuz: "",
+            modules,
+            local: None,
+        };
+        let order = super::module_order(&k(&["a", "gone?", "veth", "x_y"]), &dir).unwrap();
+        assert_eq!(order, ["kernel/dep.ko", "kernel/a.ko", "kernel/x-y.ko.xz"]);
+        let e = super::module_order(&k(&["a", "gone"]), &dir).unwrap_err();
+        assert_eq!(e, "kernel has no module gone");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn versions_compare_numerically() {

@@ -5,6 +5,7 @@
 //! docs/kernels.md, which records the same facts for readers).
 
 use std::fmt;
+use std::path::Path;
 
 /// Which apt configuration fetches a kernel's packages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,8 +85,12 @@ pub struct Kernel {
     /// The kernel image, `{V}` standing for the release.
     pub vmlinuz: &'static str,
     /// Modules loaded at boot, roots of the dependency walk (the walk adds
-    /// what they depend on, deepest first).
+    /// what they depend on, deepest first); a name ending in `?` is loaded
+    /// only if the kernel has it, and one built in is skipped.
     pub modules: &'static [&'static str],
+    /// A kernel of the user's (`--kernel DIR`): the directory holding its
+    /// image and modules, used as it is (nothing fetched).
+    pub local: Option<&'static Path>,
 }
 
 /// Modules every kernel needs: uverbs (which 7.2's rdma_rxe no longer
@@ -116,6 +121,7 @@ pub const KERNELS: &[Kernel] = &[
         // 6.1 builds virtio_pci as a module (6.12 and 7.2 build it in):
         // without it there is no virtio transport and the 9p mount fails.
         modules: common_modules!("crc32_generic", "virtio_pci"),
+        local: None,
     },
     Kernel {
         name: "6.12",
@@ -128,6 +134,7 @@ pub const KERNELS: &[Kernel] = &[
         modroot: "lib/modules",
         vmlinuz: "boot/vmlinuz-{V}",
         modules: common_modules!("crc32_generic"),
+        local: None,
     },
     Kernel {
         name: "7.2",
@@ -143,6 +150,7 @@ pub const KERNELS: &[Kernel] = &[
         // crc32_generic is gone in 7.x; the crypto API's "crc32" comes from
         // crc32_cryptoapi over the library crc32.
         modules: common_modules!("crc32_cryptoapi"),
+        local: None,
     },
     Kernel {
         // The same series for arm64, booted on QEMU's `virt` board under
@@ -160,8 +168,14 @@ pub const KERNELS: &[Kernel] = &[
         vmlinuz: "boot/vmlinuz-{V}",
         // virtio_pci is built in, as on amd64; the list is amd64's.
         modules: common_modules!("crc32_generic"),
+        local: None,
     },
 ];
+
+/// What a kernel of the user's loads: the common modules and whichever
+/// crc32 provider it has (crc32_generic before 7.x, crc32_cryptoapi after),
+/// and virtio_pci where it is a module (6.1 builds it so).
+const LOCAL_MODULES: &[&str] = common_modules!("crc32_generic?", "crc32_cryptoapi?", "virtio_pci?");
 
 /// The arm64 kernel (the arm64 test bed's, and the mixed-architecture
 /// pair's second host).
@@ -174,13 +188,53 @@ impl Kernel {
     /// The row named `name` (`6.1`, `6.12`, `7.2`), or an error listing
     /// them.
     pub fn by_name(name: &str) -> Result<&'static Kernel, String> {
+        if name.contains('/') {
+            return Kernel::from_dir(Path::new(name));
+        }
         KERNELS.iter().find(|k| k.name == name).ok_or_else(|| {
             let names: Vec<&str> = KERNELS.iter().map(|k| k.name).collect();
             format!(
-                "unknown kernel {name:?}: choose one of {}",
+                "unknown kernel {name:?}: choose one of {}, or a directory (a path with a '/')",
                 names.join(", ")
             )
         })
+    }
+
+    /// An amd64 kernel of the user's, in `dir`: its modules under
+    /// `lib/modules/RELEASE/` (or `usr/lib/modules/`), with `modules.dep`
+    /// (what `make modules_install INSTALL_MOD_PATH=DIR` leaves), and its
+    /// image as `boot/vmlinuz-RELEASE`, `vmlinuz-RELEASE` or `bzImage`
+    /// (`make install INSTALL_PATH=DIR`, or a copy): a Debian kernel package
+    /// unpacked with `dpkg -x` is such a directory too. It must have what
+    /// the bed loads, as modules or built in: rdma_rxe, ib_uverbs,
+    /// rdma_ucm, veth, 9p over virtio, virtio_net, sch_netem, and a
+    /// provider of the crypto API's crc32 (which rxe asks for).
+    pub fn from_dir(dir: &Path) -> Result<&'static Kernel, String> {
+        let dir = dir
+            .canonicalize()
+            .map_err(|e| format!("--kernel {}: {e}", dir.display()))?;
+        let modroot = ["lib/modules", "usr/lib/modules"]
+            .into_iter()
+            .find(|m| dir.join(m).is_dir())
+            .ok_or(format!(
+                "--kernel {}: no lib/modules/RELEASE/ in it (make modules_install INSTALL_MOD_PATH=DIR)",
+                dir.display()
+            ))?;
+        let name: &'static str = Box::leak(dir.display().to_string().into_boxed_str());
+        let local: &'static Path = Box::leak(dir.into_boxed_path());
+        Ok(Box::leak(Box::new(Kernel {
+            name,
+            arch: Arch::X86_64,
+            apt: Apt::Host,
+            search: "",
+            prefix: "",
+            release_start: "",
+            packages: &[],
+            modroot,
+            vmlinuz: "",
+            modules: LOCAL_MODULES,
+            local: Some(local),
+        })))
     }
 
     /// The cache directory prefix of this kernel's unpacked packages

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 const USAGE: &str = "\
-usage: rverbs-testbed run [--kernel 6.1|6.12|7.2] [--hosts N] [--every-host]
+usage: rverbs-testbed run [--kernel 6.1|6.12|7.2|DIR] [--hosts N] [--every-host]
                           [--peer CMD] [--env NAME=VALUE]... [--netem ARGS]
                           [--flap S] [--timeout S] [-v] -- CMD [ARG...]
        rverbs-testbed prepare [--kernel 6.1|6.12|7.2|all]
@@ -34,6 +34,12 @@ run      boots a fresh VM (Debian's kernel, rdma_rxe, an rxe device on a
          RVERBS_VM_HOSTS and RVERBS_HOST_ADDRS (every address, in order).
          A VM that cannot boot is an error, never a skip. Default timeout
          600 s; default kernel 6.12.
+         --kernel DIR boots a kernel of yours: DIR holds its modules under
+         lib/modules/RELEASE/ with modules.dep (make modules_install
+         INSTALL_MOD_PATH=DIR) and its image as boot/vmlinuz-RELEASE,
+         vmlinuz-RELEASE or bzImage; it needs rdma_rxe, ib_uverbs,
+         rdma_ucm, veth, 9p over virtio, virtio_net and sch_netem, as
+         modules or built in, and a crc32 provider for rxe.
 prepare  fetches and builds a kernel's image without booting it.
 
 Kernels and images are cached in $RVERBS_TESTBED_CACHE, else

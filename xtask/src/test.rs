@@ -639,6 +639,7 @@ fn testbed_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
     }
     runner::check(tally, kernel);
     runner::faults_check(tally, kernel);
+    runner::local_kernel_check(tally, kernel);
     netem::checks(tally, &base, &netem::SUITE);
     soak::checks(tally, &base, SOAK_SUITE_SECS, SOAK_SUITE_CHURN);
     static_binary(tally, &base);

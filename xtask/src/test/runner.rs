@@ -175,6 +175,59 @@ pub(super) fn faults_check(tally: &mut Tally, kernel: &'static vm::Kernel) {
     }
 }
 
+/// `--kernel DIR`: kernel `k`'s unpacked package, given as a directory of
+/// the user's, boots with rxe ACTIVE on its release.
+pub(super) fn local_kernel_check(tally: &mut Tally, k: &'static vm::Kernel) {
+    let what = format!(
+        "test bed command: --kernel DIR boots a kernel from a directory ({k}'s unpacked package)"
+    );
+    let found = std::fs::read_dir(vm::cache_dir()).ok().and_then(|d| {
+        d.filter_map(|e| e.ok()).map(|e| e.path()).find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| k.owns_cache_dir(n))
+        })
+    });
+    let Some(dir) = found else {
+        return tally.fail(
+            &what,
+            &format!("no unpacked {k} in {}", vm::cache_dir().display()),
+        );
+    };
+    let release = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("kernel-"))
+        .unwrap_or_default()
+        .to_string();
+    let r = bed().and_then(|bed| {
+        Command::new(bed)
+            .arg("run")
+            .arg("--kernel")
+            .arg(&dir)
+            .args(["--timeout", "300", "--", "sh", "-c"])
+            .arg("uname -r; cat /sys/class/infiniband/rxe0/ports/1/state")
+            .env("RVERBS_TESTBED_CACHE", vm::cache_dir())
+            .output()
+            .map_err(|e| e.to_string())
+    });
+    match r {
+        Ok(o) => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            let lines: Vec<&str> = text.lines().map(str::trim).collect();
+            if o.status.success() && lines == [release.as_str(), "4: ACTIVE"] {
+                tally.pass(&what)
+            } else {
+                tally.fail(
+                    &what,
+                    &format!("{}: {text}{}", o.status, String::from_utf8_lossy(&o.stderr)),
+                )
+            }
+        }
+        Err(e) => tally.fail(&what, &e),
+    }
+}
+
 fn run(kernel: &'static vm::Kernel) -> Result<()> {
     let bed = bed()?;
     let dir = write_probe()?;
