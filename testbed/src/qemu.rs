@@ -565,6 +565,12 @@ fn keep_paths(cmd: &[String]) -> Result<String> {
         .chain(dirs);
     for p in all {
         let s = p.canonicalize().unwrap_or(p).display().to_string();
+        // Only what lies under /tmp needs keeping (the rest of the host's
+        // root is there anyway), and /tmp itself never is: it would hide
+        // the guest's tmpfs.
+        if !s.starts_with("/tmp/") {
+            continue;
+        }
         if s.contains([' ', ':']) {
             return Err(format!(
                 "path {s:?} has a space or ':', which the VM's command line cannot carry"
