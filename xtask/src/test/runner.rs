@@ -229,9 +229,15 @@ pub(super) fn local_kernel_check(tally: &mut Tally, k: &'static vm::Kernel) {
 }
 
 fn run(kernel: &'static vm::Kernel) -> Result<()> {
-    let bed = bed()?;
     let dir = write_probe()?;
     let _gone = RemoveDir(dir.clone());
+    // The command as installed: a copy outside the repository (it carries
+    // its guest init scripts; only the cache, target/vm, is shared, to
+    // spare a second kernel download).
+    let built = bed()?;
+    let bed = dir.join("bin").join("rverbs-testbed");
+    std::fs::create_dir_all(dir.join("bin")).map_err(|e| e.to_string())?;
+    std::fs::copy(built, &bed).map_err(|e| format!("copy rverbs-testbed: {e}"))?;
     let show = |o: &Output| {
         format!(
             "{}\n{}",
