@@ -75,11 +75,6 @@ pub const PACKAGES: &[&str] = &[
     "libc6-dev-arm64-cross",
     // `bench`: callgrind, in the VM and on the host.
     "valgrind",
-    // `crates`: the published crates' build scripts configure rdma-core
-    // with cmake and generate bindings with bindgen (libclang).
-    "cmake",
-    "libclang-dev",
-    "clang",
     // vm-tests/tests/scale.rs counts the kernel commands per QP of a C
     // program over each libibverbs with strace.
     "strace",

@@ -20,14 +20,14 @@ H=$RVERBS_VM_HOST; N=$RVERBS_VM_HOSTS; R=$RVERBS_BIN; rc=0
 serve() {
     i=1; r=0
     while [ $i -lt $N ]; do
-        $1 -d rxe0 -g 1 -p $2 -n 20 > /tmp/s.$2.$i 2>&1 || { r=1; echo "SERVE $1 FAILED"; cat /tmp/s.$2.$i; }
+        $1 -d rxe0 -g 1 -p $2 -n 5 > /tmp/s.$2.$i 2>&1 || { r=1; echo "SERVE $1 FAILED"; cat /tmp/s.$2.$i; }
         i=$((i + 1))
     done
     return $r
 }
 ping_peer() {
     for t in $(seq 300); do
-        if $1 -d rxe0 -g 1 -p $3 -n 20 $2 > /tmp/c.out 2>&1; then
+        if $1 -d rxe0 -g 1 -p $3 -n 5 $2 > /tmp/c.out 2>&1; then
             echo "PING $4 host$H -> $2 ok"; return 0
         fi
         sleep 0.2

@@ -32,6 +32,11 @@ pub const IMPAIRMENTS: [(&str, &str); 5] = [
     ),
 ];
 
+/// The impairments `cargo xtask test` runs: loss, corruption, and all four
+/// at once (which holds the reordering and the duplication too); `cargo
+/// xtask netem` runs each of the five.
+pub const SUITE_IMPAIRMENTS: [(&str, &str); 3] = [IMPAIRMENTS[0], IMPAIRMENTS[3], IMPAIRMENTS[4]];
+
 /// rxe's counters whose movement says what the link did.
 const COUNTERS: [&str; 6] = [
     "rcvd_seq_err",
@@ -53,6 +58,9 @@ const PERFTEST: [(&str, &str, &str); 2] = [
 
 /// How much each run moves.
 pub struct Scale {
+    /// The impairments run, each a (name, netem arguments) of
+    /// [`IMPAIRMENTS`].
+    pub impairments: &'static [(&'static str, &'static str)],
     /// Bytes per stream (`rverbs stream --bytes`: `64M` in the issue's
     /// plan).
     pub bytes: Cow<'static, str>,
@@ -67,6 +75,7 @@ pub struct Scale {
 /// What `cargo xtask test` runs: every impairment and every check, with
 /// less data (about 30 s per impairment).
 pub const SUITE: Scale = Scale {
+    impairments: &SUITE_IMPAIRMENTS,
     bytes: Cow::Borrowed("1M"),
     perftest_iters: 20,
     rping_count: 10,
@@ -75,6 +84,7 @@ pub const SUITE: Scale = Scale {
 
 /// What `cargo xtask netem` runs by default: the 64 MiB streams.
 pub const FULL: Scale = Scale {
+    impairments: &IMPAIRMENTS,
     bytes: Cow::Borrowed("64M"),
     perftest_iters: 200,
     rping_count: 50,
@@ -118,7 +128,7 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, scale: &Scale) {
         ));
         server.push_str(&format!("echo BEGIN {t}\n{theirs}; echo \"RC $?\"\n"));
     };
-    for (i, (_, args)) in IMPAIRMENTS.iter().enumerate() {
+    for (i, (_, args)) in scale.impairments.iter().enumerate() {
         let netem = format!("tc qdisc replace dev eth0 root netem {args} || exit 1");
         check(i, "netem", netem.clone(), netem);
         let port = |j: usize| 7000 + 20 * i + j;
@@ -187,7 +197,7 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, scale: &Scale) {
         Ok(o) => o,
         Err(e) => return tally.fail("netem: the two VMs", &e),
     };
-    for (i, (name, args)) in IMPAIRMENTS.iter().enumerate() {
+    for (i, (name, args)) in scale.impairments.iter().enumerate() {
         let sections = |what: &str| {
             let t = tag(i, what);
             (section(&o.lines[0], &t), section(&o.lines[1], &t))

@@ -97,7 +97,9 @@ fn cargo_test(dir: &Path, bed: &Path, kernel: &vm::Kernel, extra: &[&str]) -> Re
     );
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(dir)
-        .args(["test", "--quiet", "--config", &runner])
+        // The integration test only: a binary is a VM boot, and the
+        // library's unit tests (none) would be one more.
+        .args(["test", "--quiet", "--test", "rxe", "--config", &runner])
         .args(extra)
         .env_remove("CARGO_TARGET_DIR")
         .env("RVERBS_TESTBED_CACHE", vm::cache_dir())
