@@ -65,7 +65,10 @@ say "ready host=$HOSTNO"
 cd /tmp
 sh /run.sh
 rc=$?
-say "exit-status $rc"
 sync
+say "exit-status $rc"
+# With peers, stay on the link until the test bed stops every host (see
+# init.sh).
+[ "$(arg linger)" = 1 ] && exec sleep 86400
 poweroff -f
 sleep 5

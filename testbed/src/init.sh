@@ -96,7 +96,12 @@ done
 say "ready host=$HOSTNO"
 chroot /host /usr/bin/env -i /bin/sh "$RUNDIR/run.sh"
 rc=$?
-say "exit-status $rc"
 sync
+say "exit-status $rc"
+# With peers, the host stays on the link until the test bed stops every
+# host at once: a server that exits right after its last reply must still
+# be there to retransmit that reply (a lost TCP segment, a netem link) to
+# a client that is still reading.
+[ "$(arg linger)" = 1 ] && exec sleep 86400
 poweroff -f
 sleep 5

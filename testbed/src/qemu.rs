@@ -254,14 +254,15 @@ fn run_once(opts: &Options) -> Result<Outcome> {
             .arg(&initrd)
             .arg("-append")
             .arg(format!(
-                "console={} quiet loglevel=3 panic=-1 {} rverbs.host={host} rverbs.rundir={} rverbs.outdir={} rverbs.netdev={} rverbs.userland={} rverbs.keep={}",
+                "console={} quiet loglevel=3 panic=-1 {} rverbs.host={host} rverbs.rundir={} rverbs.outdir={} rverbs.netdev={} rverbs.userland={} rverbs.keep={} rverbs.linger={}",
                 arch.console(),
                 if foreign { "" } else { GUEST_CLOCK },
                 hdir.display(),
                 out.display(),
                 if hosts > 1 { "eth0" } else { "veth0" },
                 u8::from(userland.is_some()),
-                keep_paths(&opts.cmd)?
+                keep_paths(&opts.cmd)?,
+                u8::from(hosts > 1)
             ))
             ;
         if let Some(dir) = &userland {
@@ -436,11 +437,12 @@ fn collect(
                 last_lines(&tail)
             ));
         }
-        // The other hosts idle when they have no command: once every host
-        // with one is done, stop them.
+        // The other hosts idle when they have no command, and with peers a
+        // host whose command is done stays on the link (init.sh lingers):
+        // once every host with a command is done, stop them all.
         let idle = |i: usize| i >= 1 && !opts.every_host && opts.peer_cmd.is_none();
         if (0..hosts).all(|i| idle(i) || status[i].is_some()) {
-            for i in (0..hosts).filter(|&i| idle(i) && eofs[i] < 2) {
+            for i in (0..hosts).filter(|&i| eofs[i] < 2) {
                 let _ = vms[i].child.kill();
             }
         }

@@ -177,15 +177,22 @@ struct Tally {
     label: String,
 }
 
+/// Seconds since this process started its first verdict's clock: each
+/// verdict line carries it, so that a run's log says where its time went.
+fn clock() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_secs()
+}
+
 impl Tally {
     fn pass(&mut self, what: &str) {
         self.passed += 1;
-        println!("xtask: PASS {}{what}", self.label);
+        println!("xtask: {:>5}s PASS {}{what}", clock(), self.label);
     }
     fn fail(&mut self, what: &str, why: &str) {
         self.failed += 1;
         self.failures.push(format!("{}{what}: {why}", self.label));
-        println!("xtask: FAIL {}{what}: {why}", self.label);
+        println!("xtask: {:>5}s FAIL {}{what}: {why}", clock(), self.label);
     }
     /// Adds the counts of libtest's `test result:` lines in `lines`.
     fn libtest(&mut self, lines: &[String]) -> u64 {
@@ -337,6 +344,7 @@ pub fn run(args: &[String]) -> Result<ExitCode> {
         }
     }
     let start = Instant::now();
+    clock();
     crate::host::ensure_host_packages()?;
     let mut tally = Tally::default();
     if host {

@@ -32,10 +32,10 @@ pub const IMPAIRMENTS: [(&str, &str); 5] = [
     ),
 ];
 
-/// The impairments `cargo xtask test` runs: loss, corruption, and all four
-/// at once (which holds the reordering and the duplication too); `cargo
-/// xtask netem` runs each of the five.
-pub const SUITE_IMPAIRMENTS: [(&str, &str); 3] = [IMPAIRMENTS[0], IMPAIRMENTS[3], IMPAIRMENTS[4]];
+/// The impairments `cargo xtask test` runs: loss alone, and all four at
+/// once (which holds the reordering, the duplication and the corruption
+/// too); `cargo xtask netem` runs each of the five.
+pub const SUITE_IMPAIRMENTS: [(&str, &str); 2] = [IMPAIRMENTS[0], IMPAIRMENTS[4]];
 
 /// rxe's counters whose movement says what the link did.
 const COUNTERS: [&str; 6] = [

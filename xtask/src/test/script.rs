@@ -61,10 +61,24 @@ pub(super) fn judge(tally: &mut Tally, pairs: &[Pair], clients: &[String], serve
 }
 
 /// How a client waits for its server: it retries while the server starts
-/// (or while rxe's link on the other host comes up).
+/// (or while rxe's link on the other host comes up), for
+/// [`RETRY_SECS`] in all. A bound on time, not on tries: a try that waits
+/// out its own timeouts (the tools' connect retries for 10 s) must not
+/// multiply into a run that outlasts the boot's limit, as 120 tries once
+/// did after a server had gone.
 pub(super) fn retry(client: &str) -> String {
-    format!("( for t in $(seq 120); do {client} && exit 0; sleep 0.5; done; exit 1 )")
+    retry_for(client, RETRY_SECS)
 }
+
+fn retry_for(client: &str, secs: u32) -> String {
+    format!(
+        "( end=$(($(date +%s) + {secs})); while :; do {client} && exit 0; [ $(date +%s) -lt $end ] || exit 1; sleep 0.5; done )"
+    )
+}
+
+/// How long a client retries (a server's own limit is 120 s, and the one
+/// before it may use all of it).
+const RETRY_SECS: u32 = 180;
 
 /// The lines between `BEGIN tag` and the next `BEGIN`.
 pub(super) fn section(lines: &[String], tag: &str) -> Vec<String> {
@@ -88,7 +102,34 @@ pub(super) fn last(s: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::section;
+    use super::{retry_for, section};
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+
+    /// The retry loop stops at its deadline however many tries that is,
+    /// and ends at the first try that succeeds.
+    #[test]
+    fn retries_until_success_or_the_deadline() {
+        let sh = |script: &str| Command::new("sh").arg("-c").arg(script).status().unwrap();
+        let t = Instant::now();
+        assert_eq!(sh(&retry_for("false", 2)).code(), Some(1));
+        let took = t.elapsed();
+        assert!(
+            took >= Duration::from_secs(1) && took < Duration::from_secs(10),
+            "{took:?}"
+        );
+        let dir = std::env::temp_dir().join(format!("xtask-retry-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let count = dir.join("n");
+        // Fails twice, then succeeds: three tries, exit 0.
+        let client = format!(
+            "{{ echo x >> {c}; [ $(wc -l < {c}) -ge 3 ]; }}",
+            c = count.display()
+        );
+        assert_eq!(sh(&retry_for(&client, 60)).code(), Some(0));
+        assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 3);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn sections_split_on_markers() {

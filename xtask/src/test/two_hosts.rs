@@ -150,6 +150,20 @@ fn cm_and_perf(bin: &str) -> Vec<Pair> {
     pairs
 }
 
+/// Last in the boot: the server host's script ends at once, and 3 s later
+/// the client's host still reaches it. A host whose command is done stays
+/// on the link until every host is (once a perftest server exited, its
+/// host powered off, and the reply TCP had to retransmit never came).
+fn linger() -> Pair {
+    Pair {
+        what: "two hosts: a host whose command ended stays on the link until every host is done"
+            .into(),
+        server: "true".into(),
+        client: "sleep 3; busybox ping -c 1 -W 5 $RVERBS_PEER_ADDR".into(),
+        judge: client_says("1 packets received"),
+    }
+}
+
 /// Runs the two-host checks in one boot on `base`'s kernel: the pingpong
 /// ones, and with `all` the rdma_cm and perf ones too.
 pub(super) fn checks(tally: &mut Tally, base: &vm::Options, bin: &str, all: bool) {
@@ -157,6 +171,7 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, bin: &str, all: bool
     if all {
         pairs.extend(cm_and_perf(bin));
     }
+    pairs.push(linger());
     let (servers, clients) = scripts(&pairs);
     let run = vm::run(&vm::Options {
         hosts: 2,
