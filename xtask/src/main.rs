@@ -110,6 +110,8 @@ commands:
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Verdict lines say how far into the command they came.
+    test::clock();
     // The bed caches under target/vm, as it always has here, and keeps the
     // workspace and its target directory visible in the guests even when
     // they lie under /tmp.

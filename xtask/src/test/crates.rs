@@ -156,20 +156,12 @@ fn fetch() -> Result<Vec<PathBuf>> {
 /// A directory holding our library as `libibverbs.so.1` (the name both
 /// the dynamic linker and a `dlopen` ask for), under target/.
 fn our_lib_dir() -> Result<PathBuf> {
-    crate::host::run(cargo().args([
-        "build",
-        "--quiet",
-        "-p",
-        "rverbs-libibverbs",
-        "--profile",
-        "cshim",
-    ]))?;
+    let lib = super::build_cshim()?;
     let dir = target_dir().join("ext").join("lib");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let link = dir.join("libibverbs.so.1");
     let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(target_dir().join("cshim").join("libibverbs.so"), &link)
-        .map_err(|e| e.to_string())?;
+    std::os::unix::fs::symlink(lib, &link).map_err(|e| e.to_string())?;
     Ok(dir)
 }
 

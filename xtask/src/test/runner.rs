@@ -7,6 +7,7 @@
 use super::{cargo, Tally};
 use crate::host::{target_dir, Result};
 use crate::vm;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -125,6 +126,16 @@ fn bed() -> Result<PathBuf> {
     Ok(target_dir().join("debug").join("rverbs-testbed"))
 }
 
+/// `rverbs-testbed ARGS`, built first, over xtask's kernel cache: its
+/// output once it ends.
+fn bed_output<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) -> Result<Output> {
+    Command::new(bed()?)
+        .args(args)
+        .env("RVERBS_TESTBED_CACHE", vm::cache_dir())
+        .output()
+        .map_err(|e| format!("rverbs-testbed: {e}"))
+}
+
 /// `--netem` and `--flap` on two hosts: host 1's link shows the qdisc,
 /// and its rxe port is seen DOWN while the link flaps.
 pub(super) fn faults_check(tally: &mut Tally, kernel: &'static vm::Kernel) {
@@ -134,31 +145,23 @@ pub(super) fn faults_check(tally: &mut Tally, kernel: &'static vm::Kernel) {
     let probe = "tc qdisc show dev $RVERBS_VM_NETDEV; seen=0; \
                  for i in $(seq 20); do grep -q DOWN /sys/class/infiniband/rxe0/ports/1/state && seen=1; sleep 0.5; done; \
                  echo rxe-down-seen=$seen";
-    let r = bed().and_then(|bed| {
-        Command::new(bed)
-            .args([
-                "run",
-                "--kernel",
-                kernel.name,
-                "--hosts",
-                "2",
-                "--timeout",
-                "300",
-            ])
-            .args([
-                "--netem",
-                "delay 20ms loss 1%",
-                "--flap",
-                "4",
-                "--",
-                "sh",
-                "-c",
-                probe,
-            ])
-            .env("RVERBS_TESTBED_CACHE", vm::cache_dir())
-            .output()
-            .map_err(|e| e.to_string())
-    });
+    let r = bed_output([
+        "run",
+        "--kernel",
+        kernel.name,
+        "--hosts",
+        "2",
+        "--timeout",
+        "300",
+        "--netem",
+        "delay 20ms loss 1%",
+        "--flap",
+        "4",
+        "--",
+        "sh",
+        "-c",
+        probe,
+    ]);
     match r {
         Ok(o) => {
             let text = String::from_utf8_lossy(&o.stdout);
@@ -202,17 +205,14 @@ pub(super) fn local_kernel_check(tally: &mut Tally, k: &'static vm::Kernel) {
         .and_then(|n| n.strip_prefix("kernel-"))
         .unwrap_or_default()
         .to_string();
-    let r = bed().and_then(|bed| {
-        Command::new(bed)
-            .arg("run")
-            .arg("--kernel")
-            .arg(&dir)
-            .args(["--timeout", "300", "--", "sh", "-c"])
-            .arg("uname -r; cat /sys/class/infiniband/rxe0/ports/1/state")
-            .env("RVERBS_TESTBED_CACHE", vm::cache_dir())
-            .output()
-            .map_err(|e| e.to_string())
-    });
+    let probe = "uname -r; cat /sys/class/infiniband/rxe0/ports/1/state";
+    let r = bed_output(
+        ["run", "--kernel"]
+            .map(OsStr::new)
+            .into_iter()
+            .chain([dir.as_os_str()])
+            .chain(["--timeout", "300", "--", "sh", "-c", probe].map(OsStr::new)),
+    );
     match r {
         Ok(o) => {
             let text = String::from_utf8_lossy(&o.stdout);
