@@ -65,6 +65,13 @@ struct oracle {
 	/* The receive queue's ring (oracle_rq_init). */
 	uint8_t *rq_ring;
 	size_t rq_len;
+	/* A shared receive queue (oracle_srq_init), and whether it is in the
+	 * context's table. */
+	struct mlx5_srq srq;
+	uint8_t *srq_ring;
+	size_t srq_len;
+	__be32 srq_dbrec;
+	int srq_stored;
 };
 
 /* One receive request, flat. Field for field the Rust `OracleRecv`. */
@@ -373,6 +380,88 @@ uint32_t oracle_rcv_dbrec(const struct oracle *o)
 	return be32toh(o->dbrec[MLX5_RCV_DBR]);
 }
 
+/*
+ * A shared receive queue of nwqes WQEs of 1 << wqe_shift bytes (a 16-byte
+ * next segment, then max_gs data segments), numbered srqn, as
+ * mlx5_create_srq leaves it when the device has no room for the wait
+ * queue (mlx5_alloc_srq_buf's have_wq false; provider-mlx5 keeps none,
+ * docs/mlx5.md): every WQE free and linked to the next, head 0, tail the
+ * last; entered in the context's table, where mlx5_poll_cq finds a CQE's
+ * SRQ by number. 0 or an errno.
+ */
+int oracle_srq_init(struct oracle *o, unsigned nwqes, unsigned wqe_shift,
+		    unsigned max_gs, unsigned srqn)
+{
+	struct mlx5_srq *srq = &o->srq;
+	size_t longs = (nwqes + 8 * sizeof(long) - 1) / (8 * sizeof(long));
+	unsigned i;
+
+	o->srq_len = (size_t)nwqes << wqe_shift;
+	o->srq_ring = zalloc(o->srq_len);
+	srq->wrid = calloc(nwqes, sizeof(*srq->wrid));
+	/* bitmap_alloc0's layout: longs, bit i of word i / BITS_PER_LONG. */
+	srq->free_wqe_bitmap = calloc(longs, sizeof(long));
+	if (!o->srq_ring || !srq->wrid || !srq->free_wqe_bitmap)
+		return ENOMEM;
+	srq->vsrq.srq.context = &o->ctx.ibv_ctx.context;
+	srq->buf.buf = o->srq_ring;
+	srq->srqn = srqn;
+	srq->max = nwqes;
+	srq->max_gs = max_gs;
+	srq->wqe_shift = wqe_shift;
+	srq->head = 0;
+	srq->tail = nwqes - 1;
+	srq->nwqes = nwqes;
+	srq->waitq_head = -1;
+	srq->waitq_tail = -1;
+	srq->db = &o->srq_dbrec;
+	pthread_spin_init(&srq->lock.lock, PTHREAD_PROCESS_PRIVATE);
+	for (i = 0; i + 1 < nwqes; i++) {
+		struct mlx5_wqe_srq_next_seg *next =
+			(void *)(o->srq_ring + ((size_t)i << wqe_shift));
+
+		next->next_wqe_index = htobe16(i + 1);
+	}
+	if (mlx5_store_srq(&o->ctx, srqn, srq))
+		return ENOMEM;
+	o->srq_stored = 1;
+	return 0;
+}
+
+/* mlx5_post_srq_recv of reqs as one list: its errno; *bad the index of
+ * the request it named in bad_wr, or -1. */
+int oracle_post_srq_recv(struct oracle *o, const struct oracle_recv *reqs,
+			 int n, int *bad)
+{
+	struct ibv_recv_wr *wrs = calloc(n ? n : 1, sizeof(*wrs));
+	struct ibv_recv_wr *bad_wr = NULL;
+	int i, err;
+
+	if (!wrs)
+		return ENOMEM;
+	for (i = 0; i < n; i++) {
+		wrs[i].wr_id = reqs[i].wr_id;
+		wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
+		wrs[i].sg_list = (struct ibv_sge *)reqs[i].sges;
+		wrs[i].num_sge = reqs[i].num_sge;
+	}
+	err = mlx5_post_srq_recv(&o->srq.vsrq.srq, wrs, &bad_wr);
+	*bad = bad_wr ? (int)(bad_wr - wrs) : -1;
+	free(wrs);
+	return err;
+}
+
+uint8_t *oracle_srq_ring(struct oracle *o)
+{
+	return o->srq_ring;
+}
+
+/* The SRQ's doorbell record (its 16-bit post counter), host order. */
+uint32_t oracle_srq_dbrec(const struct oracle *o)
+{
+	return be32toh(o->srq_dbrec);
+}
+
 /* mlx5_poll_cq of up to n completions into wc. */
 int oracle_poll(struct oracle *o, int n, struct ibv_wc *wc)
 {
@@ -397,6 +486,11 @@ void oracle_free(struct oracle *o)
 		return;
 	if (o->stored)
 		mlx5_clear_qp(&o->ctx, o->qp.ibv_qp->qp_num);
+	if (o->srq_stored)
+		mlx5_clear_srq(&o->ctx, o->srq.srqn);
+	free(o->srq_ring);
+	free(o->srq.wrid);
+	free(o->srq.free_wqe_bitmap);
 	free(o->cq_ring);
 	free(o->rq_ring);
 	free(o->qp.rq.wrid);

@@ -89,6 +89,7 @@ type PollFn = unsafe extern "C" fn(*mut c_void, c_int, *mut IbvWc) -> c_int;
 type CqRingFn = unsafe extern "C" fn(*mut c_void) -> *mut u8;
 type RqInitFn = unsafe extern "C" fn(*mut c_void, c_uint, c_uint, c_uint) -> c_int;
 type PostRecvFn = unsafe extern "C" fn(*mut c_void, *const OracleRecv, c_int, *mut c_int) -> c_int;
+type SrqInitFn = unsafe extern "C" fn(*mut c_void, c_uint, c_uint, c_uint, c_uint) -> c_int;
 
 /// The oracle's functions, from the shared object.
 struct Lib {
@@ -110,6 +111,10 @@ struct Lib {
     post_recv: PostRecvFn,
     rq_ring: CqRingFn,
     rcv_dbrec: U32Fn,
+    srq_init: SrqInitFn,
+    post_srq_recv: PostRecvFn,
+    srq_ring: CqRingFn,
+    srq_dbrec: U32Fn,
 }
 
 /// One receive request, flat (`struct oracle_recv`).
@@ -244,6 +249,10 @@ fn load() -> Result<Lib, String> {
         post_recv: f!("oracle_post_recv", PostRecvFn),
         rq_ring: f!("oracle_rq_ring", CqRingFn),
         rcv_dbrec: f!("oracle_rcv_dbrec", U32Fn),
+        srq_init: f!("oracle_srq_init", SrqInitFn),
+        post_srq_recv: f!("oracle_post_srq_recv", PostRecvFn),
+        srq_ring: f!("oracle_srq_ring", CqRingFn),
+        srq_dbrec: f!("oracle_srq_dbrec", U32Fn),
     })
 }
 
@@ -273,6 +282,8 @@ pub struct Oracle {
     ncqe: u32,
     /// Bytes of the RQ ring, once made ([`Oracle::rq_init`]).
     rq_len: usize,
+    /// Bytes of the SRQ ring, once made ([`Oracle::srq_init`]).
+    srq_len: usize,
 }
 
 impl Oracle {
@@ -301,6 +312,7 @@ impl Oracle {
             wqe_cnt: cfg.wqe_cnt,
             ncqe: 0,
             rq_len: 0,
+            srq_len: 0,
         }
     }
 
@@ -440,6 +452,46 @@ impl Oracle {
     pub fn poll(&mut self, out: &mut [IbvWc]) -> i32 {
         // SAFETY: a live oracle with a CQ; out has room for len entries.
         unsafe { (lib().poll)(self.p, out.len() as c_int, out.as_mut_ptr()) }
+    }
+}
+
+impl Oracle {
+    /// Gives the context a shared receive queue numbered `srqn` of
+    /// `nwqes` WQEs of `1 << wqe_shift` bytes and `max_sge` SGEs, every
+    /// WQE free and linked to the next (no wait queue), where
+    /// `mlx5_poll_cq` finds it by the CQE's SRQ number. Once per oracle.
+    pub fn srq_init(&mut self, nwqes: u32, wqe_shift: u32, max_sge: u32, srqn: u32) {
+        // SAFETY: a live oracle; called once (the tests' use).
+        let e = unsafe { (lib().srq_init)(self.p, nwqes, wqe_shift, max_sge, srqn) };
+        assert_eq!(e, 0, "oracle_srq_init");
+        self.srq_len = (nwqes as usize) << wqe_shift;
+    }
+
+    /// `mlx5_post_srq_recv` of `reqs` as one list: its errno and the index
+    /// of the request it named in `bad_wr`.
+    ///
+    /// # Safety
+    /// Every request's `sges` must point to `num_sge` readable SGEs.
+    pub unsafe fn post_srq_recv(&mut self, reqs: &[OracleRecv]) -> (i32, Option<usize>) {
+        let mut bad = -1;
+        // SAFETY: the caller's contract; reqs is a live array of len.
+        let e =
+            unsafe { (lib().post_srq_recv)(self.p, reqs.as_ptr(), reqs.len() as c_int, &mut bad) };
+        (e, usize::try_from(bad).ok())
+    }
+
+    /// The SRQ ring.
+    pub fn srq_ring(&self) -> &[u8] {
+        assert!(self.srq_len > 0, "srq_ring before srq_init");
+        // SAFETY: oracle_srq_init allocated srq_len bytes, alive with
+        // self; only posts and polls (which take &mut self) write them.
+        unsafe { std::slice::from_raw_parts((lib().srq_ring)(self.p), self.srq_len) }
+    }
+
+    /// The SRQ's doorbell record, host order.
+    pub fn srq_dbrec(&self) -> u32 {
+        // SAFETY: a live oracle.
+        unsafe { (lib().srq_dbrec)(self.p) }
     }
 }
 

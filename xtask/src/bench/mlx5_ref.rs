@@ -216,6 +216,7 @@ fn build() -> Result<PathBuf> {
     compile_and_link(
         Release::Installed,
         "harness",
+        &[],
         &[("harness.c", HARNESS_C)],
         &["-lpthread"],
         "harness",
@@ -223,15 +224,19 @@ fn build() -> Result<PathBuf> {
 }
 
 /// The differential tests' oracle (crate `rverbs-mlx5-oracle`): rdma-core's
-/// `qp.c` and `cq.c` with `mlx5-oracle/oracle.c` as a shared object, built
+/// `qp.c`, `cq.c` and `srq.c` with `mlx5-oracle/oracle.c` as a shared
+/// object, built
 /// if missing or stale; returns its path, which the tests read from
 /// `RVERBS_MLX5_ORACLE`.
 pub fn build_oracle() -> Result<PathBuf> {
     compile_and_link(
         Release::Current,
         "oracle",
+        // The SRQ's post and free list, and the completions cq.c hands it
+        // (the stubs of those are weak: srq.c's own win).
+        &["srq"],
         &[("oracle.c", ORACLE_C)],
-        // Every symbol resolved here (the stubs cover what qp.c and cq.c
+        // Every symbol resolved here (the stubs cover what the sources
         // reach outside themselves), so that dlopen cannot fail later.
         &["-shared", "-Wl,-z,defs", "-lpthread"],
         "liboracle.so",
@@ -255,13 +260,15 @@ enum Release {
 /// Debian's current release, for [`Release::Current`].
 const CURRENT_RELEASE: &str = "trixie";
 
-/// Compiles rdma-core's `providers/mlx5/qp.c` and `cq.c` (of `release`,
-/// Debian's flags), the stubs and `extra` (name, text) in
+/// Compiles rdma-core's `providers/mlx5/qp.c` and `cq.c` and the `more`
+/// of its files there (of `release`, Debian's flags), the stubs and
+/// `extra` (name, text) in
 /// `build-<version>-<what>/`, and links them with `link` into `out`;
 /// cached while the version and every text are the same.
 fn compile_and_link(
     release: Release,
     what: &str,
+    more: &[&str],
     extra: &[(&str, &str)],
     link: &[&str],
     out: &str,
@@ -278,7 +285,7 @@ fn compile_and_link(
     let build = dir.join(format!("build-{version}-{what}"));
     let bin = build.join(out);
     // Rebuild when a text changes: they are the cache key.
-    let mut key = format!("{version}\n{STUBS_C}{CONFIG_H}");
+    let mut key = format!("{version}\n{}\n{STUBS_C}{CONFIG_H}", more.join(" "));
     for (_, text) in extra {
         key.push_str(text);
     }
@@ -296,10 +303,11 @@ fn compile_and_link(
     }
     let flags = compiler_flags()?;
     let mlx5 = src.join("providers/mlx5");
-    let mut sources = vec![
-        ("qp".to_string(), mlx5.join("qp.c")),
-        ("cq".to_string(), mlx5.join("cq.c")),
-    ];
+    let mut sources: Vec<(String, PathBuf)> = ["qp", "cq"]
+        .iter()
+        .chain(more)
+        .map(|m| (m.to_string(), mlx5.join(format!("{m}.c"))))
+        .collect();
     for (name, _) in &files {
         if let Some(stem) = name.strip_suffix(".c") {
             sources.push((stem.to_string(), inc.join(name)));
