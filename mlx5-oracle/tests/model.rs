@@ -15,14 +15,21 @@
 //! which then runs. The completions are read through provider-mlx5's CQ,
 //! with a shadow send queue of ours (over scratch memory, never seen by
 //! the model) holding the requests' records.
+//!
+//! And UD: two UD QPs, rdma-core's SENDs from the first through an
+//! address handle, to the second (delivered after the 40-byte GRH area),
+//! to it with a wrong Q_Key or to a QP that does not exist (both dropped,
+//! as on the wire; the send still completes).
 
 mod common;
 
 use common::Ours;
 use proptest::prelude::*;
-use provider_mlx5::{QpQueues, RecvTarget, Sge, Wc, WcOpcode, WcStatus};
+use provider_mlx5::{AhAddr, QpQueues, RecvTarget, Sge, Wc, WcOpcode, WcStatus};
 use provider_mlx5_model::harness::{Pair, PairCfg, MR_LEN};
-use provider_mlx5_model::BF_REG;
+use provider_mlx5_model::mem::access;
+use provider_mlx5_model::{Device, RecvSide, BF_REG};
+use rverbs_mlx5_oracle::Ah;
 use rverbs_mlx5_oracle::{opcode, qp_type, send_flags, Oracle, OracleReq, QpCfg};
 
 /// Each request's share of a region.
@@ -335,5 +342,242 @@ proptest! {
     #[test]
     fn the_model_runs_rdma_cores_wqes((bf, max_inline, ops) in case()) {
         run_case(bf, max_inline, ops)?;
+    }
+}
+
+/// One UD send: payload, where it is cut into two SGEs (or sent inline),
+/// with immediate or not, signaled or not, and where it goes: 0 the
+/// peer, 1 the peer with a wrong Q_Key, 2 a QP number nobody has.
+#[derive(Debug, Clone)]
+struct UdSend {
+    data: Vec<u8>,
+    split: usize,
+    inline: bool,
+    imm: Option<u32>,
+    signaled: bool,
+    to: u8,
+}
+
+fn ud_send(max_inline: u32) -> impl Strategy<Value = UdSend> {
+    (
+        prop::collection::vec(any::<u8>(), 1..=SLICE / 2),
+        any::<prop::sample::Index>(),
+        any::<(bool, bool)>(),
+        prop::option::of(any::<u32>()),
+        prop::sample::select(vec![0u8, 0, 0, 1, 2]),
+    )
+        .prop_map(move |(data, split, (inline, signaled), imm, to)| UdSend {
+            split: split.index(data.len() + 1),
+            inline: inline && data.len() <= max_inline as usize,
+            data,
+            imm,
+            signaled,
+            to,
+        })
+}
+
+fn ud_case() -> impl Strategy<Value = (bool, u32, [u8; 48], Vec<UdSend>)> {
+    (
+        any::<bool>(),
+        prop::sample::select(vec![0u32, 64, 128]),
+        prop::collection::vec(any::<u8>(), 48),
+    )
+        .prop_flat_map(|(bf, max_inline, av)| {
+            let mut a = [0u8; 48];
+            a.copy_from_slice(&av);
+            // `key`, which mlx5_create_ah leaves zero: the send writes
+            // the Q_Key there.
+            a[..8].fill(0);
+            (
+                Just(bf),
+                Just(max_inline),
+                Just(a),
+                prop::collection::vec(ud_send(max_inline), 1..=4),
+            )
+        })
+}
+
+fn run_ud_case(
+    blueflame: bool,
+    max_inline: u32,
+    av: [u8; 48],
+    sends: Vec<UdSend>,
+) -> Result<(), TestCaseError> {
+    let mut dev = Device::new();
+    let c = dev.add_cq(64, 64);
+    let rq = || RecvSide::Rq { cnt: 8, shift: 5 };
+    let (u1, u2) = (
+        dev.add_qp(true, 64, rq(), c, c, 256),
+        dev.add_qp(true, 64, rq(), c, c, 256),
+    );
+    let (src_mr, dst_mr) = (
+        dev.mem.reg(MR_LEN, access::ALL),
+        dev.mem.reg(MR_LEN, access::ALL),
+    );
+    let (q1, q2, qkey) = (dev.qps[u1].qpn, dev.qps[u2].qpn, dev.qps[u2].qkey);
+    let nobody = (q1.max(q2) + 1) & 0xff_ffff;
+    let (src_lkey, src_base) = (dev.mem.mrs[src_mr].lkey, dev.mem.mrs[src_mr].buf.addr());
+    let (dst_lkey, dst_base) = (dev.mem.mrs[dst_mr].lkey, dev.mem.mrs[dst_mr].buf.addr());
+    let mut rq1 = dev.provider_rq(u1, 2);
+    let mut rq2 = dev.provider_rq(u2, 2);
+    let mut cq = dev.provider_cq(c);
+    // One receive at u2 for each send that reaches it, slice k for the
+    // k-th, which the sends reach in order.
+    let delivered: Vec<usize> = (0..sends.len()).filter(|&i| sends[i].to == 0).collect();
+    for k in 0..delivered.len() {
+        let r = [Sge {
+            addr: dst_base + (k * SLICE) as u64,
+            length: SLICE as u32,
+            lkey: dst_lkey,
+        }];
+        // SAFETY: the model's region, alive with the device.
+        unsafe { rq2.post(1000 + k as u64, &r) }.expect("receive");
+    }
+    rq2.ring();
+    rq1.ring();
+    let qc = QpCfg {
+        qp_type: qp_type::UD,
+        qpn: q1,
+        wqe_cnt: 64,
+        max_sge: 4,
+        max_inline,
+        bf_size: 256,
+        blueflame,
+        prefer_bf: false,
+        sig_all: false,
+    };
+    let mut theirs = Oracle::new(&qc, 64);
+    let mut shadow = Ours::new(&qc).map_err(TestCaseError::fail)?;
+    let ah = Ah::new(&av);
+    let last = sends.len() - 1;
+    let mut list = Vec::new();
+    for (i, s) in sends.iter().enumerate() {
+        dev.mem.mrs[src_mr].buf.write(i * SLICE, &s.data);
+        let at = |off: usize, n: usize| Sge {
+            addr: src_base + (i * SLICE + off) as u64,
+            length: n as u32,
+            lkey: src_lkey,
+        };
+        let n = s.data.len();
+        let sges = if s.split > 0 && s.split < n {
+            vec![at(0, s.split), at(s.split, n - s.split)]
+        } else {
+            vec![at(0, n)]
+        };
+        let (dqpn, dqkey) = match s.to {
+            0 => (q2, qkey),
+            1 => (q2, qkey ^ 0x8000),
+            _ => (nobody, qkey),
+        };
+        list.push(common::Req {
+            wr_id: i as u64,
+            op: if s.imm.is_some() {
+                opcode::SEND_WITH_IMM
+            } else {
+                opcode::SEND
+            },
+            sges,
+            inline: s.inline.then(|| (s.data.clone(), vec![s.split])),
+            signaled: s.signaled || i == last,
+            solicited: false,
+            fence: false,
+            imm: s.imm.unwrap_or(0),
+            remote: provider_mlx5::Remote { addr: 0, rkey: 0 },
+            compare: 0,
+            swap: 0,
+            remote_qpn: dqpn,
+            remote_qkey: dqkey,
+        });
+    }
+    // rdma-core posts the list (through `ah`) and the shadow queue the
+    // same requests (through the same address vector), for the records.
+    let posted = common::post_list(
+        &qc,
+        &mut shadow,
+        &mut theirs,
+        &ah,
+        &AhAddr::Vector(av),
+        &list,
+    );
+    prop_assert_eq!(
+        (posted.refused.is_none(), posted.errno, posted.bad),
+        (true, 0, None),
+        "a side refused the list"
+    );
+    {
+        let m = &dev.qps[u1];
+        m.sq.write(0, theirs.ring());
+        m.dbrec.write(4, &theirs.snd_dbrec().to_be_bytes());
+        m.uar.write(BF_REG, theirs.uar());
+    }
+    dev.process();
+    let mut got = Vec::new();
+    loop {
+        let mut out = [Wc::default(); 8];
+        let mut qs = [
+            QpQueues {
+                qpn: q1,
+                sq: Some(shadow.sq.records()),
+                rq: Some(RecvTarget::Rq(rq1.records())),
+            },
+            QpQueues {
+                qpn: q2,
+                sq: None,
+                rq: Some(RecvTarget::Rq(rq2.records())),
+            },
+        ];
+        let n = cq
+            .poll(&mut qs[..], &mut out)
+            .map_err(|e| TestCaseError::fail(format!("bad CQE: {e:?}")))?;
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&out[..n]);
+    }
+    prop_assert!(!dev.qps[u1].error, "the model failed QP u1");
+    // Every signaled send completes, delivered or not; every delivered
+    // one fills its receive: the GRH area, then the payload.
+    let signaled: Vec<u64> = (0..sends.len())
+        .filter(|&i| sends[i].signaled || i == last)
+        .map(|i| i as u64)
+        .collect();
+    let send_ids: Vec<u64> = got
+        .iter()
+        .filter(|w| w.wr_id < 1000)
+        .map(|w| w.wr_id)
+        .collect();
+    prop_assert_eq!(send_ids, signaled, "send completions: {:?}", got);
+    for w in got.iter().filter(|w| w.wr_id < 1000) {
+        prop_assert_eq!(w.status, WcStatus::SUCCESS, "{:?}", w);
+    }
+    for (k, &i) in delivered.iter().enumerate() {
+        let s = &sends[i];
+        let what = format!("send {i} (receive {k}): {s:?}");
+        let r = got.iter().find(|w| w.wr_id == 1000 + k as u64);
+        prop_assert!(r.is_some(), "{}: no receive completion in {:?}", what, got);
+        let r = r.unwrap();
+        prop_assert_eq!(r.status, WcStatus::SUCCESS, "{}", what);
+        prop_assert_eq!(r.opcode, WcOpcode::RECV, "{}", what);
+        prop_assert_eq!(r.byte_len as usize, 40 + s.data.len(), "{}", what);
+        prop_assert_eq!(r.src_qp, q1, "{}", what);
+        prop_assert_eq!(r.imm_data(), s.imm, "{}", what);
+        prop_assert_eq!(
+            dev.mem.mrs[dst_mr].buf.read(k * SLICE + 40, s.data.len()),
+            s.data.clone(),
+            "{}",
+            what
+        );
+    }
+    let receives = got.iter().filter(|w| w.wr_id >= 1000).count();
+    prop_assert_eq!(receives, delivered.len(), "receive completions: {:?}", got);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(common::config())]
+
+    #[test]
+    fn the_model_runs_rdma_cores_ud_wqes((bf, max_inline, av, sends) in ud_case()) {
+        run_ud_case(bf, max_inline, av, sends)?;
     }
 }
