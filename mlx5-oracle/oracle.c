@@ -5,7 +5,7 @@
  * same queue geometry, and compare the bytes each writes.
  *
  * Test-only code, never linked into the library or the tool. `cargo xtask
- * test` compiles rdma-core's providers/mlx5/qp.c and cq.c unchanged
+ * test` compiles rdma-core's providers/mlx5/qp.c, cq.c and srq.c unchanged
  * (Debian 13's source package, 56.1, with Debian's flags) with
  * this file and the bench's stubs into a shared object, which the tests
  * load with dlopen (RVERBS_MLX5_ORACLE names it).
@@ -349,21 +349,32 @@ int oracle_rq_init(struct oracle *o, unsigned wqe_cnt, unsigned wqe_shift,
 
 /* mlx5_post_recv of reqs as one list: its errno; *bad the index of the
  * request it named in bad_wr, or -1. */
-int oracle_post_recv(struct oracle *o, const struct oracle_recv *reqs, int n,
-		     int *bad)
+/* reqs as one C list, for a receive post (NULL if memory runs out). */
+static struct ibv_recv_wr *recv_list(const struct oracle_recv *reqs, int n)
 {
 	struct ibv_recv_wr *wrs = calloc(n ? n : 1, sizeof(*wrs));
-	struct ibv_recv_wr *bad_wr = NULL;
-	int i, err;
+	int i;
 
 	if (!wrs)
-		return ENOMEM;
+		return NULL;
 	for (i = 0; i < n; i++) {
 		wrs[i].wr_id = reqs[i].wr_id;
 		wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
 		wrs[i].sg_list = (struct ibv_sge *)reqs[i].sges;
 		wrs[i].num_sge = reqs[i].num_sge;
 	}
+	return wrs;
+}
+
+int oracle_post_recv(struct oracle *o, const struct oracle_recv *reqs, int n,
+		     int *bad)
+{
+	struct ibv_recv_wr *wrs = recv_list(reqs, n);
+	struct ibv_recv_wr *bad_wr = NULL;
+	int err;
+
+	if (!wrs)
+		return ENOMEM;
 	err = mlx5_post_recv(o->qp.ibv_qp, wrs, &bad_wr);
 	*bad = bad_wr ? (int)(bad_wr - wrs) : -1;
 	free(wrs);
@@ -433,18 +444,12 @@ int oracle_srq_init(struct oracle *o, unsigned nwqes, unsigned wqe_shift,
 int oracle_post_srq_recv(struct oracle *o, const struct oracle_recv *reqs,
 			 int n, int *bad)
 {
-	struct ibv_recv_wr *wrs = calloc(n ? n : 1, sizeof(*wrs));
+	struct ibv_recv_wr *wrs = recv_list(reqs, n);
 	struct ibv_recv_wr *bad_wr = NULL;
-	int i, err;
+	int err;
 
 	if (!wrs)
 		return ENOMEM;
-	for (i = 0; i < n; i++) {
-		wrs[i].wr_id = reqs[i].wr_id;
-		wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
-		wrs[i].sg_list = (struct ibv_sge *)reqs[i].sges;
-		wrs[i].num_sge = reqs[i].num_sge;
-	}
 	err = mlx5_post_srq_recv(&o->srq.vsrq.srq, wrs, &bad_wr);
 	*bad = bad_wr ? (int)(bad_wr - wrs) : -1;
 	free(wrs);

@@ -1,7 +1,7 @@
 //! rdma-core's own mlx5 provider as an oracle for provider-mlx5.
 //!
-//! `cargo xtask test` compiles rdma-core's `providers/mlx5/qp.c` and
-//! `cq.c` from Debian 13's source package (56.1; `docs/mlx5.md` says why
+//! `cargo xtask test` compiles rdma-core's `providers/mlx5/qp.c`,
+//! `cq.c` and `srq.c` from Debian 13's source package (56.1; `docs/mlx5.md` says why
 //! not bookworm's 44.0), unchanged and with Debian's flags,
 //! together with `oracle.c` (this crate's C side) into a shared object, and
 //! names it in `RVERBS_MLX5_ORACLE`. The tests here load it with `dlopen`,

@@ -13,7 +13,7 @@ mod common;
 use common::{poll_both, Mem, OurCq};
 use proptest::prelude::*;
 use provider_mlx5::{QpQueues, RecvQueue, RecvTarget, Sge};
-use rverbs_mlx5_oracle::{qp_type, Oracle, OracleRecv, QpCfg};
+use rverbs_mlx5_oracle::{qp_type, Oracle, QpCfg};
 
 /// Responder CQE opcodes (`MLX5_CQE_RESP_*`).
 const RESP_WR_IMM: u8 = 1;
@@ -250,16 +250,7 @@ fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
             let fill = 0x3c ^ (k * 4 + l) as u8;
             theirs.fill_rq(fill);
             ours.rq_ring.fill(fill);
-            let reqs: Vec<OracleRecv> = list
-                .iter()
-                .enumerate()
-                .map(|(i, s)| OracleRecv {
-                    wr_id: wr_id + i as u64,
-                    sges: s.as_ptr(),
-                    num_sge: s.len() as i32,
-                    pad: 0,
-                })
-                .collect();
+            let reqs = common::recv_reqs(list, wr_id);
             // SAFETY: each request's SGEs are alive here; nothing reads
             // their memory (no inline scatter is generated).
             let (errno, bad) = unsafe { theirs.post_recv(&reqs) };

@@ -19,7 +19,7 @@ mod common;
 use common::{poll_both, Mem, OurCq};
 use proptest::prelude::*;
 use provider_mlx5::{QpQueues, RecvTarget, Sge, SharedRecvQueue};
-use rverbs_mlx5_oracle::{qp_type, Oracle, OracleRecv, QpCfg};
+use rverbs_mlx5_oracle::{qp_type, Oracle, QpCfg};
 use std::collections::VecDeque;
 
 /// `MLX5_CQE_RESP_SEND`, `MLX5_CQE_RESP_ERR`.
@@ -314,16 +314,7 @@ fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
     for (k, r) in rounds.iter().enumerate() {
         for (l, list) in r.lists.iter().enumerate() {
             let what = format!("round {k} list {l}");
-            let reqs: Vec<OracleRecv> = list
-                .iter()
-                .enumerate()
-                .map(|(i, s)| OracleRecv {
-                    wr_id: wr_id + i as u64,
-                    sges: s.as_ptr(),
-                    num_sge: s.len() as i32,
-                    pad: 0,
-                })
-                .collect();
+            let reqs = common::recv_reqs(list, wr_id);
             // SAFETY: each request's SGEs are alive here; nothing reads
             // their memory.
             let (errno, bad) = unsafe { theirs.post_srq_recv(&reqs) };

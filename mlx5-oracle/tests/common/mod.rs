@@ -8,7 +8,9 @@ use provider_mlx5::{
     AhAddr, CompletionQueue, CqConfig, QpQueues, QpType, Remote, SendOp, SendQueue, SendWr, Sge,
     SqConfig, Wc,
 };
-use rverbs_mlx5_oracle::{opcode, qp_type, send_flags, Ah, IbvWc, Oracle, OracleReq, QpCfg};
+use rverbs_mlx5_oracle::{
+    opcode, qp_type, send_flags, Ah, IbvWc, Oracle, OracleRecv, OracleReq, QpCfg,
+};
 use std::ptr::NonNull;
 
 /// Generated cases a run, for every differential (issue 29's floor).
@@ -375,6 +377,21 @@ pub fn send_wr(r: &Req) -> SendWr<'_, Sge, AhAddr> {
     .signaled(r.signaled)
     .solicited(r.solicited)
     .fence(r.fence)
+}
+
+/// Receive lists in rdma-core's form: the `i`-th SGE list as request
+/// `first + i` (the SGE arrays stay `lists`', alive while these are).
+pub fn recv_reqs(lists: &[Vec<Sge>], first: u64) -> Vec<OracleRecv> {
+    lists
+        .iter()
+        .enumerate()
+        .map(|(i, s)| OracleRecv {
+            wr_id: first + i as u64,
+            sges: s.as_ptr(),
+            num_sge: s.len() as i32,
+            pad: 0,
+        })
+        .collect()
 }
 
 /// What one list did on both sides.
