@@ -13,15 +13,13 @@ mod common;
 use common::{poll_both, Mem, OurCq};
 use proptest::prelude::*;
 use provider_mlx5::{QpQueues, RecvQueue, RecvTarget, Sge};
-use rverbs_mlx5_oracle::{qp_type, Oracle, QpCfg};
+use rverbs_mlx5_oracle::Oracle;
 
 /// Responder CQE opcodes (`MLX5_CQE_RESP_*`).
 const RESP_WR_IMM: u8 = 1;
 const RESP_SEND: u8 = 2;
 const RESP_SEND_IMM: u8 = 3;
 const RESP_SEND_INV: u8 = 4;
-/// `MLX5_CQE_RESP_ERR`.
-const RESP_ERR: u8 = 0xe;
 /// Responder syndromes, and the flush.
 const SYNDROMES: &[u8] = &[0x01, 0x02, 0x04, 0x11, 0x12, 0x13, 0x14];
 const FLUSH: u8 = 0x05;
@@ -206,31 +204,13 @@ fn cqe_bytes(r: &RespCqe, qpn: u32, counter: u16, err: Option<(u8, u8)>, owner: 
     b[56..60].copy_from_slice(&qpn.to_be_bytes());
     b[60..62].copy_from_slice(&counter.to_be_bytes());
     // No inline scatter (op_own bits 2 and 3), no solicited bit (1).
-    let kind = match err {
-        None => r.op,
-        Some((syndrome, vendor)) => {
-            b[54] = vendor;
-            b[55] = syndrome;
-            RESP_ERR
-        }
-    };
-    b[63] = (kind << 4) | owner as u8;
+    common::finish_resp_cqe(&mut b, r.op, err, owner);
     b
 }
 
 fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
     let shift = wqe_shift(&c);
-    let qp = QpCfg {
-        qp_type: qp_type::RC,
-        qpn: c.qpn,
-        wqe_cnt: 64,
-        max_sge: 1,
-        max_inline: 0,
-        bf_size: 256,
-        blueflame: false,
-        prefer_bf: false,
-        sig_all: false,
-    };
+    let qp = common::receiver_qp(c.qpn);
     let mut theirs = Oracle::new(&qp, 64);
     theirs.cq_init(c.ncqe);
     // rdma-core's rq.max_gs is the stride's entries (mlx5_calc_rq_size),

@@ -19,12 +19,11 @@ mod common;
 use common::{poll_both, Mem, OurCq};
 use proptest::prelude::*;
 use provider_mlx5::{QpQueues, RecvTarget, Sge, SharedRecvQueue};
-use rverbs_mlx5_oracle::{qp_type, Oracle, QpCfg};
+use rverbs_mlx5_oracle::Oracle;
 use std::collections::VecDeque;
 
-/// `MLX5_CQE_RESP_SEND`, `MLX5_CQE_RESP_ERR`.
+/// `MLX5_CQE_RESP_SEND`.
 const RESP_SEND: u8 = 2;
-const RESP_ERR: u8 = 0xe;
 /// Responder syndromes and the flush (not the ODP page fault, which
 /// rdma-core reposts internally and provider-mlx5 does not support).
 const SYNDROMES: &[u8] = &[0x01, 0x02, 0x04, 0x05, 0x11, 0x12, 0x13, 0x14];
@@ -246,38 +245,21 @@ fn cqe_bytes(
     owner: bool,
 ) -> [u8; 64] {
     let mut b = [0u8; 64];
-    b[24..28].copy_from_slice(&(qpn ^ 0x5a5a5a).to_be_bytes()); // flags_rqpn: a source QP
-                                                                // srqn_uidx: the SRQ's number (CQE version 0).
+    // flags_rqpn: a source QP.
+    b[24..28].copy_from_slice(&(qpn ^ 0x5a5a5a).to_be_bytes());
+    // srqn_uidx: the SRQ's number (CQE version 0).
     b[32..36].copy_from_slice(&c.srqn.to_be_bytes());
     b[44..48].copy_from_slice(&byte_cnt.to_be_bytes());
     b[56..60].copy_from_slice(&qpn.to_be_bytes());
     b[60..62].copy_from_slice(&slot.to_be_bytes());
-    let kind = match err {
-        None => RESP_SEND,
-        Some((syndrome, vendor)) => {
-            b[54] = vendor;
-            b[55] = syndrome;
-            RESP_ERR
-        }
-    };
-    b[63] = (kind << 4) | owner as u8;
+    common::finish_resp_cqe(&mut b, RESP_SEND, err, owner);
     b
 }
 
 fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
     let shift = wqe_shift(&c);
     let cap = ((1u32 << shift) - 16) / 16;
-    let qp = QpCfg {
-        qp_type: qp_type::RC,
-        qpn: c.qpns[0],
-        wqe_cnt: 64,
-        max_sge: 1,
-        max_inline: 0,
-        bf_size: 256,
-        blueflame: false,
-        prefer_bf: false,
-        sig_all: false,
-    };
+    let qp = common::receiver_qp(c.qpns[0]);
     let mut theirs = Oracle::new(&qp, 64);
     theirs.cq_init(c.ncqe);
     // rdma-core's max_gs is the stride's entries, whatever was asked (the

@@ -394,6 +394,41 @@ pub fn recv_reqs(lists: &[Vec<Sge>], first: u64) -> Vec<OracleRecv> {
         .collect()
 }
 
+/// `MLX5_CQE_RESP_ERR`.
+pub const RESP_ERR: u8 = 0xe;
+
+/// A responder CQE's last fields: on error the vendor syndrome and the
+/// syndrome (bytes 54 and 55); `op_own`, the opcode `ok` (or
+/// `MLX5_CQE_RESP_ERR`) and the owner bit, no inline scatter (bits 2 and
+/// 3), no solicited bit (1).
+pub fn finish_resp_cqe(b: &mut [u8; 64], ok: u8, err: Option<(u8, u8)>, owner: bool) {
+    let kind = match err {
+        None => ok,
+        Some((syndrome, vendor)) => {
+            b[54] = vendor;
+            b[55] = syndrome;
+            RESP_ERR
+        }
+    };
+    b[63] = (kind << 4) | owner as u8;
+}
+
+/// The rdma-core QP a receive test's oracle is built around: RC, QP
+/// number `qpn`, a minimal send queue the tests never post to.
+pub fn receiver_qp(qpn: u32) -> QpCfg {
+    QpCfg {
+        qp_type: qp_type::RC,
+        qpn,
+        wqe_cnt: 64,
+        max_sge: 1,
+        max_inline: 0,
+        bf_size: 256,
+        blueflame: false,
+        prefer_bf: false,
+        sig_all: false,
+    }
+}
+
 /// What one list did on both sides.
 pub struct Posted {
     /// provider-mlx5's refusal: (index, error).
