@@ -110,7 +110,7 @@ const SOAK_SUITE_CHURN: soak::Churn = soak::Churn {
 /// `cargo xtask soak [--minutes N] [--no-flaps] [--no-kills]`: the soak
 /// alone (30 minutes unless told), with both kinds of churn unless told.
 pub fn soak_main(args: &[String]) -> Result<ExitCode> {
-    let mut minutes = 30;
+    let mut secs = 30 * 60;
     let mut churn = soak::Churn {
         flaps: true,
         kills: true,
@@ -119,29 +119,25 @@ pub fn soak_main(args: &[String]) -> Result<ExitCode> {
     while let Some(a) = it.next() {
         match a.as_str() {
             "--minutes" => {
-                minutes = it
-                    .next()
-                    .and_then(|n| n.parse().ok())
-                    .filter(|&n: &u64| n > 0)
-                    .ok_or("soak: --minutes needs a positive number of minutes")?
+                secs = 60
+                    * it.next()
+                        .and_then(|n| n.parse().ok())
+                        .filter(|&n: &u64| n > 0)
+                        .ok_or("soak: --minutes needs a positive number of minutes")?
             }
+            // What `cargo xtask test` soaks.
+            "--suite" => secs = SOAK_SUITE_SECS,
             "--no-flaps" => churn.flaps = false,
             "--no-kills" => churn.kills = false,
-            _ => {
-                return Err(
-                    "soak: usage: cargo xtask soak [--minutes N] [--no-flaps] [--no-kills]".into(),
-                )
-            }
+            _ => return Err(
+                "soak: usage: cargo xtask soak [--minutes N | --suite] [--no-flaps] [--no-kills]"
+                    .into(),
+            ),
         }
     }
     crate::host::ensure_host_packages()?;
     let mut tally = Tally::default();
-    soak::checks(
-        &mut tally,
-        &base_options(vm::kernels::DEFAULT),
-        minutes * 60,
-        churn,
-    );
+    soak::checks(&mut tally, &base_options(vm::kernels::DEFAULT), secs, churn);
     summary(&tally)
 }
 
