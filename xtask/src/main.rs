@@ -62,7 +62,7 @@ commands:
                rdma-core's and our pingpong (RC, UD), rping, cmatose,
                cm-server/cm-client, perf write-bw, each against the other
                in both roles (part of `test`)
-  soak [--minutes N] [--no-flaps] [--no-kills]
+  soak [--minutes N | --suite] [--no-flaps] [--no-kills]
                two VMs for N minutes (30 by default; `test` runs 2): rverbs
                stream cycling SEND/WRITE/READ/UD with every byte checked,
                the link taken down every 45 s, a peer killed mid-run and

@@ -107,7 +107,7 @@ const SOAK_SUITE_CHURN: soak::Churn = soak::Churn {
     kills: true,
 };
 
-/// `cargo xtask soak [--minutes N] [--no-flaps] [--no-kills]`: the soak
+/// `cargo xtask soak [--minutes N | --suite] [--no-flaps] [--no-kills]`: the soak
 /// alone (30 minutes unless told), with both kinds of churn unless told.
 pub fn soak_main(args: &[String]) -> Result<ExitCode> {
     let mut secs = 30 * 60;
