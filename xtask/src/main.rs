@@ -63,17 +63,20 @@ commands:
                cm-server/cm-client, perf write-bw, each against the other
                in both roles (part of `test`)
   soak [--minutes N | --suite] [--no-flaps] [--no-kills]
-               two VMs for N minutes (30 by default; `test` runs 2): rverbs
+               two VMs for N minutes (30 by default; `test` and --suite
+               run 50 s, one flap at 25 s): rverbs
                stream cycling SEND/WRITE/READ/UD with every byte checked,
                the link taken down every 45 s, a peer killed mid-run and
                restarted again and again (each churn can be left out); the
                long-lived processes' fds and memory must stay flat
   netem [--suite | --bytes N]
-               loss and disorder: two VMs with tc netem on their link (5%
-               loss, 5% reordering, 1% duplication, 0.1% corruption, all
-               four), rverbs stream SEND/WRITE/READ over 8 QPs with every
-               byte checked, UD counted, rping over rdma_cm, perf against
-               perftest (default 64M a stream; --suite: test's 1M)
+               loss and disorder: two VMs; first 64 MiB of WRITE across
+               host 1's link at 5% loss and 5% reordering, then tc netem on
+               both (5% loss, 5% reordering, 1% duplication, 0.1%
+               corruption, all four), rverbs stream SEND/WRITE/READ over 8
+               QPs with every byte checked, UD counted, rping over rdma_cm,
+               perf against perftest (default 64M a stream; --suite:
+               test's, all four only, at 1M)
   hosts        four VMs on a VDE hub: every host pings every other with
                ibv_rc_pingpong and rverbs pingpong, and three clients connect
                at once to one rdma_cm server (part of `test`)
