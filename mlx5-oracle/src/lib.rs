@@ -488,6 +488,19 @@ impl Oracle {
         unsafe { std::slice::from_raw_parts((lib().srq_ring)(self.p), self.srq_len) }
     }
 
+    /// Writes `data` at `off` of the SRQ ring (between posts and polls:
+    /// a test filling the WQEs the queue does not hold).
+    pub fn srq_write(&mut self, off: usize, data: &[u8]) {
+        assert!(off + data.len() <= self.srq_len, "write past the SRQ ring");
+        // SAFETY: oracle_srq_init allocated srq_len writable bytes, alive
+        // with self (in bounds, asserted); &mut self: no slice of them is
+        // alive and no post or poll runs.
+        unsafe {
+            let ring = (lib().srq_ring)(self.p);
+            std::ptr::copy_nonoverlapping(data.as_ptr(), ring.add(off), data.len());
+        }
+    }
+
     /// The SRQ's doorbell record, host order.
     pub fn srq_dbrec(&self) -> u32 {
         // SAFETY: a live oracle.

@@ -296,6 +296,39 @@ fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
     for (k, r) in rounds.iter().enumerate() {
         for (l, list) in r.lists.iter().enumerate() {
             let what = format!("round {k} list {l}");
+            // The scatter lists of every WQE a side does not hold get a
+            // pattern first, so that a list or terminator a post failed
+            // to write shows (the links stay: rdma-core reads its free
+            // list's links from the ring).
+            let fill = vec![0x3c ^ (k * 4 + l) as u8; (1usize << shift) - 16];
+            let g = (shift, c.nwqes);
+            let held = |pos: u16, ring: &[u8], taken: &mut dyn Iterator<Item = u16>| {
+                let mut d = Device { pos };
+                let mut slots: Vec<u16> = taken.collect();
+                for _ in 0..posted.len() {
+                    slots.push(d.take(ring, g.0, g.1).expect("a posted WQE's link"));
+                }
+                slots
+            };
+            let ours_held = held(
+                dev_ours.pos,
+                ours.ring.bytes(),
+                &mut taken.iter().map(|t| t.0),
+            );
+            let theirs_held = held(
+                dev_theirs.pos,
+                theirs.srq_ring(),
+                &mut taken.iter().map(|t| t.1),
+            );
+            for slot in 0..c.nwqes as u16 {
+                let at = ((slot as usize) << shift) + 16;
+                if !ours_held.contains(&slot) {
+                    ours.ring.write(at, &fill);
+                }
+                if !theirs_held.contains(&slot) {
+                    theirs.srq_write(at, &fill);
+                }
+            }
             let reqs = common::recv_reqs(list, wr_id);
             // SAFETY: each request's SGEs are alive here; nothing reads
             // their memory.
@@ -339,7 +372,6 @@ fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
                 "{}: rdma-core's doorbell record",
                 what
             );
-            let g = (shift, c.nwqes);
             check_chain(&OURS, ours.ring.bytes(), g, dev_ours.pos, &posted, &what)?;
             check_chain(
                 &THEIRS,

@@ -69,6 +69,6 @@ sync
 say "exit-status $rc"
 # With peers, stay on the link until the test bed stops every host (see
 # init.sh).
-[ "$(arg linger)" = 1 ] && exec sleep 86400
+[ "$(arg linger)" = 1 ] && say lingering && exec sleep 86400
 poweroff -f
 sleep 5

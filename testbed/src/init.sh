@@ -102,6 +102,8 @@ say "exit-status $rc"
 # host at once: a server that exits right after its last reply must still
 # be there to retransmit that reply (a lost TCP segment, a netem link) to
 # a client that is still reading.
-[ "$(arg linger)" = 1 ] && exec sleep 86400
+# "lingering" after the status: a host that says it and no status was
+# read lost its status line, which the bed reports at once.
+[ "$(arg linger)" = 1 ] && say lingering && exec sleep 86400
 poweroff -f
 sleep 5

@@ -328,8 +328,11 @@ fn run_once(opts: &Options) -> Result<Outcome> {
                         Ok(0) | Err(_) => break,
                         Ok(_) => {
                             let s = String::from_utf8_lossy(&buf);
-                            let s = s.trim_end_matches(['\n', '\r']).to_string();
-                            if tx.send(Line::Out(idx, s)).is_err() {
+                            let s = s.trim_end_matches(['\n', '\r']);
+                            if split_marker(s)
+                                .into_iter()
+                                .any(|l| tx.send(Line::Out(idx, l.to_string())).is_err())
+                            {
                                 break;
                             }
                         }
@@ -412,6 +415,8 @@ fn collect(
     let mut status: Vec<Option<i32>> = vec![None; hosts];
     let mut setup_error: Vec<Option<String>> = vec![None; hosts];
     let mut ready = vec![false; hosts];
+    // Said after the status by a host that stays on the link (init.sh).
+    let mut lingering = vec![false; hosts];
     let mut eofs = vec![0; hosts];
     // The host whose QEMU ended without an exit status, if one did.
     let mut died: Option<usize> = None;
@@ -450,8 +455,12 @@ fn collect(
         // QEMU runs with -no-reboot) would leave its peers waiting out the
         // whole limit: stop them too, and the run fails below naming
         // the host that died, with its last console lines (the oops).
+        // A host lingering without a status lost its status line (a
+        // partial line of its command's before it): the same, or the run
+        // would wait out its limit.
         if hosts > 1 && died.is_none() {
-            died = (0..hosts).find(|&i| eofs[i] >= 2 && status[i].is_none() && !idle(i));
+            died = (0..hosts)
+                .find(|&i| (eofs[i] >= 2 || lingering[i]) && status[i].is_none() && !idle(i));
             if died.is_some() {
                 for vm in vms.iter_mut() {
                     let _ = vm.child.kill();
@@ -468,11 +477,13 @@ fn collect(
                 } else {
                     String::new()
                 };
-                if let Some(rest) = s.strip_prefix("rverbs-vm: ") {
+                if let Some(rest) = s.strip_prefix(MARKER) {
                     if let Some(code) = rest.strip_prefix("exit-status ") {
                         status[i] = code.trim().parse().ok();
                     } else if let Some(msg) = rest.strip_prefix("setup-failed: ") {
                         setup_error[i] = Some(msg.to_string());
+                    } else if rest.starts_with("lingering") {
+                        lingering[i] = true;
                     } else if rest.starts_with("ready") {
                         ready[i] = true;
                     }
@@ -518,7 +529,9 @@ fn collect(
                     "{}VM host{} ended without reporting an exit status ({}){}",
                     if ready[i] { "" } else { BOOT_FAILED },
                     i + 1,
-                    if ready[i] {
+                    if lingering[i] {
+                        "its command ended, and its status line was lost in the console output"
+                    } else if ready[i] {
                         "crash or kernel panic while running"
                     } else {
                         "it died while booting"
@@ -798,5 +811,39 @@ impl Drop for RemoveOnDrop {
         if std::env::var_os("RVERBS_VM_KEEP").is_none() {
             let _ = std::fs::remove_dir_all(&self.0);
         }
+    }
+}
+
+/// A console line as lines: a marker of init.sh's (`rverbs-vm: ...`)
+/// after output that did not end its line (a command's last `printf`
+/// without a newline) is a line of its own, so that the exit status is
+/// read whatever the command printed last.
+fn split_marker(s: &str) -> Vec<&str> {
+    match s.find(MARKER) {
+        Some(k) if k > 0 => vec![&s[..k], &s[k..]],
+        _ => vec![s],
+    }
+}
+
+/// What begins every line init.sh writes for the bed.
+const MARKER: &str = "rverbs-vm: ";
+
+#[cfg(test)]
+mod marker_tests {
+    use super::split_marker;
+
+    /// A marker after unterminated output is a line of its own; other
+    /// lines pass whole.
+    #[test]
+    fn markers_after_partial_output_are_split_off() {
+        assert_eq!(
+            split_marker("partialrverbs-vm: exit-status 0"),
+            ["partial", "rverbs-vm: exit-status 0"]
+        );
+        assert_eq!(
+            split_marker("rverbs-vm: ready host=1"),
+            ["rverbs-vm: ready host=1"]
+        );
+        assert_eq!(split_marker("plain output"), ["plain output"]);
     }
 }

@@ -762,8 +762,6 @@ fn static_binary(tally: &mut Tally, base: &vm::Options) {
     }
 }
 
-/// Builds the `rverbs` tool (package `rverbs-tool`, debug profile) and
-/// returns its path, `target/debug/rverbs`.
 /// rverbs' `libibverbs.so`, built with panic = "abort" (the cshim
 /// profile), as C programs get it: its path.
 fn build_cshim() -> Result<PathBuf> {
@@ -780,6 +778,8 @@ fn build_cshim() -> Result<PathBuf> {
         .join("libibverbs.so"))
 }
 
+/// Builds the `rverbs` tool (package `rverbs-tool`, debug profile) and
+/// returns its path, `target/debug/rverbs`.
 fn build_rverbs() -> Result<String> {
     crate::host::run(cargo().args(["build", "--quiet", "-p", TOOL_PACKAGE, "--bin", "rverbs"]))?;
     let bin = crate::host::target_dir().join("debug").join("rverbs");

@@ -313,7 +313,11 @@ fn proof_verdict(tally: &mut Tally, c: &[String], s: &[String]) {
     let what = format!(
         "netem proof: {PROOF_NETEM} on host 1's link, {PROOF_MIB} MiB of RC WRITE over 8 QPs, every byte checked, every WR completed once, rxe's resends counted"
     );
-    let ok = c.iter().any(|l| l == "RC 0") && s.iter().any(|l| l == "RC 0");
+    // Both counter readings must be there: a missing one is not a zero.
+    let read = ["BEFORE ", "AFTER "]
+        .iter()
+        .all(|t| c.iter().any(|l| l.starts_with(t)));
+    let ok = read && c.iter().any(|l| l == "RC 0") && s.iter().any(|l| l == "RC 0");
     let line = c
         .iter()
         .find(|l| l.starts_with("stream ") && l.contains("bytes checked"));

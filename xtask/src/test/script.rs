@@ -76,9 +76,14 @@ fn retry_for(client: &str, secs: u32) -> String {
     )
 }
 
-/// How long a client retries (a server's own limit is 120 s, and the one
-/// before it may use all of it).
-const RETRY_SECS: u32 = 180;
+/// How long a client retries: less than a server's own limit (120 s),
+/// so that a client that failed for real gives up while the next
+/// check's server still waits, and that check's client reaches it (a
+/// longer window would make every later check late by the difference,
+/// and fail them all). A server that starts late because the one before
+/// waited out its limit is still reached: its client started retrying
+/// when the previous client gave up.
+const RETRY_SECS: u32 = 100;
 
 /// The lines between `BEGIN tag` and the next `BEGIN`.
 pub(super) fn section(lines: &[String], tag: &str) -> Vec<String> {

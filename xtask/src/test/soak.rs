@@ -5,8 +5,8 @@
 //!   and UD against host 2's `rverbs stream --for` server. Each run has a
 //!   new seed and new QPs, CQs and MR, and every byte and completion of
 //!   each finished run is checked.
-//! - Every 45 s (a soak shorter than 90 s: at its middle), host 1 takes
-//!   its link down for 2 s.
+//! - Every 45 s (a soak shorter than 90 s: once, at its middle), host 1
+//!   takes its link down for 2 s.
 //! - A second pair restarts its peer over and over: a client killed 3 s
 //!   into a long run, then one that finishes, against a second long-lived
 //!   server.
@@ -43,8 +43,8 @@ fn verdict(client: &[String], server: &[String], tag: &str) -> Result<String, St
 /// What the soak does beside its streams.
 #[derive(Clone, Copy)]
 pub struct Churn {
-    /// Take host 1's link down for 2 s every 45 s (at the middle of a
-    /// soak shorter than 90 s).
+    /// Take host 1's link down for 2 s every 45 s (once, at the middle of
+    /// a soak shorter than 90 s).
     pub flaps: bool,
     /// Kill a second pair's client mid-run, over and over.
     pub kills: bool,
@@ -72,14 +72,18 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, secs: u64, churn: Ch
     // deadline: its last run starts before that and connects at once.
     let tail = secs + 10;
     let stream = format!("{bin} stream -g 1 -q 4");
-    // A short soak (the suite's) flaps at its middle.
-    let every = if secs >= 90 {
-        FLAP_EVERY_SECS
+    // A short soak (the suite's) flaps once, at its middle; a long one
+    // every FLAP_EVERY_SECS.
+    let flap = if secs >= 90 {
+        format!("while sleep {FLAP_EVERY_SECS}; do ip link set eth0 down; sleep 2; ip link set eth0 up; echo FLAP; done")
     } else {
-        secs / 2
+        format!(
+            "sleep {}; ip link set eth0 down; sleep 2; ip link set eth0 up; echo FLAP",
+            secs / 2
+        )
     };
     let mut client = format!(
-        "flap() {{ while sleep {every}; do ip link set eth0 down; sleep 2; ip link set eth0 up; echo FLAP; done; }}\n\
+        "flap() {{ {flap}; }}\n\
          churn() {{ while true; do timeout -s KILL 3 {stream} --op write --bytes 64M -p 7701 --timeout 20 $RVERBS_PEER_ADDR > /dev/null 2>&1; echo \"CHURN $?\"; sleep 1; \
          {stream} --op write --bytes 1M -p 7701 --timeout 20 $RVERBS_PEER_ADDR > /dev/null 2>&1; echo \"CHURNED $?\"; sleep 1; done; }}\n"
     );

@@ -150,19 +150,25 @@ fn cm_and_perf(bin: &str) -> Vec<Pair> {
     pairs
 }
 
-/// Last in the boot: the server host's script ends at once, and 3 s later
-/// the client's host still reaches it. A host whose command is done stays
-/// on the link until every host is (once a perftest server exited, its
-/// host powered off, and the reply TCP had to retransmit never came).
+/// Last in the boot: the server host's script ends as soon as the client
+/// has reached it once (one TCP connection to busybox's nc), and 3 s
+/// later the client's host still reaches it. A host whose command is done
+/// stays on the link until every host is (once a perftest server exited,
+/// its host powered off, and the reply TCP had to retransmit never came).
 fn linger() -> Pair {
     Pair {
         what: "two hosts: a host whose command ended stays on the link until every host is done"
             .into(),
-        server: "true".into(),
-        client: "sleep 3; busybox ping -c 1 -W 5 $RVERBS_PEER_ADDR".into(),
+        server: format!("busybox nc -l -p {LINGER_PORT} < /dev/null"),
+        client: format!(
+            "busybox nc $RVERBS_PEER_ADDR {LINGER_PORT} < /dev/null && sleep 3 && busybox ping -c 1 -W 5 $RVERBS_PEER_ADDR"
+        ),
         judge: client_says("1 packets received"),
     }
 }
+
+/// The linger check's TCP port (no other check's).
+const LINGER_PORT: u16 = 7998;
 
 /// Runs the two-host checks in one boot on `base`'s kernel: the pingpong
 /// ones, and with `all` the rdma_cm and perf ones too.
