@@ -14,7 +14,7 @@ use std::time::Instant;
 
 /// How long each target runs in `cargo xtask test` (a smoke run over the
 /// corpus and new inputs; `cargo +nightly fuzz run` for longer).
-pub const SECONDS_EACH: u32 = 6;
+pub const SECONDS_EACH: u32 = 4;
 
 /// The outcome of each target: its name and `Ok` or why it failed. A
 /// failure to set up (no nightly, no cargo-fuzz, no build) fails them all.

@@ -81,10 +81,11 @@ commands:
                ibv_rc_pingpong and rverbs pingpong, and three clients connect
                at once to one rdma_cm server (part of `test`)
   crates [--kernel K]
-               published RDMA crates (sideway, ibverbs-rs) fetched from the
+               published RDMA crates (sideway, async-rdma) fetched from the
                registry, their unchanged `cargo test` run in the VM with
                rverbs-testbed as the runner, over rdma-core's libibverbs and
                over ours; each test binary against what is expected of it
+               (part of `test`)
   api [--bless]
                the public API guard: each library crate's public items and
                signatures (rustdoc JSON, nightly) against the listing in

@@ -53,10 +53,6 @@ pub fn crates_main(args: &[String]) -> Result<ExitCode> {
         _ => return Err("crates: usage: cargo xtask crates [--kernel K]".into()),
     };
     crate::host::ensure_host_packages()?;
-    // The published crates' build scripts configure rdma-core with cmake
-    // and generate bindings with bindgen (libclang): installed for this
-    // command only, which `cargo xtask test` does not run.
-    vm::host::install_missing(&["cmake", "libclang-dev", "clang"])?;
     vm::prepare(kernel)?;
     let mut tally = Tally::default();
     crates::checks(
@@ -662,6 +658,7 @@ fn testbed_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
         Err(e) => tally.fail("two hosts: rverbs pingpong", &e),
     }
     runner::check(tally, kernel);
+    crates::checks(tally, kernel, &[crates::Lib::RdmaCore, crates::Lib::Ours]);
     runner::faults_check(tally, kernel);
     runner::local_kernel_check(tally, kernel);
     netem::checks(tally, &base, &netem::SUITE);

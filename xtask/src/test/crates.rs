@@ -12,35 +12,87 @@ use crate::vm;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// A published crate whose suite runs through the bed.
+/// A published crate whose suite runs through the bed. Every suite here
+/// opens an RDMA device in its tests (on a host without one they fail).
 struct Suite {
     name: &'static str,
     version: &'static str,
-    /// Whether its tests open an RDMA device, and so load libibverbs (on a
-    /// host without a device they fail); if not, they never load it (the
-    /// linker drops a library no test calls into).
-    needs_device: bool,
+    /// SHA-256 of the registry's `.crate` file (the index's `cksum`): the
+    /// sources are the published ones, byte for byte.
+    sha256: &'static str,
+    /// What `cargo test` runs of the suite, and why, when not all of it.
+    targets: &'static [&'static str],
+    /// `RUSTFLAGS` for its build, and why, when any.
+    rustflags: Option<&'static str>,
     /// Test binaries (as cargo names them: `tests/compiletest.rs`) that
     /// fail in the VM, each with a line of its output and the cause.
     fails: &'static [(&'static str, &'static str, &'static str)],
+    /// Tests that may fail in the VM, for a reason of theirs (timing
+    /// under TCG): binary, test, a line of the failure, cause. A binary
+    /// whose only failure is such a test, with that line, is accepted
+    /// and the failure is printed as a warning.
+    flaky: &'static [Flaky],
 }
+
+/// A test that may fail in the VM: binary, test name, a line of its
+/// failure, cause.
+type Flaky = (&'static str, &'static str, &'static str, &'static str);
 
 const SUITES: [Suite; 2] = [
     Suite {
         name: "sideway",
         version: "0.4.3",
-        needs_device: true,
+        sha256: "7669500361477013bc37bcf21f6c9cd6ffcf4839b6fbffb3cb9df11e30a78c3e",
+        targets: &[],
+        rustflags: None,
         fails: &[(
             "tests/compiletest.rs",
             "failed to execute cargo",
             "the bed: trybuild runs cargo inside the guest, whose root is the host's, read-only, without ~/.cargo/bin on PATH",
         )],
+        flaky: &[(
+            "tests/test_post_send.rs",
+            "main::case_1",
+            "CompletionQueueEmpty",
+            "their test: it polls the send CQ once, 10 ms after posting (tests/test_post_send.rs:187-192), and under TCG rxe can take longer (1 run in 4 over rdma-core on 2026-11-27)",
+        )],
     },
     Suite {
-        name: "ibverbs-rs",
-        version: "0.4.1",
-        needs_device: false,
+        name: "async-rdma",
+        version: "0.5.0",
+        sha256: "98d0ceeadfe6c2f1e07c7f44750e6a3c1f00bec489ad8aa25dd6da242dedbffa",
+        // Its 39 doctests each boot a VM of their own (rustdoc runs every
+        // example as a program through the runner): about 290 s a
+        // library, which `cargo xtask test` cannot afford twice; they
+        // were run by hand (README's table). Three test files hold no
+        // test under the default features and are not booted either:
+        // cancel_safety.rs (feature `cancel_safety_test`), time.rs (its
+        // test commented out), test_utilities.rs (helpers). What runs:
+        // all 51 unit and integration tests, in 8 binaries.
+        targets: &[
+            "--lib",
+            "--test",
+            "atomic",
+            "--test",
+            "device",
+            "--test",
+            "imm",
+            "--test",
+            "loop",
+            "--test",
+            "mr_slice",
+            "--test",
+            "rmr_access",
+            "--test",
+            "rmr_timeout",
+        ],
+        // The crate denies lints that compilers newer than it added
+        // (static_mut_refs, unpredictable_function_pointer_comparisons:
+        // 34 errors with 1.95): capped to warnings, as cargo caps every
+        // registry dependency's lints.
+        rustflags: Some("--cap-lints=warn"),
         fails: &[],
+        flaky: &[],
     },
 ];
 
@@ -106,48 +158,86 @@ fn binaries(lines: &[String]) -> Vec<Binary> {
     out
 }
 
-/// The crates' sources, unchanged from the registry: a scratch package
-/// depending on each exact version is resolved with `cargo metadata`
-/// (which fetches them), and each source directory is copied under
-/// /tmp/rverbs-ext/src, outside this repository (a package under it
-/// would belong to this workspace, whose members include ".").
+/// crates.io's sparse index, whose `config.json` names where its crate
+/// files are downloaded from (cargo's own source of them).
+const INDEX: &str = "https://index.crates.io";
+
+/// The URL of a crate file, from the index's `dl` template as cargo forms
+/// it: with no marker in it, `{dl}/{crate}/{version}/download`.
+fn download_url(dl: &str, name: &str, version: &str) -> String {
+    if dl.contains("{crate}") || dl.contains("{version}") {
+        dl.replace("{crate}", name).replace("{version}", version)
+    } else {
+        format!("{}/{name}/{version}/download", dl.trim_end_matches('/'))
+    }
+}
+
+/// The crates' sources, unchanged from the registry: each `.crate` file
+/// is downloaded from where the index says, checked against its pinned
+/// SHA-256 and unpacked under /tmp/rverbs-ext/src, outside this
+/// repository (a package under it would belong to this workspace, whose
+/// members include "."). Not through a scratch package's `cargo
+/// metadata`: async-rdma 0.5.0 no longer resolves (its `hex-simd` 0.5
+/// needs yanked `simd-abstraction` versions); its own `Cargo.lock`, which
+/// it ships, still builds (`--locked`).
 fn fetch() -> Result<Vec<PathBuf>> {
     let root = std::env::temp_dir().join("rverbs-ext");
-    let scratch = root.join("fetch");
-    std::fs::create_dir_all(scratch.join("src")).map_err(|e| e.to_string())?;
-    let mut manifest = String::from(
-        "[package]\nname = \"fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[workspace]\n\n[dependencies]\n",
-    );
-    for s in &SUITES {
-        manifest.push_str(&format!("{} = \"={}\"\n", s.name, s.version));
-    }
-    std::fs::write(scratch.join("Cargo.toml"), manifest).map_err(|e| e.to_string())?;
-    std::fs::write(scratch.join("src/lib.rs"), "").map_err(|e| e.to_string())?;
-    let meta = crate::host::output(
-        Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-            .current_dir(&scratch)
-            .args(["metadata", "--format-version", "1"]),
-    )?;
-    let meta: serde_json::Value =
-        serde_json::from_str(&meta).map_err(|e| format!("cargo metadata: {e}"))?;
-    let packages = meta["packages"]
-        .as_array()
-        .ok_or("cargo metadata: no packages")?;
+    let src = root.join("src");
+    std::fs::create_dir_all(&src).map_err(|e| e.to_string())?;
+    let mut dl: Option<String> = None;
     let mut dirs = Vec::new();
     for s in &SUITES {
-        let p = packages
-            .iter()
-            .find(|p| p["name"] == s.name && p["version"] == s.version)
-            .ok_or(format!("cargo metadata: no {} {}", s.name, s.version))?;
-        let src = Path::new(p["manifest_path"].as_str().ok_or("no manifest_path")?)
-            .parent()
-            .ok_or("manifest without a directory")?
-            .to_path_buf();
-        let dst = root.join("src").join(format!("{}-{}", s.name, s.version));
-        if !dst.join("Cargo.toml").is_file() {
-            std::fs::create_dir_all(root.join("src")).map_err(|e| e.to_string())?;
-            crate::host::run(Command::new("cp").arg("-r").arg(&src).arg(&dst))?;
+        let dst = src.join(format!("{}-{}", s.name, s.version));
+        let stamp = root.join(format!("{}-{}.sha256", s.name, s.version));
+        if dst.join("Cargo.toml").is_file()
+            && std::fs::read_to_string(&stamp).is_ok_and(|h| h == s.sha256)
+        {
+            dirs.push(dst);
+            continue;
         }
+        let dl = match &dl {
+            Some(d) => d.clone(),
+            None => {
+                let config = crate::host::output(Command::new("curl").args([
+                    "-fsSL",
+                    "--retry",
+                    "3",
+                    &format!("{INDEX}/config.json"),
+                ]))?;
+                let config: serde_json::Value = serde_json::from_str(&config)
+                    .map_err(|e| format!("{INDEX}/config.json: {e}"))?;
+                let d = config["dl"]
+                    .as_str()
+                    .ok_or(format!("{INDEX}/config.json names no dl"))?
+                    .to_string();
+                dl = Some(d.clone());
+                d
+            }
+        };
+        let file = root.join(format!("{}-{}.crate", s.name, s.version));
+        crate::host::run(
+            Command::new("curl")
+                .args(["-fsSL", "--retry", "3", "-o"])
+                .arg(&file)
+                .arg(download_url(&dl, s.name, s.version)),
+        )?;
+        let sum = crate::host::output(Command::new("sha256sum").arg(&file))?;
+        let sum = sum.split_whitespace().next().unwrap_or("");
+        if sum != s.sha256 {
+            return Err(format!(
+                "{} {}: the downloaded crate's SHA-256 is {sum}, not the pinned {}",
+                s.name, s.version, s.sha256
+            ));
+        }
+        let _ = std::fs::remove_dir_all(&dst);
+        crate::host::run(
+            Command::new("tar")
+                .arg("xzf")
+                .arg(&file)
+                .arg("-C")
+                .arg(&src),
+        )?;
+        std::fs::write(&stamp, s.sha256).map_err(|e| e.to_string())?;
         dirs.push(dst);
     }
     Ok(dirs)
@@ -168,6 +258,7 @@ fn our_lib_dir() -> Result<PathBuf> {
 /// `cargo test --no-fail-fast` of the crate in `dir` through the bed on
 /// `kernel`, over `lib`: the output's lines (echoed as they come).
 fn cargo_test(
+    s: &Suite,
     dir: &Path,
     bed: &Path,
     kernel: &vm::Kernel,
@@ -204,9 +295,16 @@ fn cargo_test(
     // written.
     let (reader, writer) = std::io::pipe().map_err(|e| e.to_string())?;
     let writer2 = writer.try_clone().map_err(|e| e.to_string())?;
-    let mut child = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    if let Some(flags) = s.rustflags {
+        cmd.env("RUSTFLAGS", flags);
+    }
+    // --locked: the versions the crate was published with (its own
+    // Cargo.lock), not today's resolution.
+    let mut child = cmd
         .current_dir(dir)
-        .args(["test", "--no-fail-fast", "--config", &config])
+        .args(["test", "--locked", "--no-fail-fast", "--config", &config])
+        .args(s.targets)
         .env(
             "CARGO_TARGET_DIR",
             target_dir().join("ext").join("target").join(&*name),
@@ -216,6 +314,9 @@ fn cargo_test(
         .stderr(writer2)
         .spawn()
         .map_err(|e| format!("cargo test of {name}: {e}"))?;
+    // The command holds its copies of the pipe's write end: dropped, so
+    // that the reader sees the end of the output when cargo exits.
+    drop(cmd);
     use std::io::BufRead;
     let lines: Vec<String> = std::io::BufReader::new(reader)
         .lines()
@@ -230,6 +331,21 @@ fn cargo_test(
 /// and library; the table of binaries is printed.
 pub(super) fn checks(tally: &mut Tally, kernel: &'static vm::Kernel, libs: &[Lib]) {
     let prepared = (|| -> Result<_> {
+        // Their build scripts: sideway's rdma-mummy-sys configures
+        // rdma-core's headers with cmake and both generate bindings with
+        // bindgen (libclang); async-rdma's rdma-sys finds libibverbs and
+        // librdmacm with pkg-config, and its jemalloc builds with make.
+        // curl fetches the crate files.
+        vm::host::install_missing(&[
+            "make",
+            "cmake",
+            "libclang-dev",
+            "clang",
+            "pkg-config",
+            "libibverbs-dev",
+            "librdmacm-dev",
+            "curl",
+        ])?;
         crate::host::run(cargo().args(["build", "--quiet", "-p", "rverbs-testbed"]))?;
         Ok((
             target_dir().join("debug").join("rverbs-testbed"),
@@ -260,6 +376,40 @@ pub(super) fn checks(tally: &mut Tally, kernel: &'static vm::Kernel, libs: &[Lib
     }
 }
 
+/// One binary's result against the suite's expectations: the cause to
+/// print beside it, and what is wrong with it, if anything (a flaky
+/// test's accepted failure is printed as a warning).
+fn judge(s: &Suite, b: &Binary) -> (&'static str, Option<String>) {
+    let has = |needle: &str| b.lines.iter().any(|l| l.contains(needle));
+    if let Some(&(_, line, cause)) = s.fails.iter().find(|f| f.0 == b.name) {
+        return if b.failed == 0 {
+            (
+                cause,
+                Some(format!("{} passed, but it was expected to fail", b.name)),
+            )
+        } else if !has(line) {
+            (cause, Some(format!("{} failed without {line:?}", b.name)))
+        } else {
+            (cause, None)
+        };
+    }
+    if b.failed == 0 {
+        return ("", None);
+    }
+    match s.flaky.iter().find(|f| f.0 == b.name) {
+        Some(&(_, test, line, cause))
+            if b.failed == 1 && has(&format!("test {test} ... FAILED")) && has(line) =>
+        {
+            println!(
+                "xtask: warning: {} {}: {test} failed ({line}): {cause}",
+                s.name, b.name
+            );
+            (cause, None)
+        }
+        _ => ("", Some(format!("{}: {} failed", b.name, b.failed))),
+    }
+}
+
 /// Runs one suite and checks it: every binary ran tests, the ones
 /// expected to fail fail with their line and nothing else fails; over
 /// ours, the loader initialised our library and no rdma-core provider.
@@ -272,41 +422,21 @@ fn suite(
     lib: Lib,
     ours: &Path,
 ) -> Result<String> {
-    let (ok, lines) = cargo_test(dir, bed, kernel, lib, ours)?;
+    let (ok, lines) = cargo_test(s, dir, bed, kernel, lib, ours)?;
     let bins = binaries(&lines);
     if bins.is_empty() {
         return Err("cargo test ran no test binary".into());
     }
     let mut table = format!(
-        "| {} {} ({}) over {} | passed | failed | cause |\n| --- | --- | --- | --- |\n",
+        "| {} {} over {} | passed | failed | cause |\n| --- | --- | --- | --- |\n",
         s.name,
         s.version,
-        if s.needs_device {
-            "its tests open a device"
-        } else {
-            "its tests open no device and never load libibverbs"
-        },
         lib.label()
     );
     let mut problems = Vec::new();
     for b in &bins {
-        let expected = s.fails.iter().find(|f| f.0 == b.name);
-        let cause = match expected {
-            Some(&(_, line, cause)) => {
-                if b.failed == 0 {
-                    problems.push(format!("{} passed, but it was expected to fail", b.name));
-                } else if !b.lines.iter().any(|l| l.contains(line)) {
-                    problems.push(format!("{} failed without {line:?}", b.name));
-                }
-                cause
-            }
-            None => {
-                if b.failed > 0 {
-                    problems.push(format!("{}: {} failed", b.name, b.failed));
-                }
-                ""
-            }
-        };
+        let (cause, problem) = judge(s, b);
+        problems.extend(problem);
         if !b.summarised {
             problems.push(format!("{} printed no summary (crashed?)", b.name));
         }
@@ -331,21 +461,17 @@ fn suite(
     let ours_init = format!("calling init: {}", ours.join("libibverbs.so.1").display());
     let ours_loaded = inits.iter().any(|l| l.contains(&ours_init));
     let provider = inits.iter().any(|l| l.contains("-rdmav"));
-    match (s.needs_device, lib) {
-        (true, Lib::Ours) if !ours_loaded || theirs_init || provider => problems.push(format!(
+    match lib {
+        Lib::Ours if !ours_loaded || theirs_init || provider => problems.push(format!(
             "over ours: our library initialised {ours_loaded}, rdma-core's {theirs_init}, a provider {provider}"
         )),
-        (true, Lib::RdmaCore) if !theirs_init || !provider || ours_loaded => problems.push(format!(
+        Lib::RdmaCore if !theirs_init || !provider || ours_loaded => problems.push(format!(
             "over rdma-core: its library initialised {theirs_init}, a provider {provider}, ours {ours_loaded}"
         )),
-        (false, _) if theirs_init || ours_loaded => {
-            problems.push("a suite that opens no device loaded a libibverbs".into())
-        }
         _ => {}
     }
-    // cargo's status agrees: it fails exactly when a binary is expected
-    // to.
-    if ok != s.fails.is_empty() {
+    // cargo's status agrees: it fails exactly when a binary failed.
+    if ok == bins.iter().any(|b| b.failed > 0) {
         problems.push(format!(
             "cargo test {}",
             if ok { "passed" } else { "failed" }
@@ -355,5 +481,65 @@ fn suite(
         Ok(table)
     } else {
         Err(format!("{}\n{table}", problems.join("\n")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{download_url, judge, Binary, SUITES};
+
+    fn binary(name: &str, passed: u64, failed: u64, lines: &[&str]) -> Binary {
+        Binary {
+            name: name.into(),
+            passed,
+            failed,
+            summarised: true,
+            lines: lines.iter().map(|l| l.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_flaky_test_is_accepted_only_alone_and_with_its_line() {
+        let sideway = &SUITES[0];
+        let bin = "tests/test_post_send.rs";
+        let its = [
+            "test main::case_1 ... FAILED",
+            "called `Result::unwrap()` on an `Err` value: CompletionQueueEmpty",
+        ];
+        assert!(judge(sideway, &binary(bin, 3, 1, &its)).1.is_none());
+        assert!(judge(sideway, &binary(bin, 4, 0, &[])).1.is_none());
+        // Another test failing, two failures, or another cause: failures.
+        let other = ["test main::case_2 ... FAILED", its[1]];
+        assert!(judge(sideway, &binary(bin, 3, 1, &other)).1.is_some());
+        assert!(judge(sideway, &binary(bin, 2, 2, &its)).1.is_some());
+        assert!(judge(sideway, &binary(bin, 3, 1, &its[..1])).1.is_some());
+        // Elsewhere nothing is flaky; an expected failure must fail.
+        assert!(judge(sideway, &binary("tests/test_qp.rs", 0, 1, &its))
+            .1
+            .is_some());
+        assert!(judge(sideway, &binary("tests/compiletest.rs", 1, 0, &[]))
+            .1
+            .is_some());
+        assert!(judge(&SUITES[1], &binary(bin, 3, 1, &its)).1.is_some());
+    }
+
+    #[test]
+    fn download_urls_follow_cargos_rule() {
+        assert_eq!(
+            download_url("https://static.crates.io/crates", "sideway", "0.4.3"),
+            "https://static.crates.io/crates/sideway/0.4.3/download"
+        );
+        assert_eq!(
+            download_url("https://m.example/api/v1/crates/", "a", "1.0.0"),
+            "https://m.example/api/v1/crates/a/1.0.0/download"
+        );
+        assert_eq!(
+            download_url(
+                "https://m.example/{crate}/{crate}-{version}.crate",
+                "a",
+                "1.0.0"
+            ),
+            "https://m.example/a/a-1.0.0.crate"
+        );
     }
 }
