@@ -23,6 +23,19 @@ pub enum Driver {
     Other,
 }
 
+impl Driver {
+    /// The firmware version `raw` (`DeviceAttr::fw_ver`: three 16-bit
+    /// fields, major, minor, sub-minor) as this driver's rdma-core
+    /// provider prints it: mlx5 `%d.%d.%04d`, the others `%d.%d.%d`.
+    pub fn format_fw_ver(self, raw: u64) -> String {
+        let (a, b, c) = ((raw >> 32) & 0xffff, (raw >> 16) & 0xffff, raw & 0xffff);
+        match self {
+            Driver::Mlx5 => format!("{a}.{b}.{c:04}"),
+            _ => format!("{a}.{b}.{c}"),
+        }
+    }
+}
+
 /// What identifies a device and its driver: what opening it needs.
 #[derive(Debug, Clone)]
 pub(crate) struct DeviceId {
@@ -198,4 +211,21 @@ pub(crate) fn chardev(index: u32) -> Result<Chardev> {
         )));
     }
     Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Driver;
+
+    #[test]
+    fn firmware_versions_print_as_each_provider_prints_them() {
+        // 16.30.1000 as mlx5 firmware reports it, and a sub-minor below
+        // 1000: rdma-core's mlx5 pads it to four digits, the rest do not.
+        let raw = (16u64 << 32) | (30 << 16) | 1000;
+        assert_eq!(Driver::Mlx5.format_fw_ver(raw), "16.30.1000");
+        let raw = (16u64 << 32) | (30 << 16) | 7;
+        assert_eq!(Driver::Mlx5.format_fw_ver(raw), "16.30.0007");
+        assert_eq!(Driver::Rxe.format_fw_ver(raw), "16.30.7");
+        assert_eq!(Driver::Other.format_fw_ver(u64::MAX), "65535.65535.65535");
+    }
 }

@@ -4,14 +4,41 @@
 //! P_Key tables where the ioctl methods are missing (rdma-core reads them
 //! there too; uverbs has no P_Key command at all), and the rdma_cm ABI
 //! version. The text is read by `uverbs_abi::sysfs`.
+//!
+//! The root is `SYSFS_PATH` when it is set, as libibverbs reads it
+//! (`ibv_get_sysfs_path`), else `/sys`: a test can stand a tree of its own
+//! in for the kernel's (the fake uverbs device of `mlx5-oracle` does).
 
 use crate::error::{Error, Result};
 use std::fs;
 use std::path::{Path, PathBuf};
 use uverbs_abi::sysfs as text;
 
-const SYS_VERBS: &str = "/sys/class/infiniband_verbs";
-const SYS_IB: &str = "/sys/class/infiniband";
+/// The sysfs root, read once: `SYSFS_PATH` with its trailing slashes
+/// dropped when it is set and the process is not set-user-ID, as
+/// libibverbs' `ibv_get_sysfs_path` reads it; else `/sys`.
+fn root() -> &'static Path {
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| match std::env::var_os("SYSFS_PATH") {
+        Some(p) if !crate::sys::set_user_id() => {
+            let s = p.to_string_lossy();
+            // "" and "/" both name the root directory: paths below are
+            // joined as "/class/…", as libibverbs' "%s/class/…" forms them.
+            PathBuf::from(format!("{}/", s.trim_end_matches('/')))
+        }
+        _ => PathBuf::from("/sys"),
+    })
+}
+
+/// `class/infiniband_verbs` under the root: the uverbs devices.
+fn sys_verbs() -> PathBuf {
+    root().join("class/infiniband_verbs")
+}
+
+/// `class/infiniband` under the root: the RDMA devices.
+fn sys_ib() -> PathBuf {
+    root().join("class/infiniband")
+}
 
 fn read(p: &Path) -> Result<String> {
     fs::read_to_string(p).map_err(|e| Error::Io {
@@ -42,12 +69,13 @@ pub(crate) struct Uverbs {
 /// Every `uverbsN` directory, in the order of N; none (not an error)
 /// without the RDMA modules loaded.
 pub(crate) fn uverbs_dirs() -> Result<Vec<PathBuf>> {
-    let dir = match fs::read_dir(SYS_VERBS) {
+    let verbs = sys_verbs();
+    let dir = match fs::read_dir(&verbs) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => {
             return Err(Error::Io {
-                what: format!("listing {SYS_VERBS}"),
+                what: format!("listing {}", verbs.display()),
                 source: e,
             })
         }
@@ -82,27 +110,24 @@ pub(crate) fn uverbs(dir: &Path) -> Result<Uverbs> {
 
 /// The device's node GUID.
 pub(crate) fn node_guid(ibdev: &str) -> Result<u64> {
-    parse(&Path::new(SYS_IB).join(ibdev).join("node_guid"), text::guid)
+    parse(&sys_ib().join(ibdev).join("node_guid"), text::guid)
 }
 
 /// The device's node type (`RDMA_NODE_*`), 0 when the text has no number.
 pub(crate) fn node_type(ibdev: &str) -> Result<u32> {
-    let s = read(&Path::new(SYS_IB).join(ibdev).join("node_type"))?;
+    let s = read(&sys_ib().join(ibdev).join("node_type"))?;
     Ok(text::node_type(&s).unwrap_or(0))
 }
 
 /// The kernel driver bound to the device's parent (`mlx5_core`), if it
 /// has one (rxe devices are virtual and have none).
 pub(crate) fn parent_driver(ibdev: &str) -> Option<String> {
-    let link = fs::read_link(Path::new(SYS_IB).join(ibdev).join("device/driver")).ok()?;
+    let link = fs::read_link(sys_ib().join(ibdev).join("device/driver")).ok()?;
     Some(link.file_name()?.to_str()?.to_string())
 }
 
 fn port_dir(ibdev: &str, port: u8) -> PathBuf {
-    Path::new(SYS_IB)
-        .join(ibdev)
-        .join("ports")
-        .join(port.to_string())
+    sys_ib().join(ibdev).join("ports").join(port.to_string())
 }
 
 /// GID `index` of `port` (`ports/P/gids/I`; all zeros where none is set).
@@ -136,6 +161,6 @@ pub(crate) fn pkey(ibdev: &str, port: u8, index: u16) -> Result<u16> {
 /// The rdma_cm user ABI version (`/sys/class/misc/rdma_cm/abi_version`),
 /// `None` without rdma_ucm.
 pub(crate) fn rdma_cm_abi() -> Option<u32> {
-    let s = fs::read_to_string("/sys/class/misc/rdma_cm/abi_version").ok()?;
+    let s = fs::read_to_string(root().join("class/misc/rdma_cm/abi_version")).ok()?;
     s.trim().parse().ok()
 }

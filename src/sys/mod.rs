@@ -69,13 +69,15 @@ pub unsafe fn write_cmd(fd: BorrowedFd<'_>, op: &'static str, cmd: &[u8]) -> Res
 /// `write(2)`, returning the count or `-errno`: on x86_64 and aarch64 one
 /// system call instruction, since glibc's wrapper adds a cancellation
 /// check and an errno store that rxe's doorbell would pay on every post
-/// (callgrind: 7 of the post's instructions); elsewhere, and under Miri,
-/// libc's.
+/// (callgrind: 7 of the post's instructions); elsewhere, under Miri, and
+/// with `--cfg rverbs_libc_syscalls` (for an interposer such as the fake
+/// uverbs device of `mlx5-oracle`, which an `LD_PRELOAD` library can only
+/// be through libc's symbols), libc's.
 ///
 /// # Safety
 /// `buf` must be readable for `len` bytes, and every pointer the bytes
 /// carry valid for what the kernel does with it (see [`write_cmd`]).
-#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[cfg(all(target_arch = "x86_64", not(miri), not(rverbs_libc_syscalls)))]
 #[inline(always)]
 unsafe fn write_raw(fd: i32, buf: *const u8, len: usize) -> isize {
     let ret: isize;
@@ -103,7 +105,7 @@ unsafe fn write_raw(fd: i32, buf: *const u8, len: usize) -> isize {
 ///
 /// # Safety
 /// As there.
-#[cfg(all(target_arch = "aarch64", not(miri)))]
+#[cfg(all(target_arch = "aarch64", not(miri), not(rverbs_libc_syscalls)))]
 #[inline(always)]
 unsafe fn write_raw(fd: i32, buf: *const u8, len: usize) -> isize {
     let ret: isize;
@@ -127,7 +129,11 @@ unsafe fn write_raw(fd: i32, buf: *const u8, len: usize) -> isize {
 ///
 /// # Safety
 /// As there.
-#[cfg(any(not(any(target_arch = "x86_64", target_arch = "aarch64")), miri))]
+#[cfg(any(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    miri,
+    rverbs_libc_syscalls
+))]
 #[inline(always)]
 unsafe fn write_raw(fd: i32, buf: *const u8, len: usize) -> isize {
     // SAFETY: the caller's contract.
@@ -206,6 +212,13 @@ pub fn poll_readable(fd: BorrowedFd<'_>, op: &'static str, timeout_ms: i32) -> R
     // SAFETY: one valid pollfd, the count given is 1.
     let n = retry(op, || unsafe { libc::poll(&mut p, 1, timeout_ms) as isize })?;
     Ok(n > 0)
+}
+
+/// Whether the process runs set-user-ID (its real and effective user IDs
+/// differ): then, as libibverbs, rverbs ignores `SYSFS_PATH`.
+pub fn set_user_id() -> bool {
+    // SAFETY: getuid and geteuid have no preconditions and cannot fail.
+    unsafe { libc::getuid() != libc::geteuid() }
 }
 
 /// The system's page size.

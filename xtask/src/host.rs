@@ -40,7 +40,8 @@ pub const VM_TESTS_PACKAGE: &str = "rverbs-vm-tests";
 
 /// The Debian packages xtask needs on the host beside the test bed's
 /// ([`rverbs_testbed::PACKAGES`]: QEMU, the initramfs's pieces, rdma-core's
-/// tools for the guests): the two lists are all `.ci/run` relies on (it
+/// tools for the guests): these two lists and the published crates' build
+/// needs (`test/crates.rs`) are all `.ci/run` relies on (it
 /// installs nothing itself): `test`, `demo`, `bench` and `vm-run` install
 /// the missing ones before they start.
 pub const PACKAGES: &[&str] = &[
@@ -54,6 +55,10 @@ pub const PACKAGES: &[&str] = &[
     "libc6-dev",
     "linux-libc-dev",
     "libibverbs-dev",
+    // rdma-core's mlx5 provider (libmlx5), which the fake mlx5 device
+    // check runs beside ours (test/fake_mlx5.rs); the VM's rxe provider
+    // comes from the same package.
+    "ibverbs-providers",
     // The mlx5 oracle (`cargo xtask mlx5-oracle`, part of `test`) and the
     // bench's rdma-core mlx5 reference: rdma-core's source package unpacked
     // with dpkg-source (or tar and patch), built with the flags

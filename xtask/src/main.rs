@@ -86,6 +86,9 @@ commands:
                rverbs-testbed as the runner, over rdma-core's libibverbs and
                over ours; each test binary against what is expected of it
                (part of `test`)
+  fake-mlx5    rdma-core's libmlx5 and rverbs' mlx5 glue against a fake
+               uverbs device (mlx5-oracle/fake/uverbs.c, LD_PRELOAD): what
+               each sends and maps, compared (part of `test`; no VM)
   api [--bless]
                the public API guard: each library crate's public items and
                signatures (rustdoc JSON, nightly) against the listing in
@@ -141,6 +144,7 @@ fn main() -> ExitCode {
         Some("netem") => test::netem_main(&args[1..]),
         Some("two-hosts") => test::two_hosts_main(&args[1..]),
         Some("crates") => test::crates_main(&args[1..]),
+        Some("fake-mlx5") => test::fake_mlx5_main(&args[1..]),
         Some("hosts") => test::hosts_main(&args[1..]),
         Some("soak") => test::soak_main(&args[1..]),
         Some("mlx5-oracle") => bench::build_oracle().map(|lib| {

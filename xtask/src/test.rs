@@ -2,7 +2,8 @@
 //!
 //! `test` installs the Debian packages it needs, then runs, in order: the
 //! host tests (every workspace crate's unit, integration and doc tests,
-//! except `rverbs-vm-tests`, which needs a kernel with rxe), Miri over the
+//! except `rverbs-vm-tests`, which needs a kernel with rxe), rdma-core's
+//! libmlx5 and ours against a fake mlx5 device (`fake_mlx5`), Miri over the
 //! providers' tests and loom over provider-mlx5's shared records (see
 //! `checkers`), each fuzz target of `fuzz/` for a few seconds (see
 //! `fuzz`), then every test
@@ -10,7 +11,7 @@
 //! need their own boots (exit statuses; the two-host interop in one boot,
 //! `two_hosts`; four hosts on a hub, `hosts`; the bed's command as a cargo
 //! runner and its faults, `runner`; loss and disorder, `netem`; a
-//! 75-second soak, `soak`; the static binaries), on the default kernel
+//! 50-second soak, `soak`; the static binaries), on the default kernel
 //! (6.12); then, on each other
 //! kernel (6.1, 7.2), the VM tests and the two-host pingpong interop. `--kernel K` runs the whole
 //! suite on K alone. It ends with one line `N passed, N failed`; a VM that
@@ -18,6 +19,7 @@
 
 mod arm64;
 mod crates;
+mod fake_mlx5;
 mod hosts;
 mod netem;
 mod runner;
@@ -60,6 +62,18 @@ pub fn crates_main(args: &[String]) -> Result<ExitCode> {
         kernel,
         &[crates::Lib::RdmaCore, crates::Lib::Ours],
     );
+    summary(&tally)
+}
+
+/// `cargo xtask fake-mlx5`: the fake mlx5 device check alone
+/// (`test/fake_mlx5.rs`).
+pub fn fake_mlx5_main(args: &[String]) -> Result<ExitCode> {
+    if !args.is_empty() {
+        return Err("fake-mlx5: usage: cargo xtask fake-mlx5".into());
+    }
+    crate::host::ensure_host_packages()?;
+    let mut tally = Tally::default();
+    fake_mlx5::checks(&mut tally);
     summary(&tally)
 }
 
@@ -419,6 +433,7 @@ fn host_tests(tally: &mut Tally) -> Result<()> {
     {
         tally.fail(&format!("cargo test {}", args.join(" ")), "exited non-zero");
     }
+    fake_mlx5::checks(tally);
     checkers(tally);
     let what =
         "barriers: provider-mlx5's DMA barriers and MMIO stores as built for aarch64 and x86_64";
@@ -490,7 +505,7 @@ fn checkers(tally: &mut Tally) {
 /// compare userspace programs' wire exchanges and output; the verbs and
 /// rdma_cm paths under them run on every kernel in `verbs_*.rs`, `cm*.rs`,
 /// `interop_*.rs` and `libibverbs_core.rs`. On one kernel they keep the
-/// suite well under its 30 minutes.
+/// suite under its 45 minutes.
 ///
 /// `interop_pingpong.rs` (`rverbs pingpong` against `ibv_rc_pingpong` in
 /// one VM, ~30 s) and `libibverbs.rs` (devinfo and `ibv_rc_pingpong` over
@@ -607,7 +622,7 @@ fn base_options(kernel: &'static vm::Kernel) -> vm::Options {
 /// ibv_rc_pingpong over a real network, in both roles. (rdma_cm interop
 /// against rdma-core runs in one VM on every kernel, in
 /// vm-tests/tests/cm_tools.rs; its two-host form only on the default
-/// kernel, to keep the whole run well under 30 minutes.)
+/// kernel, to keep the whole run under 45 minutes.)
 fn interop_checks(tally: &mut Tally, kernel: &'static vm::Kernel) {
     println!("xtask: == two-host interop checks on {kernel}");
     let base = base_options(kernel);

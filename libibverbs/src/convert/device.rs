@@ -41,16 +41,6 @@ pub(crate) fn transport(n: NodeType) -> c_int {
     }
 }
 
-/// `fw_ver` as each provider prints it (rxe: `%d.%d.%d`, mlx5:
-/// `%d.%d.%04d` of the same three 16-bit fields).
-fn fw_ver(driver: Driver, raw: u64) -> String {
-    let (a, b, c) = ((raw >> 32) & 0xffff, (raw >> 16) & 0xffff, raw & 0xffff);
-    match driver {
-        Driver::Mlx5 => format!("{a}.{b}.{c:04}"),
-        _ => format!("{a}.{b}.{c}"),
-    }
-}
-
 /// `struct ibv_device_attr` of a device `driver` drives.
 pub(crate) fn device_attr(driver: Driver, a: &DeviceAttr) -> IbvDeviceAttr {
     let i = |v: u32| v.min(c_int::MAX as u32) as c_int;
@@ -96,7 +86,7 @@ pub(crate) fn device_attr(driver: Driver, a: &DeviceAttr) -> IbvDeviceAttr {
         local_ca_ack_delay: a.local_ca_ack_delay,
         phys_port_cnt: a.phys_port_cnt,
     };
-    fill(&mut r.fw_ver, &fw_ver(driver, a.fw_ver));
+    fill(&mut r.fw_ver, &driver.format_fw_ver(a.fw_ver));
     r
 }
 

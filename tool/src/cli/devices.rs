@@ -66,16 +66,6 @@ fn link_layer(l: u8) -> &'static str {
     }
 }
 
-fn fw_ver(raw: u64) -> String {
-    // rxe encodes major.minor.sub_minor in the low 48 bits.
-    format!(
-        "{}.{}.{}",
-        (raw >> 32) & 0xffff,
-        (raw >> 16) & 0xffff,
-        raw & 0xffff
-    )
-}
-
 pub fn devinfo(a: &DevinfoArgs) -> Result<ExitCode> {
     let devs: Vec<Device> = match &a.dev {
         Some(n) => vec![Device::find(Some(n))?],
@@ -103,7 +93,7 @@ fn print_device(ctx: &Context, d: &Device, ex: &DeviceAttrEx, a: &DevinfoArgs) -
         nt.transport(),
         if nt.transport() == "InfiniBand" { 0 } else { 1 }
     );
-    println!("\tfw_ver:\t\t\t\t{}", fw_ver(attr.fw_ver));
+    println!("\tfw_ver:\t\t\t\t{}", d.driver().format_fw_ver(attr.fw_ver));
     println!("\tnode_guid:\t\t\t{}", guid(attr.node_guid));
     println!("\tsys_image_guid:\t\t\t{}", guid(attr.sys_image_guid));
     println!("\tvendor_id:\t\t\t{:#06x}", attr.vendor_id);
