@@ -15,6 +15,7 @@
  * - write() on it is answered here: the response is written where the
  *   command's response pointer says, as the kernel writes it.
  * - mmap() on it gets anonymous pages (UARs, the core clock page).
+ * - An RDMA netlink socket cannot be opened: devices come from sysfs.
  *
  * Every request, response and mapping is logged, one line each, to
  * $FAKE_UVERBS_LOG (else stderr):
@@ -33,7 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <linux/netlink.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <rdma/ib_user_verbs.h>
@@ -139,6 +142,18 @@ OPEN(open)
 OPEN(open64)
 OPENAT(openat)
 OPENAT(openat64)
+
+/* No RDMA netlink, as on a kernel without ib_core: both stacks then list
+ * devices from sysfs (SYSFS_PATH), whatever the host has loaded. */
+int socket(int domain, int type, int protocol)
+{
+	NEXT(socket);
+	if (domain == AF_NETLINK && protocol == NETLINK_RDMA) {
+		errno = EPROTONOSUPPORT;
+		return -1;
+	}
+	return real(domain, type, protocol);
+}
 
 int close(int fd)
 {
