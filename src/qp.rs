@@ -267,7 +267,15 @@ impl Pd {
     fn create_qp_budgeted(&self, init: &QpInit<'_>, budget: CqBudget) -> Result<Qp> {
         let pd = &self.inner;
         let c = init.caps;
-        if c.max_send_sge as usize > MAX_SGE || c.max_recv_sge as usize > MAX_SGE {
+        // With an SRQ or no receives the receive SGEs size no queue of the
+        // QP's: left to the provider and the kernel (rdma-core's mlx5
+        // ignores them, rxe's kernel checks them against its max_sge).
+        let recv_sge = if init.srq.is_some() || c.max_recv_wr == 0 {
+            0
+        } else {
+            c.max_recv_sge
+        };
+        if c.max_send_sge as usize > MAX_SGE || recv_sge as usize > MAX_SGE {
             return Err(Error::invalid(format!(
                 "more than {MAX_SGE} SGEs per work request"
             )));

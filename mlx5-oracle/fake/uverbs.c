@@ -197,7 +197,9 @@ void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	return mmap(addr, len, prot, flags, fd, off);
 }
 
-static uint32_t next_handle = 1;
+/* The context: what GET_CONTEXT agreed (the CQE version, the bfregs). */
+static int cqe_version;
+static uint32_t tot_bfregs, lowlat_bfregs;
 
 /* The response to GET_CONTEXT: one completion vector, an eventfd as the
  * async fd, and mlx5_ib's answer for a device without dynamic UARs (the
@@ -212,6 +214,9 @@ static void get_context(const uint8_t *buf, size_t len, uint8_t *r, size_t out)
 	struct mlx5_ib_alloc_ucontext_req_v2 q = { 0 };
 	size_t in = len > 16 ? len - 16 : 0;
 	memcpy(&q, buf + 16, in < sizeof q ? in : sizeof q);
+	tot_bfregs = q.total_num_bfregs;
+	lowlat_bfregs = q.num_low_latency_bfregs;
+	cqe_version = q.max_cqe_version ? 1 : 0;
 	struct mlx5_ib_alloc_ucontext_resp m = {
 		.qp_tab_size = 1 << 18,
 		.bf_reg_size = 512,
@@ -225,7 +230,7 @@ static void get_context(const uint8_t *buf, size_t len, uint8_t *r, size_t out)
 		.num_ports = 1,
 		.comp_mask = MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET,
 		.response_length = sizeof m,
-		.cqe_version = q.max_cqe_version ? 1 : 0,
+		.cqe_version = cqe_version,
 		.cmds_supp_uhw = MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE |
 				 MLX5_USER_CMDS_SUPP_UHW_CREATE_AH,
 		.log_uar_size = 12,
@@ -287,10 +292,401 @@ static void query_port(uint8_t *r, size_t out)
 	memcpy(r, &p, out < sizeof p ? out : sizeof p);
 }
 
+/* The device's limits (query_device above, as log sizes where mlx5_ib
+ * reads them from the HCA's capabilities). */
+#define LOG_MAX_CQ_SZ 22
+#define LOG_MAX_QP_SZ 15
+#define LOG_MAX_SRQ_SZ 15
+#define MAX_WQE_SZ_RQ 512
+/* mlx5_ib.h's: the user index of a QP or SRQ under CQE version 0. */
+#define MLX5_IB_DEFAULT_UIDX 0xffffff
+
+/* Live objects, by handle: what each is, and a QP's bfreg. */
+enum kind { FREE, PD, MR, CQ, SRQ, QP };
+static struct object {
+	enum kind kind;
+	int bfreg;
+} *objects;
+static uint32_t n_objects, room;
+
+static uint32_t new_object(enum kind k)
+{
+	uint32_t h = n_objects++;
+	if (h == room) {
+		room = room ? 2 * room : 64;
+		objects = realloc(objects, room * sizeof *objects);
+		if (!objects)
+			abort();
+	}
+	objects[h] = (struct object){ .kind = k, .bfreg = -1 };
+	return h;
+}
+
+static int live(uint32_t h, enum kind k)
+{
+	return h < n_objects && objects[h].kind == k;
+}
+
+/* A refusal, as the kernel's write() returns it: logged with its reason. */
+static ssize_t refuse(int e, const char *why)
+{
+	char w[160];
+	snprintf(w, sizeof w, "  refused errno=%d %s", e, why);
+	log_bytes(w, NULL, 0);
+	errno = e;
+	return -1;
+}
+
+/* ib_umem_get's first step: every page of [addr, addr + len) must be
+ * mapped in the caller (the kernel would pin them; mincore() fails with
+ * ENOMEM on a hole). A zero length is refused as ib_umem_get does. */
+static int mapped(uint64_t addr, uint64_t len)
+{
+	if (!len || addr + len < addr)
+		return 0;
+	uint64_t first = addr & ~4095ull, last = (addr + len + 4095) & ~4095ull;
+	size_t pages = (last - first) / 4096;
+	unsigned char *v = malloc(pages);
+	if (!v)
+		abort();
+	int ok = mincore((void *)(uintptr_t)first, last - first, v) == 0;
+	free(v);
+	return ok;
+}
+
+static int is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static uint64_t roundup_pow2(uint64_t v)
+{
+	uint64_t p = 1;
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+/* The core request of a write() command, after its 8-byte header: 0 when
+ * the command is too short for it. */
+static int core(const uint8_t *buf, size_t len, void *c, size_t n)
+{
+	if (len < 8 + n)
+		return 0;
+	memcpy(c, buf + 8, n);
+	return 1;
+}
+
+/* The udata of a write() command: after the core request, up to the
+ * command's in_words (all of `len` for the legacy commands, which count
+ * the header in their words). Copied into `u` (zeroed past its end),
+ * returning the bytes there were. */
+static size_t udata(const uint8_t *buf, size_t len, size_t core, void *u,
+		    size_t ulen)
+{
+	memset(u, 0, ulen);
+	size_t at = sizeof(struct ib_uverbs_cmd_hdr) + core;
+	size_t n = len > at ? len - at : 0;
+	memcpy(u, buf + at, n < ulen ? n : ulen);
+	return n;
+}
+
+/* mlx5_ib's verify_assign_uidx: a user index only with CQE version 1. */
+static int uidx_ok(uint32_t uidx)
+{
+	if (!cqe_version)
+		return 1;
+	return uidx != MLX5_IB_DEFAULT_UIDX && !(uidx & ~0xffffffu);
+}
+
+static ssize_t alloc_pd(uint8_t *r, size_t out)
+{
+	struct {
+		struct ib_uverbs_alloc_pd_resp c;
+		struct mlx5_ib_alloc_pd_resp m;
+	} a = { { .pd_handle = new_object(PD) }, { .pdn = 0x10 + n_objects } };
+	memcpy(r, &a, out < sizeof a ? out : sizeof a);
+	log_bytes("  obj pd", NULL, 0);
+	return 0;
+}
+
+static ssize_t reg_mr(const uint8_t *buf, size_t len, uint8_t *r, size_t out)
+{
+	struct ib_uverbs_reg_mr c;
+	if (!core(buf, len, &c, sizeof c))
+		return refuse(EINVAL, "REG_MR: short");
+	if (!live(c.pd_handle, PD))
+		return refuse(EINVAL, "REG_MR: no such PD");
+	if (!mapped(c.start, c.length))
+		return refuse(EFAULT, "REG_MR: memory not mapped");
+	uint32_t h = new_object(MR);
+	struct ib_uverbs_reg_mr_resp a = { .mr_handle = h,
+					   .lkey = h << 8 | 0x11,
+					   .rkey = h << 8 | 0x11 };
+	memcpy(r, &a, out < sizeof a ? out : sizeof a);
+	char w[160];
+	snprintf(w, sizeof w, "  obj mr length=%llu hca_va_is_start=%d access=%#x",
+		 (unsigned long long)c.length, c.hca_va == c.start,
+		 c.access_flags);
+	log_bytes(w, NULL, 0);
+	return 0;
+}
+
+/* mlx5_ib_create_cq and create_cq_user: the entries rounded up to a power
+ * of two, the CQE buffer of entries * cqe_size bytes and the doorbell
+ * record mapped. */
+static ssize_t create_cq(const uint8_t *buf, size_t len, uint8_t *r,
+			 size_t out)
+{
+	struct ib_uverbs_create_cq c;
+	struct mlx5_ib_create_cq u;
+	if (!core(buf, len, &c, sizeof c))
+		return refuse(EINVAL, "CREATE_CQ: short");
+	size_t n = udata(buf, len, sizeof c, &u, sizeof u);
+	if (n < offsetof(struct mlx5_ib_create_cq, flags))
+		return refuse(EINVAL, "CREATE_CQ: short udata");
+	if ((int)c.cqe < 0 || c.cqe > (1u << LOG_MAX_CQ_SZ))
+		return refuse(EINVAL, "CREATE_CQ: cqe above the device's");
+	uint64_t entries = roundup_pow2((uint64_t)c.cqe + 1);
+	if (entries > (1u << LOG_MAX_CQ_SZ))
+		return refuse(EINVAL, "CREATE_CQ: entries above the device's");
+	if ((u.cqe_size != 64 && u.cqe_size != 128) || u.reserved0 ||
+	    u.reserved1)
+		return refuse(EINVAL, "CREATE_CQ: cqe_size or reserved");
+	if (u.flags & ~(MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD |
+			MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX))
+		return refuse(EINVAL, "CREATE_CQ: flags");
+	if (u.cqe_comp_en)
+		return refuse(EOPNOTSUPP, "CREATE_CQ: no CQE compression");
+	uint64_t umem = entries * u.cqe_size;
+	if (!mapped(u.buf_addr, umem))
+		return refuse(EFAULT, "CREATE_CQ: CQE buffer not mapped");
+	if (!mapped(u.db_addr, 8))
+		return refuse(EFAULT, "CREATE_CQ: doorbell record not mapped");
+	uint32_t h = new_object(CQ);
+	struct {
+		struct ib_uverbs_create_cq_resp c;
+		struct mlx5_ib_create_cq_resp m;
+	} a = { { .cq_handle = h, .cqe = entries - 1 }, { .cqn = 0x400 + h } };
+	memcpy(r, &a, out < sizeof a ? out : sizeof a);
+	char w[240];
+	snprintf(w, sizeof w,
+		 "  obj cq cqe=%u comp_vector=%u channel=%d udata=%zu cqe_size=%u flags=%#x uar_page_index=%u umem=%llu entries=%llu",
+		 c.cqe, c.comp_vector, c.comp_channel, n, u.cqe_size, u.flags,
+		 u.uar_page_index, (unsigned long long)umem,
+		 (unsigned long long)entries);
+	log_bytes(w, NULL, 0);
+	return 0;
+}
+
+/* mlx5_ib_create_srq and create_srq_user: the kernel sizes the buffer
+ * from max_wr and max_sge (a power of two of WQEs, each a power of two of
+ * at least 32 bytes) and maps that much at buf_addr. */
+static ssize_t create_srq(const uint8_t *buf, size_t len, int x, uint8_t *r,
+			  size_t out)
+{
+	uint32_t pd, max_wr, max_sge, limit, type = IB_UVERBS_SRQT_BASIC;
+	size_t core_len;
+	if (x) {
+		struct ib_uverbs_create_xsrq c;
+		if (!core(buf, len, &c, sizeof c))
+			return refuse(EINVAL, "CREATE_XSRQ: short");
+		pd = c.pd_handle, max_wr = c.max_wr, max_sge = c.max_sge;
+		limit = c.srq_limit, type = c.srq_type, core_len = sizeof c;
+	} else {
+		struct ib_uverbs_create_srq c;
+		if (!core(buf, len, &c, sizeof c))
+			return refuse(EINVAL, "CREATE_SRQ: short");
+		pd = c.pd_handle, max_wr = c.max_wr, max_sge = c.max_sge;
+		limit = c.srq_limit, core_len = sizeof c;
+	}
+	struct mlx5_ib_create_srq u;
+	size_t n = udata(buf, len, core_len, &u, sizeof u);
+	if (!live(pd, PD))
+		return refuse(EINVAL, "CREATE_SRQ: no such PD");
+	if (type != IB_UVERBS_SRQT_BASIC)
+		return refuse(EOPNOTSUPP, "CREATE_SRQ: not a basic SRQ");
+	if (max_wr >= (1u << LOG_MAX_SRQ_SZ))
+		return refuse(EINVAL, "CREATE_SRQ: max_wr above the device's");
+	if (max_sge > MAX_WQE_SZ_RQ / 16)
+		return refuse(EINVAL, "CREATE_SRQ: max_sge above max_wqe_sz_rq's");
+	if (u.reserved0 || u.reserved1)
+		return refuse(EINVAL, "CREATE_SRQ: reserved");
+	if (u.flags & ~MLX5_SRQ_FLAG_SIGNATURE)
+		return refuse(EINVAL, "CREATE_SRQ: flags");
+	uint64_t wqes = roundup_pow2((uint64_t)max_wr + 1);
+	uint64_t desc = 16 + (uint64_t)max_sge * 16;
+	desc = roundup_pow2(desc);
+	if (desc < 32)
+		desc = 32;
+	uint64_t umem = wqes * desc;
+	if (!mapped(u.buf_addr, umem))
+		return refuse(EFAULT, "CREATE_SRQ: buffer not mapped");
+	if (!mapped(u.db_addr, 8))
+		return refuse(EFAULT, "CREATE_SRQ: doorbell record not mapped");
+	uint32_t h = new_object(SRQ);
+	struct {
+		struct ib_uverbs_create_srq_resp c;
+		struct mlx5_ib_create_srq_resp m;
+	} a = { { .srq_handle = h,
+		  .max_wr = wqes - 1,
+		  .max_sge = max_sge,
+		  .srqn = 0x800 + h },
+		{ .srqn = 0x800 + h } };
+	memcpy(r, &a, out < sizeof a ? out : sizeof a);
+	char w[240];
+	snprintf(w, sizeof w,
+		 "  obj srq max_wr=%u max_sge=%u limit=%u udata=%zu flags=%#x umem=%llu",
+		 max_wr, max_sge, limit, n, u.flags, (unsigned long long)umem);
+	log_bytes(w, NULL, 0);
+	return 0;
+}
+
+/* mlx5_ib's bfregs for QPs that name none (alloc_bfreg, a context of
+ * version 2), counted in the allocator's numbering: two non-fast-path
+ * bfregs a UAR, total_num_bfregs of them. A low-latency register of its
+ * own while one is free (the last num_low_latency_bfregs), else the least
+ * used medium one (from 1), else bfreg 0 (shared, no BlueFlame). */
+static int bfreg_count[1024];
+
+static int alloc_bfreg(void)
+{
+	int tot = tot_bfregs < 1024 ? (int)tot_bfregs : 1024;
+	int med = tot - (int)lowlat_bfregs - 1;
+	if (med < 0)
+		med = 0;
+	for (int i = med + 1; i < tot; i++)
+		if (!bfreg_count[i]) {
+			bfreg_count[i]++;
+			return i;
+		}
+	int min = 1;
+	for (int i = 1; i <= med; i++) {
+		if (bfreg_count[i] < bfreg_count[min])
+			min = i;
+		if (!bfreg_count[min])
+			break;
+	}
+	min = med ? min : 0;
+	bfreg_count[min]++;
+	return min;
+}
+
+/* The index the response carries (adjust_bfregn): the UAR's four bfregs
+ * counted, its two fast-path ones (never a user QP's) included. */
+static uint32_t adjust_bfregn(int n)
+{
+	return n / 2 * 4 + n % 2;
+}
+
+/* mlx5_ib's create_qp for a user RC, UC or UD QP: the queue sizes come in
+ * the udata (set_rq_size, set_user_buf_size), the buffer is RQ then SQ
+ * (64-byte SQ WQE basic blocks), the doorbell record mapped, a bfreg
+ * chosen. The core caps are answered as asked. */
+static ssize_t create_qp(const uint8_t *buf, size_t len, uint8_t *r,
+			 size_t out)
+{
+	struct ib_uverbs_create_qp c;
+	struct mlx5_ib_create_qp u;
+	if (!core(buf, len, &c, sizeof c))
+		return refuse(EINVAL, "CREATE_QP: short");
+	size_t n = udata(buf, len, sizeof c, &u, sizeof u);
+	if (!live(c.pd_handle, PD) || !live(c.send_cq_handle, CQ) ||
+	    !live(c.recv_cq_handle, CQ) ||
+	    (c.is_srq && !live(c.srq_handle, SRQ)))
+		return refuse(EINVAL, "CREATE_QP: no such PD, CQ or SRQ");
+	if (c.qp_type != IB_UVERBS_QPT_RC && c.qp_type != IB_UVERBS_QPT_UC &&
+	    c.qp_type != IB_UVERBS_QPT_UD)
+		return refuse(EOPNOTSUPP, "CREATE_QP: type");
+	if (n < offsetof(struct mlx5_ib_create_qp, sq_buf_addr))
+		return refuse(EINVAL, "CREATE_QP: short udata");
+	if (!uidx_ok(u.uidx))
+		return refuse(EINVAL, "CREATE_QP: uidx for the CQE version");
+	if (c.max_recv_wr > (1u << LOG_MAX_QP_SZ))
+		return refuse(EINVAL, "CREATE_QP: max_recv_wr above the device's");
+	uint64_t rq = 0;
+	if (!c.is_srq) {
+		if (u.rq_wqe_shift > 32)
+			return refuse(EINVAL, "CREATE_QP: rq_wqe_shift");
+		/* mlx5_ib takes any count; the RQ context holds its log, so
+		 * anything but a power of two (or none) would be misread. */
+		if (u.rq_wqe_count && !is_pow2(u.rq_wqe_count))
+			return refuse(EINVAL, "CREATE_QP: rq_wqe_count not a power of two");
+		if (u.rq_wqe_count && (1ull << u.rq_wqe_shift) < 16)
+			return refuse(EINVAL, "CREATE_QP: RQ WQE under one SGE");
+		rq = (uint64_t)u.rq_wqe_count << u.rq_wqe_shift;
+	} else if (u.rq_wqe_count) {
+		return refuse(EINVAL, "CREATE_QP: an RQ beside an SRQ");
+	}
+	if (u.sq_wqe_count && !is_pow2(u.sq_wqe_count))
+		return refuse(EINVAL, "CREATE_QP: sq_wqe_count not a power of two");
+	if (u.sq_wqe_count > (1u << LOG_MAX_QP_SZ))
+		return refuse(EINVAL, "CREATE_QP: sq_wqe_count above the device's");
+	uint64_t umem = rq + ((uint64_t)u.sq_wqe_count << 6);
+	if (umem && !mapped(u.buf_addr, umem))
+		return refuse(EFAULT, "CREATE_QP: buffer not mapped");
+	if (!mapped(u.db_addr, 8))
+		return refuse(EFAULT, "CREATE_QP: doorbell record not mapped");
+	int bfreg;
+	if (u.flags & MLX5_QP_FLAG_BFREG_INDEX) {
+		/* Named in the response's numbering; not counted. */
+		if (u.bfreg_index >= 2 * tot_bfregs)
+			return refuse(EINVAL, "CREATE_QP: bfreg_index");
+		bfreg = -1;
+	} else {
+		bfreg = alloc_bfreg();
+	}
+	uint32_t h = new_object(QP);
+	objects[h].bfreg = bfreg;
+	struct {
+		struct ib_uverbs_create_qp_resp c;
+		struct mlx5_ib_create_qp_resp m;
+	} a = { { .qp_handle = h,
+		  .qpn = 0x100 + h,
+		  .max_send_wr = c.max_send_wr,
+		  .max_recv_wr = c.max_recv_wr,
+		  .max_send_sge = c.max_send_sge,
+		  .max_recv_sge = c.max_recv_sge,
+		  .max_inline_data = c.max_inline_data },
+		{ .bfreg_index = bfreg < 0 ? u.bfreg_index :
+					     adjust_bfregn(bfreg) } };
+	memcpy(r, &a, out < sizeof a ? out : sizeof a);
+	char w[400];
+	snprintf(w, sizeof w,
+		 "  obj qp type=%u sig_all=%u is_srq=%u max_send_wr=%u max_recv_wr=%u max_send_sge=%u max_recv_sge=%u max_inline_data=%u udata=%zu sq_wqe_count=%u rq_wqe_count=%u rq_wqe_shift=%u flags=%#x uidx=%#x bfreg_index=%u umem=%llu",
+		 c.qp_type, c.sq_sig_all, c.is_srq, c.max_send_wr,
+		 c.max_recv_wr, c.max_send_sge, c.max_recv_sge,
+		 c.max_inline_data, n, u.sq_wqe_count, u.rq_wqe_count,
+		 u.rq_wqe_shift, u.flags, u.uidx, a.m.bfreg_index,
+		 (unsigned long long)umem);
+	log_bytes(w, NULL, 0);
+	return 0;
+}
+
+/* DEALLOC_PD, DEREG_MR, DESTROY_CQ/SRQ/QP: the handle (the first word
+ * after the header, or after the response pointer for the three that
+ * answer) must name a live object of that kind; the answers are zero (no
+ * events were reported). */
+static ssize_t destroy(const uint8_t *buf, size_t len, enum kind k,
+		       int with_resp)
+{
+	size_t at = 8 + (with_resp ? 8 : 0);
+	uint32_t h;
+	if (len < at + 4)
+		return refuse(EINVAL, "DESTROY: short");
+	memcpy(&h, buf + at, 4);
+	if (!live(h, k))
+		return refuse(EINVAL, "DESTROY: no such object");
+	if (k == QP && objects[h].bfreg >= 0)
+		bfreg_count[objects[h].bfreg]--;
+	objects[h].kind = FREE;
+	return 0;
+}
+
 static ssize_t answer(const uint8_t *buf, size_t len)
 {
 	struct ib_uverbs_cmd_hdr h;
-	if (len < sizeof h + 8) {
+	if (len < sizeof h + 4) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -300,6 +696,13 @@ static ssize_t answer(const uint8_t *buf, size_t len)
 	char w[80];
 	snprintf(w, sizeof w, "write cmd=%u ex=%d len=%zu", cmd, ex, len);
 	log_bytes(w, buf, len);
+	/* The two that answer nothing: the handle follows the header. */
+	if (!ex && cmd == IB_USER_VERBS_CMD_DEALLOC_PD)
+		return destroy(buf, len, PD, 0) < 0 ? -1 : (ssize_t)len;
+	if (!ex && cmd == IB_USER_VERBS_CMD_DEREG_MR)
+		return destroy(buf, len, MR, 0) < 0 ? -1 : (ssize_t)len;
+	if (len < sizeof h + 8)
+		return refuse(EINVAL, "short command");
 	uint64_t resp;
 	size_t out;
 	if (ex) {
@@ -317,8 +720,9 @@ static ssize_t answer(const uint8_t *buf, size_t len)
 	}
 	uint8_t *r = (uint8_t *)(uintptr_t)resp;
 	if (!r || !out)
-		return (ssize_t)len;
+		return refuse(EINVAL, "no response buffer");
 	memset(r, 0, out);
+	ssize_t rc = 0;
 	switch (ex ? 0x100 | cmd : cmd) {
 	case IB_USER_VERBS_CMD_GET_CONTEXT:
 		get_context(buf, len, r, out);
@@ -332,14 +736,38 @@ static ssize_t answer(const uint8_t *buf, size_t len)
 	case IB_USER_VERBS_CMD_QUERY_PORT:
 		query_port(r, out);
 		break;
-	default: {
-		/* Objects (ALLOC_PD, ...): a handle in the first word. */
-		uint32_t hnd = next_handle++;
-		if (out >= 4)
-			memcpy(r, &hnd, 4);
+	case IB_USER_VERBS_CMD_ALLOC_PD:
+		rc = alloc_pd(r, out);
 		break;
+	case IB_USER_VERBS_CMD_REG_MR:
+		rc = reg_mr(buf, len, r, out);
+		break;
+	case IB_USER_VERBS_CMD_CREATE_CQ:
+		rc = create_cq(buf, len, r, out);
+		break;
+	case IB_USER_VERBS_CMD_CREATE_SRQ:
+		rc = create_srq(buf, len, 0, r, out);
+		break;
+	case IB_USER_VERBS_CMD_CREATE_XSRQ:
+		rc = create_srq(buf, len, 1, r, out);
+		break;
+	case IB_USER_VERBS_CMD_CREATE_QP:
+		rc = create_qp(buf, len, r, out);
+		break;
+	case IB_USER_VERBS_CMD_DESTROY_CQ:
+		rc = destroy(buf, len, CQ, 1);
+		break;
+	case IB_USER_VERBS_CMD_DESTROY_SRQ:
+		rc = destroy(buf, len, SRQ, 1);
+		break;
+	case IB_USER_VERBS_CMD_DESTROY_QP:
+		rc = destroy(buf, len, QP, 1);
+		break;
+	default:
+		return refuse(ENOSYS, "not a command this fake answers");
 	}
-	}
+	if (rc < 0)
+		return rc;
 	log_bytes("  resp", r, out);
 	return (ssize_t)len;
 }

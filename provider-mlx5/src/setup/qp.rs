@@ -221,6 +221,10 @@ struct RqSize {
 /// signatures, no out-of-order RQ), which the kernel's `set_rq_size` takes
 /// as given from `rq_wqe_count`/`rq_wqe_shift`.
 fn rq_size(req: &QpRequest, dev: &DeviceLimits) -> Result<RqSize, SizeError> {
+    // Checked with an SRQ too, as rdma-core (`mlx5_get_max_recv_wr` runs
+    // before `mlx5_calc_rcv_wqe` sees the SRQ) and mlx5_ib's `set_rq_size`
+    // do.
+    exceeds("max_recv_wr", req.max_recv_wr, dev.max_recv_wr)?;
     if req.srq || req.max_recv_wr == 0 {
         return Ok(RqSize {
             wqe_cnt: 0,
@@ -229,7 +233,6 @@ fn rq_size(req: &QpRequest, dev: &DeviceLimits) -> Result<RqSize, SizeError> {
             max_post: 0,
         });
     }
-    exceeds("max_recv_wr", req.max_recv_wr, dev.max_recv_wr)?;
     let desc = u64::from(dev.max_rq_desc_sz);
     let size = u64::from(req.max_recv_sge.max(1)) * DATA_SEG;
     if size > desc {
@@ -287,9 +290,9 @@ pub fn qp_layout(
 ) -> Result<QpLayout, SizeError> {
     check_page_size(page_size)?;
     exceeds("max_send_sge", req.max_send_sge, dev.max_sge)?;
-    if !req.srq {
-        exceeds("max_recv_sge", req.max_recv_sge, dev.max_sge)?;
-    }
+    // Receive SGEs are bounded by the receive WQE (`max_rq_desc_sz`: 32 on
+    // a ConnectX, above the device's `max_sge` of 30, which counts the send
+    // side's room): `rq_size`, as rdma-core's `mlx5_calc_rcv_wqe`.
     let sq = sq_size(req, dev)?;
     let rq = rq_size(req, dev)?;
     let rq_len = u64::from(rq.wqe_cnt) << rq.wqe_shift;
@@ -526,6 +529,41 @@ mod tests {
         ));
         // 30 receive SGEs: 480 -> 512 fits; the kernel's 512 limit holds.
         assert!(qp_layout(&rc(1, 1, 0, 1, 30), &dev(), PAGE).is_ok());
+        // 32, above the device's max_sge: 512 bytes still, as rdma-core
+        // grants (the creation differential against it found the
+        // difference); 33 is past the receive WQE.
+        assert_eq!(
+            qp_layout(&rc(1, 1, 0, 1, 32), &dev(), PAGE)
+                .unwrap()
+                .rq_max_sge,
+            32
+        );
+        assert!(matches!(
+            qp_layout(&rc(1, 1, 0, 1, 33), &dev(), PAGE),
+            Err(SizeError::WqeTooLarge {
+                queue: "receive",
+                ..
+            })
+        ));
+        // With an SRQ the receive caps size nothing, but max_recv_wr is
+        // still checked (rdma-core and mlx5_ib refuse it).
+        let with_srq = |recv_wr| QpRequest {
+            srq: true,
+            ..rc(1, 1, 0, recv_wr, 40)
+        };
+        assert_eq!(
+            qp_layout(&with_srq(1 << 15), &dev(), PAGE)
+                .unwrap()
+                .rq_wqe_cnt,
+            0
+        );
+        assert!(matches!(
+            qp_layout(&with_srq((1 << 15) + 1), &dev(), PAGE),
+            Err(SizeError::ExceedsDevice {
+                what: "max_recv_wr",
+                ..
+            })
+        ));
         let small_rq = DeviceLimits {
             max_rq_desc_sz: 256,
             ..dev()

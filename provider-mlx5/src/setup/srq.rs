@@ -42,7 +42,10 @@ pub fn srq_layout(
         return Err(SizeError::Zero { what: "SRQ max_wr" });
     }
     exceeds("max_wr", max_wr, dev.max_srq_recv_wr)?;
-    exceeds("max_sge", max_sge, dev.max_sge)?;
+    // max_sge is bounded by the WQE (below), as in rdma-core's
+    // `mlx5_create_srq` and mlx5_ib's `max_wqe_sz_rq / 16`, not by the
+    // device's `max_sge` (30 on a ConnectX: the send side's room): an SRQ
+    // of 31 SGEs fills a 512-byte WQE.
     // rdma-core's first check ignores the next segment.
     let data = u64::from(max_sge) * DATA_SEG;
     if data > u64::from(dev.max_rq_desc_sz) {
@@ -152,12 +155,14 @@ mod tests {
             srq_layout(1 << 15, 1, &dev(), PAGE),
             Err(SizeError::RingTooLarge { queue: "SRQ", .. })
         ));
+        // 31 SGEs (above the device's max_sge of 30, the send side's):
+        // 16 + 496 = 512, the largest receive WQE, as rdma-core grants.
+        let l = srq_layout(10, 31, &dev(), PAGE).unwrap();
+        assert_eq!((l.wqe_shift, l.max_sge), (9, 31));
+        // 32: 528 -> 1024, past max_rq_desc_sz.
         assert!(matches!(
-            srq_layout(10, 31, &dev(), PAGE),
-            Err(SizeError::ExceedsDevice {
-                what: "max_sge",
-                ..
-            })
+            srq_layout(10, 32, &dev(), PAGE),
+            Err(SizeError::WqeTooLarge { queue: "SRQ", .. })
         ));
     }
 

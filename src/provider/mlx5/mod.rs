@@ -239,7 +239,8 @@ impl Ctx {
         let req = setup::QpRequest {
             qp_type,
             max_send_wr: c.max_send_wr,
-            max_recv_wr: if srq { 0 } else { c.max_recv_wr },
+            // With an SRQ, checked against the device but not sized.
+            max_recv_wr: c.max_recv_wr,
             max_send_sge: c.max_send_sge,
             max_recv_sge: c.max_recv_sge,
             max_inline_data: c.max_inline_data,

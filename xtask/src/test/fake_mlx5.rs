@@ -12,6 +12,8 @@
 //! uverbs `write()`) goes through libc, where the fake can answer it.
 //! No kernel and no VM: it runs on the host.
 
+mod create;
+
 use super::{cargo, Tally};
 use crate::host::{target_dir, workspace_root, Result};
 use std::collections::BTreeSet;
@@ -272,20 +274,29 @@ fn against_fake(dir: &Path, fake: &Path, name: &str, cmd: &mut Command) -> Resul
     Ok((stdout, parse_log(&text)?))
 }
 
-fn run_check(dir: &Path) -> Result<Vec<String>> {
+/// Builds what both checks run: the fake, its sysfs tree, the C driver of
+/// the creation cases, and rverbs' two programs with their uverbs
+/// `write()` through libc (a target directory of their own, since the cfg
+/// changes every crate's flags). Returns the fake's path.
+fn build(dir: &Path) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let fake = dir.join("uverbs.so");
+    let src = workspace_root().join("mlx5-oracle/fake");
     crate::host::run(
         Command::new("gcc")
             .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o"])
             .arg(&fake)
-            .arg(workspace_root().join("mlx5-oracle/fake/uverbs.c"))
+            .arg(src.join("uverbs.c"))
             .arg("-ldl"),
     )?;
+    crate::host::run(
+        Command::new("gcc")
+            .args(["-O1", "-Wall", "-Werror", "-o"])
+            .arg(dir.join("cases"))
+            .arg(src.join("cases.c"))
+            .arg("-libverbs"),
+    )?;
     sysfs_tree(&dir.join("sys"))?;
-    // rverbs' tool with its uverbs write() through libc: a target
-    // directory of its own, since the cfg changes every crate's flags.
-    let target = dir.join("target");
     crate::host::run(
         cargo()
             .args([
@@ -295,21 +306,29 @@ fn run_check(dir: &Path) -> Result<Vec<String>> {
                 crate::host::TOOL_PACKAGE,
                 "--bin",
                 "rverbs",
+                "-p",
+                "rverbs-mlx5-oracle",
+                "--example",
+                "fake_cases",
             ])
             .env("RUSTFLAGS", "--cfg rverbs_libc_syscalls")
             .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .env("CARGO_TARGET_DIR", &target),
+            .env("CARGO_TARGET_DIR", dir.join("target")),
     )?;
-    let ours_bin: PathBuf = target.join("debug/rverbs");
+    Ok(fake)
+}
+
+fn run_devinfo(dir: &Path, fake: &Path) -> Result<Vec<String>> {
+    let ours_bin: PathBuf = dir.join("target/debug/rverbs");
     let (their_out, theirs) = against_fake(
         dir,
-        &fake,
+        fake,
         "rdma-core",
         Command::new("ibv_devinfo").args(["-d", "mlx5_0"]),
     )?;
     let (our_out, ours) = against_fake(
         dir,
-        &fake,
+        fake,
         "rverbs",
         Command::new(&ours_bin).args(["devinfo", "-d", "mlx5_0"]),
     )?;
@@ -331,17 +350,80 @@ fn run_check(dir: &Path) -> Result<Vec<String>> {
     Ok(notes)
 }
 
-/// The check, counted once.
+/// The creation differential (`create.rs`) over [`create::CASES`] cases
+/// from a seed (`RVERBS_FAKE_SEED` to repeat a run; printed either way).
+fn run_create(dir: &Path, fake: &Path) -> Result<Vec<String>> {
+    let seed = match std::env::var("RVERBS_FAKE_SEED") {
+        Ok(s) => s
+            .parse()
+            .map_err(|e| format!("RVERBS_FAKE_SEED={s}: {e}"))?,
+        Err(_) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|e| e.to_string())?
+            .as_nanos() as u64,
+    };
+    let cases = create::generate(seed, create::CASES);
+    let file = dir.join("cases.txt");
+    let text: String = cases.iter().map(|c| c.line() + "\n").collect();
+    std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut outs = Vec::new();
+    for (name, bin) in [
+        ("rdma-core-cases", dir.join("cases")),
+        ("rverbs-cases", dir.join("target/debug/examples/fake_cases")),
+    ] {
+        let started = std::time::Instant::now();
+        let (out, _) = against_fake(dir, fake, name, Command::new(bin).arg(&file))?;
+        let log = dir.join(format!("{name}.log"));
+        let log = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        outs.push((out, log, started.elapsed()));
+    }
+    let listed = create::compare(&cases, (&outs[0].0, &outs[0].1), (&outs[1].0, &outs[1].1))
+        .map_err(|e| {
+            format!("seed {seed} (RVERBS_FAKE_SEED={seed} cargo xtask fake-mlx5 repeats it): {e}")
+        })?;
+    let created = outs[1].0.matches(" qp=0/").count();
+    Ok(vec![
+        format!(
+            "{} cases from seed {seed} ({created} QPs created), the same in both but the {listed}",
+            cases.len()
+        ),
+        format!(
+            "rdma-core took {:.1} s, rverbs (a debug build) {:.1} s",
+            outs[0].2.as_secs_f64(),
+            outs[1].2.as_secs_f64()
+        ),
+    ])
+}
+
+/// The two checks: opening the device, and creating objects on it.
 pub(super) fn checks(tally: &mut Tally) {
-    let what = "mlx5 against a fake uverbs device: rdma-core's libmlx5 (ibv_devinfo) and rverbs' glue (rverbs devinfo) send the same GET_CONTEXT, QUERY_DEVICE_EX and QUERY_PORT and map the same UAR pages, but the listed differences; the same output";
-    match run_check(&target_dir().join("fake-mlx5")) {
-        Ok(notes) => {
-            for n in notes {
-                println!("xtask: fake mlx5: {n}");
-            }
-            tally.pass(what)
+    let dir = target_dir().join("fake-mlx5");
+    let devinfo = "mlx5 against a fake uverbs device: rdma-core's libmlx5 (ibv_devinfo) and rverbs' glue (rverbs devinfo) send the same GET_CONTEXT, QUERY_DEVICE_EX and QUERY_PORT and map the same UAR pages, but the listed differences; the same output";
+    let creation = "mlx5 against a fake uverbs device: 10,000 generated cases of CQ, SRQ and QP creation end the same way in rdma-core's libmlx5 and in rverbs, and ask the kernel for the same objects (udata, core fields, the memory it pins) but the listed differences";
+    let fake = match build(&dir) {
+        Ok(f) => f,
+        Err(e) => {
+            tally.fail(devinfo, &e);
+            tally.fail(creation, &e);
+            return;
         }
-        Err(e) => tally.fail(what, &e),
+    };
+    for (what, run) in [
+        (
+            devinfo,
+            run_devinfo as fn(&Path, &Path) -> Result<Vec<String>>,
+        ),
+        (creation, run_create),
+    ] {
+        match run(&dir, &fake) {
+            Ok(notes) => {
+                for n in notes {
+                    println!("xtask: fake mlx5: {n}");
+                }
+                tally.pass(what)
+            }
+            Err(e) => tally.fail(what, &e),
+        }
     }
 }
 
