@@ -2,10 +2,11 @@
 //! device (issue 29; `xtask/src/test/fake_mlx5.rs` runs it,
 //! `fake/cases.c` is rdma-core's side, and this program prints what that
 //! one prints): opens mlx5_0 with rverbs, allocates a PD and registers
-//! an MR, then for every case of the file named by its argument creates a
-//! CQ, an SRQ if the case has one, and a QP on them, and drops them
-//! again. One line a case: the errno of each step (0: created) and what
-//! was granted; each error's text on stderr. Before each case, `case N` goes into the fake's log.
+//! an MR, then for every case of the file named by its argument registers
+//! a dma-buf MR over a memfd and drops it, creates a CQ, an SRQ if the
+//! case has one, and a QP on them, and drops them again. One line a case:
+//! the errno of each step (0: created) and what was granted; each error's
+//! text on stderr. Before each case, `case N` goes into the fake's log.
 //!
 //! Built with `--cfg rverbs_libc_syscalls`, so that rverbs' uverbs
 //! `write()` goes through libc, where the fake answers it.
@@ -24,6 +25,20 @@ fn errno(e: &Error) -> String {
     }
 }
 
+/// A memfd of 16 MiB.
+fn memfd() -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: a NUL-terminated name and flags; the result is checked.
+    let fd = unsafe { libc::memfd_create(c"dmabuf".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor just opened and owned by nothing else.
+    let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    std::fs::File::from(fd.try_clone()?).set_len(16 << 20)?;
+    Ok(fd)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).ok_or("usage: fake_cases FILE")?;
     let cases = std::fs::read_to_string(path)?;
@@ -34,17 +49,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = Context::open_by_name(Some("mlx5_0"))?;
     let pd = ctx.alloc_pd()?;
     let _mr = pd.alloc_mr(8192, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
+    // The "dma-buf": a memfd of 16 MiB (the fake takes any file).
+    let dmabuf = memfd()?;
     let mut out = String::new();
     for (k, line) in cases.lines().enumerate() {
-        let v: Vec<u32> = line
+        let v: Vec<u64> = line
             .split_whitespace()
             .map(str::parse)
             .collect::<Result<_, _>>()?;
-        let [cqe, srq_wr, srq_sge, ty, sw, rw, ss, rs, inl, sig] = v[..] else {
+        let [cqe, srq_wr, srq_sge, ty, sw, rw, ss, rs, inl, sig, off, len, iova, acc] = v[..]
+        else {
             return Err(format!("case {k}: {line:?}").into());
         };
+        let n = |v: u64| u32::try_from(v).map_err(|_| format!("case {k}: {v} is not a u32"));
+        let [cqe, srq_wr, srq_sge, ty, sw, rw, ss, rs, inl, sig, acc] =
+            [cqe, srq_wr, srq_sge, ty, sw, rw, ss, rs, inl, sig, acc].map(n);
+        let (cqe, srq_wr, srq_sge, ty, sw, rw, ss, rs, inl, sig, acc) = (
+            cqe?, srq_wr?, srq_sge?, ty?, sw?, rw?, ss?, rs?, inl?, sig?, acc?,
+        );
         writeln!(log, "case {k}")?;
         write!(out, "case {k}")?;
+        // Unknown bits kept: the kernel is the one to refuse them.
+        let access = Access::from_bits_retain(acc);
+        match pd.reg_dmabuf_mr(dmabuf.try_clone()?, off, len, iova, access) {
+            Ok(_) => write!(out, " dmabuf=0")?,
+            Err(e) => {
+                write!(out, " dmabuf={}", errno(&e))?;
+                eprintln!("case {k}: {e}");
+            }
+        }
         let cq = match ctx.create_cq(cqe, None, 0) {
             Ok(cq) => cq,
             Err(e) => {

@@ -3,17 +3,22 @@
  * (issue 29; `xtask/src/test/fake_mlx5.rs` runs it, `fake_cases.rs` in
  * this crate's examples is the Rust side): opens mlx5_0 with rdma-core's
  * libibverbs and libmlx5, allocates a PD and registers an MR, then for
- * every case of the file named by argv[1] creates a CQ, an SRQ if the case
- * has one, and a QP on them, and destroys them again. One line a case on
+ * every case of the file named by argv[1] registers a dma-buf MR (over a
+ * memfd of 16 MiB: the fake takes any file for a dma-buf) and deregisters
+ * it, then creates a CQ, an SRQ if the case has one, and a QP on them, and
+ * destroys them again. One line a case on
  * stdout: the errno of each step (0: created; '-': not tried) and what
  * the provider granted. Before each case, "case N" goes into the fake's
  * log, which is how the checker finds each case's commands.
  *
  * A case: cqe srq_max_wr srq_max_sge qp_type max_send_wr max_recv_wr
  * max_send_sge max_recv_sge max_inline_data sq_sig_all (srq_max_wr 0: no
- * SRQ).
+ * SRQ) dmabuf_offset dmabuf_length dmabuf_iova dmabuf_access.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,14 +60,23 @@ int main(int argc, char **argv)
 					       IBV_ACCESS_REMOTE_WRITE);
 	if (!mr)
 		die("ibv_reg_mr");
-	unsigned cqe, srq_wr, srq_sge, type, sw, rw, ss, rs, inl, sig;
-	for (int k = 0; fscanf(in, "%u %u %u %u %u %u %u %u %u %u", &cqe,
-			       &srq_wr, &srq_sge, &type, &sw, &rw, &ss, &rs,
-			       &inl, &sig) == 10;
+	int dmabuf = memfd_create("dmabuf", MFD_CLOEXEC);
+	if (dmabuf < 0 || ftruncate(dmabuf, 16 << 20))
+		die("memfd");
+	unsigned cqe, srq_wr, srq_sge, type, sw, rw, ss, rs, inl, sig, acc;
+	unsigned long long off, len, iova;
+	for (int k = 0; fscanf(in, "%u %u %u %u %u %u %u %u %u %u %llu %llu %llu %u",
+			       &cqe, &srq_wr, &srq_sge, &type, &sw, &rw, &ss,
+			       &rs, &inl, &sig, &off, &len, &iova, &acc) == 14;
 	     k++) {
 		fprintf(log, "case %d\n", k);
 		fflush(log);
 		printf("case %d", k);
+		struct ibv_mr *dm =
+			ibv_reg_dmabuf_mr(pd, off, len, iova, dmabuf, acc);
+		printf(" dmabuf=%d", dm ? 0 : errno);
+		if (dm && ibv_dereg_mr(dm))
+			die("ibv_dereg_mr");
 		struct ibv_cq *cq = ibv_create_cq(ctx, cqe, NULL, NULL, 0);
 		if (!cq) {
 			printf(" cq=%d\n", errno);

@@ -41,6 +41,8 @@
 #include <unistd.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/mlx5-abi.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/rdma_user_ioctl_cmds.h>
 
 #define CDEV "/dev/infiniband/uverbs0"
 
@@ -163,19 +165,6 @@ int close(int fd)
 	return real(fd);
 }
 
-int ioctl(int fd, unsigned long req, ...)
-{
-	va_list a;
-	va_start(a, req);
-	void *arg = va_arg(a, void *);
-	va_end(a);
-	if (fd >= 0 && fd == fake_fd) {
-		errno = ENOTTY;
-		return -1;
-	}
-	NEXT(ioctl);
-	return real(fd, req, arg);
-}
 
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
@@ -262,6 +251,7 @@ static void query_device(uint8_t *r, size_t out, int ex)
 		.max_srq = 1 << 23,
 		.max_srq_wr = (1 << 15) - 1,
 		.max_srq_sge = 31,
+		.atomic_cap = 1, /* IB_ATOMIC_HCA */
 		.phys_port_cnt = 1,
 	};
 	memcpy(r, &d, out < sizeof d ? out : sizeof d);
@@ -778,4 +768,121 @@ ssize_t write(int fd, const void *buf, size_t len)
 		return answer(buf, len);
 	NEXT(write);
 	return real(fd, buf, len);
+}
+
+/* The one ioctl() method answered: REG_DMABUF_MR (UVERBS_METHOD_
+ * REG_DMABUF_MR, which has no write() form), as uverbs_std_types_mr.c and
+ * mlx5_ib do: every attribute mandatory, the access flags checked as
+ * ib_check_mr_access does, the IOVA's place in its page the offset's, and
+ * the region inside the dma-buf (here any file: its size is the
+ * dma-buf's). The new handle goes into the handle attribute's data, the
+ * keys to the two outputs, each marked UVERBS_ATTR_F_VALID_OUTPUT.
+ * Everything else fails with ENOTTY, as on a kernel without the ioctl
+ * methods, so libibverbs keeps to write() for the rest. */
+static int reg_dmabuf_mr(struct ib_uverbs_ioctl_hdr *h)
+{
+	struct ib_uverbs_attr *at[UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY + 1] = { 0 };
+	for (unsigned i = 0; i < h->num_attrs; i++) {
+		struct ib_uverbs_attr *a = &h->attrs[i];
+		if (a->attr_id > UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY) {
+			if (a->flags & UVERBS_ATTR_F_MANDATORY)
+				return refuse(EPROTONOSUPPORT, "REG_DMABUF_MR: unknown mandatory attribute");
+			continue;
+		}
+		if (at[a->attr_id])
+			return refuse(EINVAL, "REG_DMABUF_MR: an attribute twice");
+		at[a->attr_id] = a;
+	}
+	/* The attributes by id (their order in the array means nothing to
+	 * the kernel): id:len:flags. */
+	char sig[400] = "";
+	size_t used = 0;
+	for (unsigned i = 0; i <= UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY; i++) {
+		if (!at[i])
+			return refuse(EINVAL, "REG_DMABUF_MR: an attribute missing");
+		if (used < sizeof sig)
+			used += snprintf(sig + used, sizeof sig - used,
+					 "%s%u:%u:%u", i ? "," : "", i,
+					 at[i]->len, at[i]->flags);
+	}
+	if (at[UVERBS_ATTR_REG_DMABUF_MR_OFFSET]->len != 8 ||
+	    at[UVERBS_ATTR_REG_DMABUF_MR_LENGTH]->len != 8 ||
+	    at[UVERBS_ATTR_REG_DMABUF_MR_IOVA]->len != 8 ||
+	    at[UVERBS_ATTR_REG_DMABUF_MR_FD]->len != 4 ||
+	    (at[UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS]->len != 4 &&
+	     at[UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS]->len != 8) ||
+	    at[UVERBS_ATTR_REG_DMABUF_MR_RESP_LKEY]->len < 4 ||
+	    at[UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY]->len < 4)
+		return refuse(EINVAL, "REG_DMABUF_MR: an attribute's length");
+	uint64_t offset = at[UVERBS_ATTR_REG_DMABUF_MR_OFFSET]->data;
+	uint64_t length = at[UVERBS_ATTR_REG_DMABUF_MR_LENGTH]->data;
+	uint64_t iova = at[UVERBS_ATTR_REG_DMABUF_MR_IOVA]->data;
+	int fd = (int)(uint32_t)at[UVERBS_ATTR_REG_DMABUF_MR_FD]->data;
+	uint64_t access = at[UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS]->data;
+	if (at[UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS]->len == 4)
+		access = (uint32_t)access;
+	if (!live(at[UVERBS_ATTR_REG_DMABUF_MR_PD_HANDLE]->data, PD))
+		return refuse(EINVAL, "REG_DMABUF_MR: no such PD");
+	uint64_t supported = ((uint64_t)IB_UVERBS_ACCESS_HUGETLB << 3) - 1;
+	if (access & ~(supported | IB_UVERBS_ACCESS_OPTIONAL_RANGE))
+		return refuse(EINVAL, "REG_DMABUF_MR: unknown access flags");
+	if ((access & (IB_UVERBS_ACCESS_REMOTE_WRITE |
+		       IB_UVERBS_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IB_UVERBS_ACCESS_LOCAL_WRITE))
+		return refuse(EINVAL, "REG_DMABUF_MR: remote write without local write");
+	if (access & (IB_UVERBS_ACCESS_ON_DEMAND | (1u << 8) | (1u << 9)))
+		return refuse(EOPNOTSUPP, "REG_DMABUF_MR: ODP or FLUSH on this device");
+	if ((offset & 4095) != (iova & 4095))
+		return refuse(EINVAL, "REG_DMABUF_MR: the IOVA off the offset's place in its page");
+	struct stat st;
+	if (fstat(fd, &st))
+		return refuse(EBADF, "REG_DMABUF_MR: no such file");
+	if (!length || offset + length < offset ||
+	    (uint64_t)st.st_size < offset + length)
+		return refuse(EINVAL, "REG_DMABUF_MR: the region is not inside the dma-buf");
+	uint32_t hnd = new_object(MR), key = hnd << 8 | 0x22;
+	at[UVERBS_ATTR_REG_DMABUF_MR_HANDLE]->data = hnd;
+	for (int i = UVERBS_ATTR_REG_DMABUF_MR_RESP_LKEY;
+	     i <= UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY; i++) {
+		memcpy((void *)(uintptr_t)at[i]->data, &key, 4);
+		at[i]->flags |= UVERBS_ATTR_F_VALID_OUTPUT;
+	}
+	char w[600];
+	snprintf(w, sizeof w,
+		 "  obj dmabuf_mr attrs=%s driver_id=%u offset=%llu length=%llu iova=%#llx access=%#llx",
+		 sig, h->driver_id, (unsigned long long)offset,
+		 (unsigned long long)length, (unsigned long long)iova,
+		 (unsigned long long)access);
+	log_bytes(w, NULL, 0);
+	return 0;
+}
+
+static int answer_ioctl(unsigned long req, void *arg)
+{
+	struct ib_uverbs_ioctl_hdr *h = arg;
+	if (req != RDMA_VERBS_IOCTL || h->object_id != UVERBS_OBJECT_MR ||
+	    h->method_id != UVERBS_METHOD_REG_DMABUF_MR) {
+		errno = ENOTTY;
+		return -1;
+	}
+	char w[120];
+	snprintf(w, sizeof w, "ioctl object=%u method=%u attrs=%u",
+		 h->object_id, h->method_id, h->num_attrs);
+	log_bytes(w, NULL, 0);
+	if (h->length != sizeof *h + h->num_attrs * sizeof h->attrs[0] ||
+	    h->reserved1 || h->reserved2)
+		return refuse(EINVAL, "ioctl: header");
+	return reg_dmabuf_mr(h) < 0 ? -1 : 0;
+}
+
+int ioctl(int fd, unsigned long req, ...)
+{
+	va_list a;
+	va_start(a, req);
+	void *arg = va_arg(a, void *);
+	va_end(a);
+	if (fd >= 0 && fd == fake_fd)
+		return answer_ioctl(req, arg);
+	NEXT(ioctl);
+	return real(fd, req, arg);
 }

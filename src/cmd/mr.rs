@@ -95,21 +95,31 @@ pub(crate) fn reg_dmabuf(
     let (mut lkey, mut rkey) = (0u32, 0u32);
     let mut storage = [0u64; io::attr_buf_words(9)];
     let mut call = dev.call(Method::RegDmabufMr, &mut storage);
+    // Every attribute mandatory, as rdma-core's ibv_cmd_reg_dmabuf_mr sends
+    // them: a kernel that did not know one would refuse the call
+    // (EPROTONOSUPPORT) rather than register without it.
     call.idr_new(io::UVERBS_ATTR_REG_DMABUF_MR_HANDLE)
+        .mandatory()
         .idr_in(io::UVERBS_ATTR_REG_DMABUF_MR_PD_HANDLE, pd)
+        .mandatory()
         .u64_in(io::UVERBS_ATTR_REG_DMABUF_MR_OFFSET, offset)
+        .mandatory()
         .u64_in(io::UVERBS_ATTR_REG_DMABUF_MR_LENGTH, len)
+        .mandatory()
         .u64_in(io::UVERBS_ATTR_REG_DMABUF_MR_IOVA, iova)
+        .mandatory()
         // PTR_IN of a u32 (uverbs_std_types_mr.c), not an fd attribute: a
         // zero-length one fails the kernel's attribute check (EINVAL).
         .u32_in(io::UVERBS_ATTR_REG_DMABUF_MR_FD, fd as u32)
-        // FLAGS_IN: uverbs_get_flags32() takes a u32 or a u64.
-        .u64_in(
-            io::UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS,
-            u64::from(access),
-        )
+        .mandatory()
+        // FLAGS_IN: uverbs_get_flags32() takes a u32 or a u64; a u32, as
+        // rdma-core sends it.
+        .u32_in(io::UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS, access)
+        .mandatory()
         .ptr_out(io::UVERBS_ATTR_REG_DMABUF_MR_RESP_LKEY, lkey.as_mut_bytes())
-        .ptr_out(io::UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY, rkey.as_mut_bytes());
+        .mandatory()
+        .ptr_out(io::UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY, rkey.as_mut_bytes())
+        .mandatory();
     dev.ioctl(&mut call)?;
     let handle = call
         .new_handle(io::UVERBS_ATTR_REG_DMABUF_MR_HANDLE)

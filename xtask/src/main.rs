@@ -88,7 +88,9 @@ commands:
                (part of `test`)
   fake-mlx5    rdma-core's libmlx5 and rverbs' mlx5 glue against a fake
                uverbs device (mlx5-oracle/fake/uverbs.c, LD_PRELOAD): what
-               each sends and maps, compared (part of `test`; no VM)
+               each sends and maps opening the device, and creating 10,000
+               generated cases of objects (RVERBS_FAKE_SEED=N repeats a
+               run), compared (part of `test`; no VM)
   api [--bless]
                the public API guard: each library crate's public items and
                signatures (rustdoc JSON, nightly) against the listing in

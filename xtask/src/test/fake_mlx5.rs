@@ -382,9 +382,10 @@ fn run_create(dir: &Path, fake: &Path) -> Result<Vec<String>> {
             format!("seed {seed} (RVERBS_FAKE_SEED={seed} cargo xtask fake-mlx5 repeats it): {e}")
         })?;
     let created = outs[1].0.matches(" qp=0/").count();
+    let dmabufs = outs[1].0.matches(" dmabuf=0").count();
     Ok(vec![
         format!(
-            "{} cases from seed {seed} ({created} QPs created), the same in both but the {listed}",
+            "{} cases from seed {seed} ({created} QPs created, {dmabufs} dma-buf MRs registered), the same in both but the {listed}",
             cases.len()
         ),
         format!(
@@ -399,7 +400,7 @@ fn run_create(dir: &Path, fake: &Path) -> Result<Vec<String>> {
 pub(super) fn checks(tally: &mut Tally) {
     let dir = target_dir().join("fake-mlx5");
     let devinfo = "mlx5 against a fake uverbs device: rdma-core's libmlx5 (ibv_devinfo) and rverbs' glue (rverbs devinfo) send the same GET_CONTEXT, QUERY_DEVICE_EX and QUERY_PORT and map the same UAR pages, but the listed differences; the same output";
-    let creation = "mlx5 against a fake uverbs device: 10,000 generated cases of CQ, SRQ and QP creation end the same way in rdma-core's libmlx5 and in rverbs, and ask the kernel for the same objects (udata, core fields, the memory it pins) but the listed differences";
+    let creation = "mlx5 against a fake uverbs device: 10,000 generated cases of dma-buf MR (ioctl), CQ, SRQ and QP creation end the same way in rdma-core's libmlx5 and in rverbs, and ask the kernel for the same objects (attributes, udata, core fields, the memory it pins) but the listed differences";
     let fake = match build(&dir) {
         Ok(f) => f,
         Err(e) => {

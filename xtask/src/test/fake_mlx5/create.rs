@@ -1,8 +1,8 @@
 //! The creation differential against the fake mlx5 device (issue 29):
-//! the same generated cases (a CQ, an SRQ or none, a QP of RC, UC or UD
-//! with random caps) created by rdma-core's libmlx5 (`fake/cases.c`) and
-//! by rverbs (`examples/fake_cases.rs` of the oracle crate), each in one
-//! process against the fake. Each case must end the same way in both
+//! the same generated cases (a dma-buf MR, a CQ, an SRQ or none, a QP of
+//! RC, UC or UD with random caps) created by rdma-core's libmlx5
+//! (`fake/cases.c`) and by rverbs (`examples/fake_cases.rs` of the oracle
+//! crate), each in one process against the fake. Each case must end the same way in both
 //! (what each step granted, or its errno), and the kernel must have been
 //! asked for the same objects: the fake logs each creation's fields, the
 //! udata's and the memory the kernel would pin (`umem`, from the counts
@@ -35,12 +35,18 @@ pub(super) struct Case {
     recv_sge: u32,
     inline: u32,
     sig_all: u32,
+    /// The dma-buf MR: offset into the 16 MiB "dma-buf", length, IOVA,
+    /// access flags.
+    dm_offset: u64,
+    dm_length: u64,
+    dm_iova: u64,
+    dm_access: u32,
 }
 
 impl Case {
     pub(super) fn line(&self) -> String {
         format!(
-            "{} {} {} {} {} {} {} {} {} {}",
+            "{} {} {} {} {} {} {} {} {} {} {} {} {} {}",
             self.cqe,
             self.srq_wr,
             self.srq_sge,
@@ -50,7 +56,11 @@ impl Case {
             self.send_sge,
             self.recv_sge,
             self.inline,
-            self.sig_all
+            self.sig_all,
+            self.dm_offset,
+            self.dm_length,
+            self.dm_iova,
+            self.dm_access
         )
     }
 }
@@ -138,7 +148,41 @@ pub(super) fn generate(seed: u64, n: usize) -> Vec<Case> {
                 50..=52 => r.range(1025, 2048),
                 _ => r.log(1, 1024),
             };
+            // The dma-buf MR: mostly inside the 16 MiB and at the offset's
+            // place in its page; some past its end, empty, or off its
+            // place; access flags from the ones a ConnectX takes, now and
+            // then an unknown bit.
+            const DMABUF: u64 = 16 << 20;
+            let dm_offset = match r.next() % 100 {
+                0..=69 => u64::from(r.range(0, 4095)) * 4096,
+                70..=89 => r.next() % DMABUF,
+                _ => DMABUF + r.next() % DMABUF,
+            };
+            let dm_length = if r.percent(5) {
+                0
+            } else {
+                u64::from(r.log(1, 1 << 24))
+            };
+            let page = (r.next() % (1 << 36)) * 4096;
+            let dm_iova = if r.percent(90) {
+                page + dm_offset % 4096
+            } else {
+                page + (dm_offset + 8) % 4096
+            };
+            let mut dm_access = 0;
+            for (bit, p) in [(1, 80), (2, 50), (4, 50), (8, 50), (1 << 20, 50)] {
+                if r.percent(p) {
+                    dm_access |= bit;
+                }
+            }
+            if r.percent(3) {
+                dm_access |= 1 << 12;
+            }
             Case {
+                dm_offset,
+                dm_length,
+                dm_iova,
+                dm_access,
                 cqe,
                 srq_wr,
                 srq_sge,
@@ -434,35 +478,41 @@ mod tests {
     use super::{compare, generate};
 
     // One case of a run (seed 1, case 148): a UD QP on an SRQ.
-    const CASE: &str = "13 13 30 4 2228 4431 12 8 0 1";
-    const THEIR_OUT: &str = "case 0 cq=0/15 srq=0/15 qp=0/4096/0/12/0/188\n";
+    const CASE: &str = "13 13 30 4 2228 4431 12 8 0 1 8192 4096 1175439360000 7";
+    const THEIR_OUT: &str = "case 0 dmabuf=0 cq=0/15 srq=0/15 qp=0/4096/0/12/0/188\n";
     const PREAMBLE: &str = "  obj pd
   obj mr length=8192 hca_va_is_start=1 access=0x3
 ";
     const THEIR_LOG: &str = "case 0
+  obj dmabuf_mr attrs=0:0:1,1:0:1,2:8:1,3:8:1,4:8:1,5:4:1,6:4:1,7:4:1,8:4:1 driver_id=1 offset=8192 length=4096 iova=0x11110000000 access=0x7
   obj cq cqe=15 comp_vector=0 channel=-1 udata=32 cqe_size=64 flags=0 uar_page_index=0 umem=1024 entries=16
   obj srq max_wr=31 max_sge=31 limit=0 udata=32 flags=0 umem=16384
   obj qp type=4 sig_all=1 is_srq=1 max_send_wr=2228 max_recv_wr=4431 max_send_sge=12 max_recv_sge=8 max_inline_data=188 udata=56 sq_wqe_count=16384 rq_wqe_count=0 rq_wqe_shift=0 flags=0x2 uidx=0 bfreg_index=24 umem=1048576
 ";
     const OUR_LOG: &str = "case 0
+  obj dmabuf_mr attrs=0:0:1,1:0:1,2:8:1,3:8:1,4:8:1,5:4:1,6:4:1,7:4:1,8:4:1 driver_id=1 offset=8192 length=4096 iova=0x11110000000 access=0x7
   obj cq cqe=15 comp_vector=0 channel=-1 udata=32 cqe_size=64 flags=0 uar_page_index=0 umem=1024 entries=16
   obj srq max_wr=15 max_sge=31 limit=0 udata=32 flags=0 umem=8192
   obj qp type=4 sig_all=1 is_srq=1 max_send_wr=4096 max_recv_wr=0 max_send_sge=12 max_recv_sge=0 max_inline_data=188 udata=56 sq_wqe_count=16384 rq_wqe_count=0 rq_wqe_shift=0 flags=0 uidx=0xffffff bfreg_index=24 umem=1048576
 ";
 
     fn case() -> super::Case {
-        let v: Vec<u32> = CASE.split(' ').map(|x| x.parse().unwrap()).collect();
+        let v: Vec<u64> = CASE.split(' ').map(|x| x.parse().unwrap()).collect();
         super::Case {
-            cqe: v[0],
-            srq_wr: v[1],
-            srq_sge: v[2],
-            qp_type: v[3],
-            send_wr: v[4],
-            recv_wr: v[5],
-            send_sge: v[6],
-            recv_sge: v[7],
-            inline: v[8],
-            sig_all: v[9],
+            cqe: v[0] as u32,
+            srq_wr: v[1] as u32,
+            srq_sge: v[2] as u32,
+            qp_type: v[3] as u32,
+            send_wr: v[4] as u32,
+            recv_wr: v[5] as u32,
+            send_sge: v[6] as u32,
+            recv_sge: v[7] as u32,
+            inline: v[8] as u32,
+            sig_all: v[9] as u32,
+            dm_offset: v[10],
+            dm_length: v[11],
+            dm_iova: v[12],
+            dm_access: v[13] as u32,
         }
     }
 
@@ -497,6 +547,8 @@ mod tests {
             ),
             ("  obj cq", "  refused cq"),
             ("access=0x3", "access=0x1"),
+            ("5:4:1,6:4:1", "5:8:1,6:4:1"),
+            ("access=0x7", "access=0x5"),
         ] {
             assert!(our_log.contains(from), "{from}");
             let ours = our_log.replacen(from, to, 1);
@@ -518,7 +570,7 @@ mod tests {
         c.send_wr = 0;
         let theirs = THEIR_OUT.replace("qp=0/4096", "qp=0/0");
         let their_log = THEIR_LOG.replace("sq_wqe_count=16384", "sq_wqe_count=0");
-        let ours = "case 0 cq=0/15 srq=0/15 qp=22\n";
+        let ours = "case 0 dmabuf=0 cq=0/15 srq=0/15 qp=22\n";
         let our_log: String = OUR_LOG
             .lines()
             .filter(|l| !l.contains("obj qp"))
@@ -550,5 +602,8 @@ mod tests {
         assert!(a.iter().any(|c| c.cqe > 1 << 24) && a.iter().any(|c| c.cqe == 0));
         assert!(a.iter().any(|c| c.send_wr > 1 << 15) && a.iter().any(|c| c.recv_sge > 32));
         assert!(a.iter().any(|c| c.inline > 1024));
+        assert!(a.iter().any(|c| c.dm_length == 0) && a.iter().any(|c| c.dm_offset >= 16 << 20));
+        assert!(a.iter().any(|c| c.dm_iova % 4096 != c.dm_offset % 4096));
+        assert!(a.iter().any(|c| c.dm_access & (1 << 12) != 0));
     }
 }
