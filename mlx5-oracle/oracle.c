@@ -48,6 +48,9 @@ struct oracle_req {
 
 struct oracle {
 	struct mlx5_context ctx;
+	/* The QP's PD: scatter-to-CQE copies find the context through it
+	 * (mlx5_copy_to_recv_wqe). */
+	struct ibv_pd pd;
 	struct mlx5_cq cq;
 	struct mlx5_qp qp;
 	struct mlx5_bf bf;
@@ -172,6 +175,8 @@ struct oracle *oracle_new(int qp_type, unsigned wqe_cnt, unsigned max_gs,
 	o->qp.ibv_qp = &o->qp.verbs_qp.qp;
 	ibqp = o->qp.ibv_qp;
 	ibqp->context = &o->ctx.ibv_ctx.context;
+	o->pd.context = &o->ctx.ibv_ctx.context;
+	ibqp->pd = &o->pd;
 	ibqp->qp_num = qpn;
 	ibqp->qp_type = qp_type;
 	ibqp->state = IBV_QPS_RTS;

@@ -6,14 +6,18 @@
 //! QPs, service levels, GRH bits, SLIDs, path bits and pkey indexes; or,
 //! from a failing receive on, an error and flushes — polled by
 //! `mlx5_poll_cq` and `CompletionQueue::poll` in the same batches: the same
-//! completions, field by field.
+//! completions, field by field. In some cases the receives' buffers are
+//! real and some CQEs carry their data scattered into the CQE
+//! (`MLX5_INLINE_SCATTER_32`): rdma-core copies it and reports success,
+//! provider-mlx5 reports a general error (docs/mlx5.md).
 
 mod common;
 
-use common::{poll_both, Mem, OurCq};
+use common::{poll_both_scattered, Mem, OurCq};
 use proptest::prelude::*;
 use provider_mlx5::{QpQueues, RecvQueue, RecvTarget, Sge};
 use rverbs_mlx5_oracle::Oracle;
+use std::collections::HashSet;
 
 /// Responder CQE opcodes (`MLX5_CQE_RESP_*`).
 const RESP_WR_IMM: u8 = 1;
@@ -38,7 +42,16 @@ struct Cfg {
     spare_shift: u32,
     ncqe: u32,
     qpn: u32,
+    /// The receives' buffers are real (in an arena), and CQEs may carry
+    /// their data.
+    scatter: bool,
 }
+
+/// The arena a scattering case's SGEs point into; every SGE starts at
+/// least 32 bytes (the most a 64-byte CQE carries) before its end.
+const ARENA: usize = 1 << 16;
+/// `MLX5_INLINE_SCATTER_32` in `op_own`.
+const INLINE_SCATTER_32: u8 = 0x04;
 
 /// One round: lists of receives (each a list of SGEs), then the device's
 /// answer to a prefix of them.
@@ -62,6 +75,9 @@ struct RespCqe {
     slid: u16,
     ml_path: u8,
     junk: [u8; 32],
+    /// In a scattering case, the data (up to 32 bytes of `junk`) in the
+    /// CQE, when the receive has room for it.
+    scatter: bool,
 }
 
 fn resp_cqe() -> impl Strategy<Value = RespCqe> {
@@ -69,9 +85,10 @@ fn resp_cqe() -> impl Strategy<Value = RespCqe> {
         prop::sample::select(vec![RESP_WR_IMM, RESP_SEND, RESP_SEND_IMM, RESP_SEND_INV]),
         any::<(u32, u32, u32, u16, u8)>(),
         prop::array::uniform32(any::<u8>()),
+        prop::bool::weighted(0.4),
     )
         .prop_map(
-            |(op, (byte_cnt, imm_inval_pkey, flags_rqpn, slid, ml_path), junk)| RespCqe {
+            |(op, (byte_cnt, imm_inval_pkey, flags_rqpn, slid, ml_path), junk, scatter)| RespCqe {
                 op,
                 byte_cnt,
                 imm_inval_pkey,
@@ -79,6 +96,7 @@ fn resp_cqe() -> impl Strategy<Value = RespCqe> {
                 slid,
                 ml_path,
                 junk,
+                scatter,
             },
         )
 }
@@ -134,13 +152,15 @@ fn case() -> impl Strategy<Value = (Cfg, Vec<Round>)> {
         0u32..=1,
         prop::sample::select(vec![16u32, 32, 64]),
         0u32..1 << 24,
+        prop::bool::weighted(0.3),
     )
-        .prop_map(|(wqe_cnt, max_sge, spare_shift, ncqe, qpn)| Cfg {
+        .prop_map(|(wqe_cnt, max_sge, spare_shift, ncqe, qpn, scatter)| Cfg {
             wqe_cnt,
             max_sge,
             spare_shift,
             ncqe,
             qpn,
+            scatter,
         })
         .prop_flat_map(|c| (Just(c.clone()), prop::collection::vec(round(c), 1..=6)))
 }
@@ -187,7 +207,16 @@ impl Ours {
     }
 }
 
-fn cqe_bytes(r: &RespCqe, qpn: u32, counter: u16, err: Option<(u8, u8)>, owner: bool) -> [u8; 64] {
+/// The CQE for `r`; with `scatter`, its byte count at most 32 and its
+/// data (the first 32 bytes, `junk`) marked scattered into it.
+fn cqe_bytes(
+    r: &RespCqe,
+    qpn: u32,
+    counter: u16,
+    err: Option<(u8, u8)>,
+    owner: bool,
+    scatter: bool,
+) -> [u8; 64] {
     let mut b = [0u8; 64];
     b[..32].copy_from_slice(&r.junk);
     b[32..64].copy_from_slice(&r.junk);
@@ -200,16 +229,36 @@ fn cqe_bytes(r: &RespCqe, qpn: u32, counter: u16, err: Option<(u8, u8)>, owner: 
     // receive queue).
     b[32..36].fill(0);
     b[36..40].copy_from_slice(&r.imm_inval_pkey.to_be_bytes());
-    b[44..48].copy_from_slice(&r.byte_cnt.to_be_bytes());
+    let byte_cnt = if scatter { r.byte_cnt % 33 } else { r.byte_cnt };
+    b[44..48].copy_from_slice(&byte_cnt.to_be_bytes());
     b[56..60].copy_from_slice(&qpn.to_be_bytes());
     b[60..62].copy_from_slice(&counter.to_be_bytes());
-    // No inline scatter (op_own bits 2 and 3), no solicited bit (1).
+    // No solicited bit (op_own bit 1); inline scatter (bit 2) only if asked.
     common::finish_resp_cqe(&mut b, r.op, err, owner);
+    if scatter {
+        b[63] |= INLINE_SCATTER_32;
+    }
     b
 }
 
-fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
+fn run_case(c: Cfg, mut rounds: Vec<Round>) -> Result<(), TestCaseError> {
     let shift = wqe_shift(&c);
+    // A scattering case's receives name memory: rdma-core copies scattered
+    // data into it.
+    let arena = Mem::new(ARENA);
+    if c.scatter {
+        let base = arena.ptr().as_ptr() as u64;
+        for s in rounds
+            .iter_mut()
+            .flat_map(|r| r.lists.iter_mut().flatten().flatten())
+        {
+            s.addr = base + s.addr % (ARENA as u64 - 32);
+        }
+    }
+    // Every receive posted, by wr_id (its index): what a scattered CQE may
+    // carry is what its receive has room for.
+    let mut room: Vec<u64> = Vec::new();
+    let mut scattered: HashSet<u64> = HashSet::new();
     let qp = common::receiver_qp(c.qpn);
     let mut theirs = Oracle::new(&qp, 64);
     theirs.cq_init(c.ncqe);
@@ -227,12 +276,19 @@ fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
             if (posted - completed) as usize + list.len() > c.wqe_cnt as usize {
                 continue;
             }
-            let fill = 0x3c ^ (k * 4 + l) as u8;
-            theirs.fill_rq(fill);
-            ours.rq_ring.fill(fill);
+            // Both rings refilled before each list, so that a byte one
+            // writes and the other leaves shows; not in a scattering case,
+            // where rdma-core reads the outstanding receives' SGEs back.
+            if !c.scatter {
+                let fill = 0x3c ^ (k * 4 + l) as u8;
+                theirs.fill_rq(fill);
+                ours.rq_ring.fill(fill);
+            }
             let reqs = common::recv_reqs(list, wr_id);
-            // SAFETY: each request's SGEs are alive here; nothing reads
-            // their memory (no inline scatter is generated).
+            // SAFETY: each request's SGEs are alive here; their memory is
+            // written only in a scattering case, where each SGE starts at
+            // least 32 bytes before the arena's end and a CQE scatters at
+            // most 32 bytes, no more than its receive's SGEs hold.
             let (errno, bad) = unsafe { theirs.post_recv(&reqs) };
             prop_assert_eq!((errno, bad), (0, None), "round {} list {}: rdma-core", k, l);
             for (i, s) in list.iter().enumerate() {
@@ -243,6 +299,10 @@ fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
             ours.rq.ring();
             wr_id += list.len() as u64;
             posted += list.len() as u32;
+            room.extend(
+                list.iter()
+                    .map(|sges| sges.iter().map(|s| u64::from(s.length)).sum::<u64>()),
+            );
             let (a, b) = (ours.rq_ring.bytes(), theirs.rq_ring());
             if a != b {
                 let at = a.iter().zip(b).position(|(x, y)| x != y).unwrap();
@@ -279,7 +339,18 @@ fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
             };
             let counter = (completed + i as u32) as u16;
             let owner = written & c.ncqe != 0;
-            let b = cqe_bytes(&r.cqes[i % r.cqes.len()], c.qpn, counter, err, owner);
+            let cqe = &r.cqes[i % r.cqes.len()];
+            let id = u64::from(completed) + i as u64;
+            let scatter = c.scatter
+                && cqe.scatter
+                && err.is_none()
+                && room
+                    .get(id as usize)
+                    .is_some_and(|&n| n >= u64::from(cqe.byte_cnt % 33));
+            if scatter {
+                scattered.insert(id);
+            }
+            let b = cqe_bytes(cqe, c.qpn, counter, err, owner, scatter);
             theirs.put_cqe(written, &b);
             ours.cq.put(written, &b);
             written += 1;
@@ -292,8 +363,11 @@ fn run_case(c: Cfg, rounds: Vec<Round>) -> Result<(), TestCaseError> {
                 rq: Some(RecvTarget::Rq(ours.rq.records())),
             }];
             let what = format!("round {k}, poll {j}");
-            let pairs = poll_both(&mut ours.cq, &mut qs, &mut theirs, m, &what)?;
+            let pairs = poll_both_scattered(&mut ours.cq, &mut qs, &mut theirs, m, &what, &|id| {
+                scattered.contains(&id)
+            })?;
             let got = pairs.len();
+            // Scattered ones too: provider-mlx5 reports their fields.
             for (x, y) in pairs.iter().filter(|(_, y)| y.status == 0) {
                 let what = format!("{what}: ours {x:?}, rdma-core {y:?}");
                 prop_assert_eq!(x.opcode.0, y.opcode, "{}", what);
