@@ -16,6 +16,11 @@
 //! with a shadow send queue of ours (over scratch memory, never seen by
 //! the model) holding the requests' records.
 //!
+//! A third of the cases run on UC QPs instead: SEND and WRITE (with or
+//! without immediate) only, and some WRITEs with an rkey the responder
+//! does not know, which UC drops there while the request still completes
+//! (nothing comes back on UC).
+//!
 //! And UD: two UD QPs, rdma-core's SENDs from the first through an
 //! address handle, to the second (delivered after the 40-byte GRH area),
 //! to it with a wrong Q_Key or to a QP that does not exist (both dropped,
@@ -47,22 +52,31 @@ struct Op {
     imm: u32,
     compare: u64,
     swap: u64,
+    /// On UC, a WRITE to an rkey the responder does not know: dropped
+    /// there, completed here.
+    dropped: bool,
     /// The bytes at the source and the destination before it runs.
     src: Vec<u8>,
     dst: Vec<u8>,
 }
 
-fn op(max_inline: u32) -> impl Strategy<Value = Op> {
-    (
-        prop::sample::select(vec![
-            opcode::SEND,
-            opcode::SEND_WITH_IMM,
-            opcode::RDMA_WRITE,
-            opcode::RDMA_WRITE_WITH_IMM,
+fn op(max_inline: u32, uc: bool) -> impl Strategy<Value = Op> {
+    let mut ops = vec![
+        opcode::SEND,
+        opcode::SEND_WITH_IMM,
+        opcode::RDMA_WRITE,
+        opcode::RDMA_WRITE_WITH_IMM,
+    ];
+    if !uc {
+        ops.extend([
             opcode::RDMA_READ,
             opcode::ATOMIC_CMP_AND_SWP,
             opcode::ATOMIC_FETCH_AND_ADD,
-        ]),
+        ]);
+    }
+    (
+        prop::sample::select(ops),
+        prop::bool::weighted(0.25),
         1usize..=SLICE / 2,
         any::<prop::sample::Index>(),
         any::<(bool, bool, u32, u64, u64)>(),
@@ -70,7 +84,7 @@ fn op(max_inline: u32) -> impl Strategy<Value = Op> {
         prop::collection::vec(any::<u8>(), SLICE / 2),
     )
         .prop_map(
-            move |(op, len, split, (inline, signaled, imm, compare, swap), src, dst)| {
+            move |(op, drop, len, split, (inline, signaled, imm, compare, swap), src, dst)| {
                 let atomic = matches!(
                     op,
                     opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD
@@ -93,6 +107,9 @@ fn op(max_inline: u32) -> impl Strategy<Value = Op> {
                         compare
                     },
                     swap,
+                    // Only a plain WRITE: a dropped message that takes a
+                    // receive would leave its receive to the next one.
+                    dropped: uc && drop && op == opcode::RDMA_WRITE,
                     src,
                     dst,
                 }
@@ -100,14 +117,20 @@ fn op(max_inline: u32) -> impl Strategy<Value = Op> {
         )
 }
 
-fn case() -> impl Strategy<Value = (bool, u32, Vec<Op>)> {
-    (any::<bool>(), prop::sample::select(vec![0u32, 64, 128])).prop_flat_map(|(bf, max_inline)| {
-        (
-            Just(bf),
-            Just(max_inline),
-            prop::collection::vec(op(max_inline), 1..=4),
-        )
-    })
+fn case() -> impl Strategy<Value = (bool, u32, bool, Vec<Op>)> {
+    (
+        any::<bool>(),
+        prop::sample::select(vec![0u32, 64, 128]),
+        prop::bool::weighted(1.0 / 3.0),
+    )
+        .prop_flat_map(|(bf, max_inline, uc)| {
+            (
+                Just(bf),
+                Just(max_inline),
+                Just(uc),
+                prop::collection::vec(op(max_inline, uc), 1..=4),
+            )
+        })
 }
 
 /// Whether `op` consumes a receive at the responder.
@@ -118,7 +141,7 @@ fn consumes_receive(op: i32) -> bool {
     )
 }
 
-fn run_case(blueflame: bool, max_inline: u32, ops: Vec<Op>) -> Result<(), TestCaseError> {
+fn run_case(blueflame: bool, max_inline: u32, uc: bool, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let cfg = PairCfg {
         sq_cnt: 64,
         rq_cnt: 8,
@@ -128,10 +151,10 @@ fn run_case(blueflame: bool, max_inline: u32, ops: Vec<Op>) -> Result<(), TestCa
         blueflame,
         max_inline,
     };
-    let mut p = Pair::new(cfg);
+    let mut p = Pair::of_type(cfg, uc);
     let (a, b, a_mr, b_mr) = (p.a, p.b, p.a_mr, p.b_mr);
     let qc = QpCfg {
-        qp_type: qp_type::RC,
+        qp_type: if uc { qp_type::UC } else { qp_type::RC },
         qpn: p.qpn(a),
         wqe_cnt: cfg.sq_cnt,
         max_sge: 4,
@@ -180,6 +203,8 @@ fn run_case(blueflame: bool, max_inline: u32, ops: Vec<Op>) -> Result<(), TestCa
         reqs.push((i, o));
     }
     p.b_rq.ring();
+    // A dropped WRITE's rkey names no region of the model's.
+    let rkey = |o: &Op| p.rkey(b_mr) ^ if o.dropped { 0x5500 } else { 0 };
     let c_reqs: Vec<OracleReq> = reqs
         .iter()
         .map(|&(i, o)| OracleReq {
@@ -197,7 +222,7 @@ fn run_case(blueflame: bool, max_inline: u32, ops: Vec<Op>) -> Result<(), TestCa
             } | if o.inline { send_flags::INLINE } else { 0 },
             imm_or_inv: o.imm.to_be(),
             num_sge: sges[i].len() as i32,
-            rkey: p.rkey(b_mr),
+            rkey: rkey(o),
             remote_qpn: 0,
             remote_qkey: 0,
             pad: 0,
@@ -221,7 +246,7 @@ fn run_case(blueflame: bool, max_inline: u32, ops: Vec<Op>) -> Result<(), TestCa
             imm: o.imm,
             remote: provider_mlx5::Remote {
                 addr: p.addr(b_mr, i * SLICE),
-                rkey: p.rkey(b_mr),
+                rkey: rkey(o),
             },
             compare: o.compare,
             swap: o.swap,
@@ -286,6 +311,10 @@ fn run_case(blueflame: bool, max_inline: u32, ops: Vec<Op>) -> Result<(), TestCa
         let (sa, sb) = (i * SLICE, i * SLICE);
         let what = format!("request {i}: {o:?}");
         match o.op {
+            // Dropped at the responder: its bytes as they were.
+            _ if o.dropped => {
+                prop_assert_eq!(p.read(b_mr, sb, o.len), o.dst[..o.len].to_vec(), "{}", what);
+            }
             opcode::SEND
             | opcode::SEND_WITH_IMM
             | opcode::RDMA_WRITE
@@ -340,8 +369,8 @@ proptest! {
     #![proptest_config(common::config())]
 
     #[test]
-    fn the_model_runs_rdma_cores_wqes((bf, max_inline, ops) in case()) {
-        run_case(bf, max_inline, ops)?;
+    fn the_model_runs_rdma_cores_wqes((bf, max_inline, uc, ops) in case()) {
+        run_case(bf, max_inline, uc, ops)?;
     }
 }
 

@@ -8,6 +8,7 @@ use crate::Device;
 /// Syndromes (`MLX5_CQE_SYNDROME_*`).
 pub mod syn {
     pub const LOCAL_LENGTH: u8 = 0x01;
+    pub const LOCAL_QP_OP: u8 = 0x02;
     pub const LOCAL_PROT: u8 = 0x04;
     pub const WR_FLUSH: u8 = 0x05;
     pub const REMOTE_INVAL_REQ: u8 = 0x12;
@@ -67,6 +68,9 @@ impl Device {
     fn operate(&mut self, q: usize, w: &SendWqe) -> Result<u32, u8> {
         if self.qps[q].ud {
             return self.ud_send(q, w);
+        }
+        if self.qps[q].uc {
+            return self.uc_send(q, w);
         }
         let Some(peer) = self.qps[q].peer else {
             return if w.opcode == 0 {
@@ -269,6 +273,46 @@ impl Device {
         }
         self.cqs[cq].push(c);
         Ok(())
+    }
+
+    /// A UC request: SEND and WRITE (with or without immediate) only — a
+    /// READ or an atomic is a local QP operation error. Nothing comes back
+    /// from the responder on UC: the request completes once it is sent,
+    /// and whatever goes wrong there (no peer, a bad rkey, no receive
+    /// posted, a receive too small, which fails the receive at the
+    /// responder as on RC) is the responder's alone.
+    fn uc_send(&mut self, q: usize, w: &SendWqe) -> Result<u32, u8> {
+        let op = match w.opcode {
+            0x00 => return Ok(0),
+            0x08..=0x0b => w.opcode,
+            _ => return Err(syn::LOCAL_QP_OP),
+        };
+        let data = self.payload(w)?;
+        let Some(peer) = self.qps[q].peer else {
+            return Ok(0);
+        };
+        let src = self.qps[q].qpn;
+        match op {
+            0x0a | 0x0b => {
+                let (kind, imm) = if op == 0x0b { (3, w.imm) } else { (2, 0) };
+                let _dropped = self.deliver(peer, src, Some(&data), 0, kind, imm, w.solicited());
+            }
+            _ => {
+                let (raddr, rkey) = w.remote.unwrap_or_default();
+                let Some((mr, off)) =
+                    self.mem
+                        .check(rkey, true, raddr, data.len(), access::REMOTE_WRITE)
+                else {
+                    return Ok(0);
+                };
+                mr.buf.write(off, &data);
+                if op == 0x09 {
+                    let n = data.len() as u32;
+                    let _dropped = self.deliver(peer, src, None, n, 1, w.imm, w.solicited());
+                }
+            }
+        }
+        Ok(0)
     }
 
     /// A UD send: find the destination by QPN, check the Q_Key, deliver

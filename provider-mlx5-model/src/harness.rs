@@ -51,6 +51,11 @@ pub struct Pair {
 
 impl Pair {
     pub fn new(cfg: PairCfg) -> Pair {
+        Pair::of_type(cfg, false)
+    }
+
+    /// The pair as RC QPs, or as UC ones (`uc`).
+    pub fn of_type(cfg: PairCfg, uc: bool) -> Pair {
         let mut dev = Device::new();
         let c = dev.add_cq(cfg.ncqe, cfg.cqe_size);
         let rq = || RecvSide::Rq {
@@ -59,6 +64,8 @@ impl Pair {
         };
         let a = dev.add_qp(false, cfg.sq_cnt, rq(), c, c, cfg.bf_size);
         let b = dev.add_qp(false, cfg.sq_cnt, rq(), c, c, cfg.bf_size);
+        dev.qps[a].uc = uc;
+        dev.qps[b].uc = uc;
         dev.connect(a, b);
         let a_mr = dev.mem.reg(MR_LEN, access::ALL);
         let b_mr = dev.mem.reg(MR_LEN, access::ALL);

@@ -53,6 +53,9 @@ pub enum RecvSide {
 pub struct ModelQp {
     pub qpn: u32,
     pub ud: bool,
+    /// Unreliable connected (set after [`Device::add_qp`]; `ud` false):
+    /// see `exec.rs`'s `uc_send`.
+    pub uc: bool,
     pub sq: SharedBuf,
     pub sq_cnt: u32,
     pub sq_ci: u32,
@@ -139,6 +142,7 @@ impl Device {
         self.qps.push(ModelQp {
             qpn: 0x1_0000 * (self.qps.len() as u32 + 1) + 0x123,
             ud,
+            uc: false,
             sq: SharedBuf::new(sq_cnt as usize * 64, 4096),
             sq_cnt,
             sq_ci: 0,
@@ -284,7 +288,11 @@ impl Device {
         let m = &self.qps[q];
         let cfg = SqConfig {
             qpn: m.qpn,
-            qp_type: if m.ud { QpType::Ud } else { QpType::Rc },
+            qp_type: match (m.ud, m.uc) {
+                (true, _) => QpType::Ud,
+                (false, true) => QpType::Uc,
+                (false, false) => QpType::Rc,
+            },
             wqe_cnt: m.sq_cnt,
             max_sge,
             max_inline,

@@ -400,3 +400,76 @@ fn srq_receive_polled_late_after_many_reposts() {
     assert_eq!(cq1.poll(&mut qs, &mut out), Ok(0));
     assert_eq!(srq.outstanding(), 6);
 }
+
+#[test]
+fn uc_drops_what_the_responder_refuses_and_fails_reads_locally() {
+    let mut p = Pair::of_type(PairCfg::default(), true);
+    let data = [5u8; 32];
+    p.write(p.a_mr, 0, &data);
+    let sge = [Sge {
+        addr: p.addr(p.a_mr, 0),
+        length: 32,
+        lkey: p.lkey(p.a_mr),
+    }];
+    let to = |rkey| provider_mlx5::Remote {
+        addr: p.addr(p.b_mr, 256),
+        rkey,
+    };
+    let (good, bad) = (to(p.rkey(p.b_mr)), to(p.rkey(p.b_mr) ^ 0x5500));
+    // A WRITE to an rkey the responder does not know completes (nothing
+    // comes back on UC) and writes nothing; the good one lands.
+    send(&mut p, &SendWr::new(1, SendOp::Write(bad), &sge));
+    send(&mut p, &SendWr::new(2, SendOp::Write(good), &sge));
+    // A SEND with no receive posted: dropped at the responder too.
+    send(&mut p, &SendWr::new(3, SendOp::Send, &sge));
+    p.ring();
+    let c = p.drain();
+    let got: Vec<(u64, WcStatus)> = c.iter().map(|c| (c.wr_id, c.status)).collect();
+    assert_eq!(
+        got,
+        [
+            (1, WcStatus::SUCCESS),
+            (2, WcStatus::SUCCESS),
+            (3, WcStatus::SUCCESS)
+        ]
+    );
+    assert_eq!(p.read(p.b_mr, 256, 32), data);
+    assert!(!p.dev.qps[p.a].error && !p.dev.qps[p.b].error);
+    // provider-mlx5 refuses a READ on UC.
+    assert!(matches!(
+        // SAFETY: the SGE names model region a.
+        unsafe { p.a_sq.post(&Wr::new(4, SendOp::Read(good), &sge)) },
+        Err(PostError::NotOnTransport { .. })
+    ));
+
+    // One written as for RC (an SQ of RC's layout over a fresh UC QP's
+    // ring) fails at the device with a local QP operation error.
+    let mut p = Pair::of_type(PairCfg::default(), true);
+    p.dev.qps[p.a].uc = false;
+    let mut rc_sq = p.dev.provider_sq(p.a, 4, 0, false);
+    p.dev.qps[p.a].uc = true;
+    let sge = [Sge {
+        addr: p.addr(p.a_mr, 0),
+        length: 32,
+        lkey: p.lkey(p.a_mr),
+    }];
+    let remote = provider_mlx5::Remote {
+        addr: p.addr(p.b_mr, 0),
+        rkey: p.rkey(p.b_mr),
+    };
+    // SAFETY: the SGE names model region a.
+    unsafe { rc_sq.post(&Wr::new(7, SendOp::Read(remote), &sge)) }.unwrap();
+    rc_sq.ring();
+    p.dev.process();
+    let mut out = [Wc::default(); 4];
+    let qa = p.qpn(p.a);
+    let mut qs = [QpQueues {
+        qpn: qa,
+        sq: Some(rc_sq.records()),
+        rq: None,
+    }];
+    let n = p.cq.poll(&mut qs[..], &mut out).unwrap();
+    assert_eq!(n, 1);
+    assert_eq!((out[0].wr_id, out[0].status), (7, WcStatus::LOC_QP_OP_ERR));
+    assert!(p.dev.qps[p.a].error);
+}
