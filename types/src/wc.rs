@@ -62,7 +62,7 @@ const _: () = {
     assert!(size_of::<Wc>() == WC_BYTES && size_of::<K>() == WC_BYTES);
     // No padding: the members' sizes add up to the whole (from_uverbs
     // reads every byte as a member's).
-    assert!(8 + 8 * size_of::<u32>() + 2 * size_of::<u16>() + 4 == WC_BYTES);
+    assert!(size_of::<u64>() + size_of::<[u32; 8]>() + size_of::<[u16; 2]>() + 4 == WC_BYTES);
     assert!(size_of::<WcStatus>() == 4 && size_of::<WcOpcode>() == 4 && size_of::<WcFlags>() == 4);
     assert!(offset_of!(Wc, wr_id) == offset_of!(K, wr_id));
     assert!(offset_of!(Wc, status) == offset_of!(K, status));
