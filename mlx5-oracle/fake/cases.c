@@ -1,7 +1,7 @@
 /*
  * The C side of the creation differential against the fake uverbs device
- * (issue 29; `xtask/src/test/fake_mlx5.rs` runs it, `fake_cases.rs` in
- * this crate's examples is the Rust side): opens mlx5_0 with rdma-core's
+ * (issue 29; `xtask/src/test/fake_mlx5.rs` runs it, this crate's
+ * `src/bin/fake_cases.rs` is the Rust side): opens mlx5_0 with rdma-core's
  * libibverbs and libmlx5, allocates a PD and registers an MR, then for
  * every case of the file named by argv[1] registers a dma-buf MR (over a
  * memfd of 16 MiB: the fake takes any file for a dma-buf) and deregisters

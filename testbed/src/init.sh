@@ -79,12 +79,14 @@ if [ "$NETDEV" = veth0 ]; then
     $H ip link add veth0 type veth peer name veth1 || fail "cannot create veth0/veth1: $($H ip -br link)"
     $H ip link set veth1 up || fail "veth1 up"
 fi
-# No IPv6 link-local address on the RDMA link: rxe lists every address of
-# its netdev as a GID, and when addrconf's link-local (DAD done) beat the
-# IPv4 address into the table it took index 1, where every tool is told to
-# find ::ffff:10.77.0.N (seen once in CI, a slow host of the arm64 pair).
-# The default GID at index 0 is made from the MAC and stays.
-$H ip link set "$NETDEV" addrgenmode none || fail "cannot stop IPv6 link-local addresses on $NETDEV"
+# The IPv6 link-local address comes after rxe's IPv4 GID, not with the
+# link: rxe lists every address of its netdev as a GID, and when addrconf's
+# link-local (DAD done) beat the IPv4 address into the table it took index
+# 1, where every tool is told to find ::ffff:10.77.0.N (seen once in CI, a
+# slow host of the arm64 pair). It is added below, once GID 1 is the IPv4
+# one. (The default GID at index 0 is made from the MAC either way; the
+# address is what routes a RoCE v2 AH to a link-local GID.)
+$H ip link set "$NETDEV" addrgenmode none || fail "cannot hold back IPv6 link-local addresses on $NETDEV"
 $H ip addr add "10.77.0.$HOSTNO/24" dev "$NETDEV" || fail "cannot address $NETDEV"
 $H ip link set "$NETDEV" up || fail "cannot bring $NETDEV up"
 $H rdma link add rxe0 type rxe netdev "$NETDEV" 2>/tmp/rdma.err ||
@@ -98,6 +100,11 @@ while ! grep -q "0000:0000:0000:0000:0000:ffff:$GIDTAIL" /sys/class/infiniband/r
     [ $i -gt 100 ] && fail "GID 1 of rxe0 is not ::ffff:10.77.0.$HOSTNO: $(cat /sys/class/infiniband/rxe0/ports/1/gids/1)"
     sleep 0.1
 done
+# The link-local address addrconf would have made (EUI-64 of the MAC), with
+# no duplicate detection to wait for: its GID lands after the IPv4 one.
+set -- $(tr ':' ' ' < "/sys/class/net/$NETDEV/address")
+LL=$(printf 'fe80::%02x%s:%sff:fe%s:%s%s' $((0x$1 ^ 2)) "$2" "$3" "$4" "$5" "$6")
+$H ip -6 addr add "$LL/64" dev "$NETDEV" nodad || fail "cannot add $LL to $NETDEV"
 
 say "ready host=$HOSTNO"
 chroot /host /usr/bin/env -i /bin/sh "$RUNDIR/run.sh"

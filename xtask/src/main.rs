@@ -64,7 +64,7 @@ commands:
                in both roles (part of `test`)
   soak [--minutes N | --suite] [--no-flaps] [--no-kills]
                two VMs for N minutes (30 by default; `test` and --suite
-               run 50 s, one flap at 25 s): rverbs
+               run 30 s, one flap at 15 s): rverbs
                stream cycling SEND/WRITE/READ/UD with every byte checked,
                the link taken down every 45 s, a peer killed mid-run and
                restarted again and again (each churn can be left out); the

@@ -308,7 +308,7 @@ fn build(dir: &Path) -> Result<PathBuf> {
                 "rverbs",
                 "-p",
                 "rverbs-mlx5-oracle",
-                "--example",
+                "--bin",
                 "fake_cases",
             ])
             .env("RUSTFLAGS", "--cfg rverbs_libc_syscalls")
@@ -369,7 +369,7 @@ fn run_create(dir: &Path, fake: &Path) -> Result<Vec<String>> {
     let mut outs = Vec::new();
     for (name, bin) in [
         ("rdma-core-cases", dir.join("cases")),
-        ("rverbs-cases", dir.join("target/debug/examples/fake_cases")),
+        ("rverbs-cases", dir.join("target/debug/fake_cases")),
     ] {
         let started = std::time::Instant::now();
         let (out, _) = against_fake(dir, fake, name, Command::new(bin).arg(&file))?;

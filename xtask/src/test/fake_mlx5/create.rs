@@ -1,7 +1,7 @@
 //! The creation differential against the fake mlx5 device (issue 29):
 //! the same generated cases (a dma-buf MR, a CQ, an SRQ or none, a QP of
 //! RC, UC or UD with random caps) created by rdma-core's libmlx5
-//! (`fake/cases.c`) and by rverbs (`examples/fake_cases.rs` of the oracle
+//! (`fake/cases.c`) and by rverbs (`src/bin/fake_cases.rs` of the oracle
 //! crate), each in one process against the fake. Each case must end the same way in both
 //! (what each step granted, or its errno), and the kernel must have been
 //! asked for the same objects: the fake logs each creation's fields, the
