@@ -102,9 +102,13 @@ while ! grep -q "0000:0000:0000:0000:0000:ffff:$GIDTAIL" /sys/class/infiniband/r
 done
 # The link-local address addrconf would have made (EUI-64 of the MAC), with
 # no duplicate detection to wait for: its GID lands after the IPv4 one.
+# addrconf makes it again itself whenever a test takes the link down and up
+# (which flushes it): the mode goes back to EUI-64 first.
+$H ip link set "$NETDEV" addrgenmode eui64 || fail "cannot restore IPv6 link-local addresses on $NETDEV"
 set -- $(tr ':' ' ' < "/sys/class/net/$NETDEV/address")
 LL=$(printf 'fe80::%02x%s:%sff:fe%s:%s%s' $((0x$1 ^ 2)) "$2" "$3" "$4" "$5" "$6")
-$H ip -6 addr add "$LL/64" dev "$NETDEV" nodad || fail "cannot add $LL to $NETDEV"
+$H ip -6 addr add "$LL/64" dev "$NETDEV" nodad 2>/dev/null
+$H ip -6 addr show dev "$NETDEV" | grep -q "inet6 fe80:" || fail "no link-local address on $NETDEV"
 
 say "ready host=$HOSTNO"
 chroot /host /usr/bin/env -i /bin/sh "$RUNDIR/run.sh"
