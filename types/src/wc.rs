@@ -135,12 +135,10 @@ impl Wc {
         // member: the compiler then moves them in three 16-byte chunks
         // (member by member, it split the copy 8 + 16 + 16 + 8, which
         // took two more registers, and their saves, in every poll loop).
-        // SAFETY: `b` holds WC_BYTES = size_of::<Wc>() readable bytes (the
-        // layout assertions above); Wc is repr(C) without padding (its
-        // size is its members' sum and each sits at the kernel's offset,
-        // asserted) and every member is an integer or a transparent
-        // wrapper of one (WcStatus, WcOpcode, WcFlags), valid for every
-        // bit pattern; read_unaligned needs no alignment of `b`.
+        // Wc is repr(C) without padding (size and offsets asserted above),
+        // every member an integer or a transparent wrapper of one.
+        // SAFETY: `b` is size_of::<Wc>() readable bytes; every bit pattern
+        // is a valid Wc (above); read_unaligned needs no alignment.
         unsafe { core::ptr::read_unaligned(b.as_ptr().cast::<Wc>()) }
     }
 }
