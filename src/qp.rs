@@ -393,6 +393,25 @@ impl Qp {
         }
     }
 
+    /// Posts one send work request and rings the doorbell: what
+    /// [`Qp::post_send`] does with `&[wr]`, errors included, but inlined
+    /// into the caller, so that a request built just before is read where
+    /// it was built (the C library's `ibv_post_send` of one request: its
+    /// translation is not stored and then loaded back).
+    #[inline(always)]
+    pub fn post_send_one(&mut self, wr: &SendWr<'_>) -> Result<()> {
+        if !self.inner.can_send() {
+            return Err(self.not_ready());
+        }
+        let dev = &self.inner.ctx.dev;
+        match &mut self.ahs {
+            // The request borrows its AH until we return: kept in the slot
+            // it took before anyone can drop it.
+            Some(keep) => self.send.post_one(dev, wr, |slot, wr| keep.put(slot, wr)),
+            None => self.send.post_one(dev, wr, |_, _| {}),
+        }
+    }
+
     /// [`Qp::post_send`] on a QP that keeps no AHs (connected, or mlx5).
     #[inline(never)]
     fn post_send_plain(&mut self, wrs: &[SendWr<'_>]) -> Result<()> {

@@ -186,18 +186,51 @@ pub(crate) unsafe extern "C" fn post_send(
         let max_sge = qp.caps().max_send_sge;
         // SAFETY: the caller's list and slot (C contract), forwarded; each
         // request is translated under send_wr's contract, the same one.
-        unsafe {
-            post_list(
-                &mut *qp,
-                wr,
-                bad,
-                ud,
-                max_sge,
-                |qp: &mut Qp, w| post_gathered(qp, w, ud),
-                |qp: &mut Qp, wrs| qp.post_send(wrs).map_err(|e| refusal(&e)),
-            )
-        }
+        unsafe { post_list(&mut Posting { qp: &mut qp, ud }, wr, bad, ud, max_sge) }
     })
+}
+
+/// Where a list post hands its requests: the QP ([`Posting`]), or a
+/// test's recorder. A trait, not closures: the QP's one-request post is
+/// large, and a closure that large is called out of line, where the
+/// request must be stored and loaded back; a trait method marked
+/// `inline(always)` is inlined at each call (callgrind: see the commit).
+pub(crate) trait SendSink {
+    /// Posts translated requests.
+    fn post(&mut self, wrs: &[Send]) -> Result<(), Refusal>;
+    /// Posts one translated request: `post(&[w])`.
+    fn post_one(&mut self, w: &Send) -> Result<(), Refusal> {
+        self.post(std::slice::from_ref(w))
+    }
+    /// Posts the request at `w` on its own ([`Step::Alone`]).
+    ///
+    /// # Safety
+    /// `w` satisfies [`send_wr`]'s contract.
+    unsafe fn alone(&mut self, w: *const IbvSendWr) -> Result<(), Refusal>;
+}
+
+/// A locked QP of ours, posted to.
+struct Posting<'a> {
+    qp: &'a mut Qp,
+    ud: bool,
+}
+
+impl SendSink for Posting<'_> {
+    fn post(&mut self, wrs: &[Send]) -> Result<(), Refusal> {
+        self.qp.post_send(wrs).map_err(|e| refusal(&e))
+    }
+
+    /// [`Qp::post_send_one`], inlined here so that the translation is
+    /// read where it was made.
+    #[inline(always)]
+    fn post_one(&mut self, w: &Send) -> Result<(), Refusal> {
+        self.qp.post_send_one(w).map_err(|e| refusal(&e))
+    }
+
+    unsafe fn alone(&mut self, w: *const IbvSendWr) -> Result<(), Refusal> {
+        // SAFETY: forwarded contract.
+        unsafe { post_gathered(self.qp, w, self.ud) }
+    }
 }
 
 /// Posts the C send list at `head`: a list of one request (the common
@@ -206,24 +239,22 @@ pub(crate) unsafe extern "C" fn post_send(
 ///
 /// # Safety
 /// As [`walk_sends`].
-unsafe fn post_list<Q>(
+unsafe fn post_list<Q: SendSink>(
     q: &mut Q,
     head: *mut IbvSendWr,
     bad: *mut *mut IbvSendWr,
     ud: bool,
     max_sge: u32,
-    alone: impl FnMut(&mut Q, *const IbvSendWr) -> Result<(), Refusal>,
-    post: impl FnMut(&mut Q, &[Send]) -> Result<(), Refusal>,
 ) -> c_int {
     // SAFETY: head, when not NULL, is a readable request (C contract),
     // and every request sets `next`.
     if !head.is_null() && !bad.is_null() && unsafe { member!(head, next) }.is_null() {
         // SAFETY: the caller's contract; bad is not NULL, head a list of
         // one.
-        return unsafe { post_one(q, head, bad, ud, max_sge, alone, post) };
+        return unsafe { post_one(q, head, bad, ud, max_sge) };
     }
     // SAFETY: the caller's contract, forwarded.
-    unsafe { walk_sends(q, head, bad, ud, max_sge, alone, post) }
+    unsafe { walk_sends(q, head, bad, ud, max_sge) }
 }
 
 /// What [`walk`] does for a list of the one request `w`, without its
@@ -236,25 +267,24 @@ unsafe fn post_list<Q>(
 /// # Safety
 /// `w` is a readable request satisfying [`send_wr`]'s contract whose
 /// `next` is NULL; `bad` is writable (C contract).
-unsafe fn post_one<Q>(
+unsafe fn post_one<Q: SendSink>(
     q: &mut Q,
     w: *mut IbvSendWr,
     bad: *mut *mut IbvSendWr,
     ud: bool,
     max_sge: u32,
-    mut alone: impl FnMut(&mut Q, *const IbvSendWr) -> Result<(), Refusal>,
-    mut post: impl FnMut(&mut Q, &[Send]) -> Result<(), Refusal>,
 ) -> c_int {
     // SAFETY: bad is writable (the caller's contract).
     unsafe { *bad = std::ptr::null_mut() };
     // SAFETY: the caller's contract, send_wr's.
     let (named, e) = match unsafe { send_wr(w, ud, max_sge) } {
-        Ok(Step::Batch(r)) => match post(q, std::slice::from_ref(&r)) {
+        Ok(Step::Batch(r)) => match q.post_one(&r) {
             Ok(()) => return 0,
             // walk names a refused request of its chunk: here only 0.
             Err((i, e)) => (i == Some(0), e),
         },
-        Ok(Step::Alone) => match alone(q, w) {
+        // SAFETY: w satisfies send_wr's contract (ours).
+        Ok(Step::Alone) => match unsafe { q.alone(w) } {
             Ok(()) => return 0,
             Err((i, e)) => (i.is_some(), e),
         },
@@ -277,14 +307,12 @@ unsafe fn post_one<Q>(
 /// # Safety
 /// As [`walk`] and [`send_wr`]: `head` a NULL-terminated list of readable
 /// requests satisfying `ibv_post_send`'s contract, `bad` NULL or writable.
-unsafe fn walk_sends<Q>(
+unsafe fn walk_sends<Q: SendSink>(
     q: &mut Q,
     head: *mut IbvSendWr,
     bad: *mut *mut IbvSendWr,
     ud: bool,
     max_sge: u32,
-    alone: impl FnMut(&mut Q, *const IbvSendWr) -> Result<(), Refusal>,
-    mut post: impl FnMut(&mut Q, &[Send]) -> Result<(), Refusal>,
 ) -> c_int {
     let translate = |w: *const IbvSendWr| {
         // SAFETY: w is a request of the caller's list (walk hands
@@ -301,7 +329,12 @@ unsafe fn walk_sends<Q>(
         // SAFETY: so every element is initialised, and `MaybeUninit<T>` has
         // T's layout: the slice is one of `Send`s.
         let wrs = unsafe { &*(wrs as *const [MaybeUninit<Send>] as *const [Send]) };
-        post(q, wrs)
+        q.post(wrs)
+    };
+    let alone = |q: &mut Q, w: *const IbvSendWr| {
+        // SAFETY: walk hands `alone` only requests of the caller's list,
+        // which satisfy send_wr's contract (ours).
+        unsafe { q.alone(w) }
     };
     // SAFETY: the caller's contract, forwarded.
     unsafe {
@@ -322,6 +355,26 @@ mod tests {
     use super::*;
     use crate::walk::tests::link;
     use rverbs::{Remote, SendOp};
+
+    /// A sink of two closures over a state `s`, for the tests.
+    struct Fns<S, A, P> {
+        s: S,
+        alone: A,
+        post: P,
+    }
+
+    impl<S, A, P> SendSink for Fns<S, A, P>
+    where
+        A: FnMut(&mut S, *const IbvSendWr) -> Result<(), Refusal>,
+        P: FnMut(&mut S, &[Send]) -> Result<(), Refusal>,
+    {
+        fn post(&mut self, wrs: &[Send]) -> Result<(), Refusal> {
+            (self.post)(&mut self.s, wrs)
+        }
+        unsafe fn alone(&mut self, w: *const IbvSendWr) -> Result<(), Refusal> {
+            (self.alone)(&mut self.s, w)
+        }
+    }
 
     #[test]
     fn translating_and_batching_sends_allocates_nothing() {
@@ -359,27 +412,22 @@ mod tests {
             })
             .collect();
         link(&mut wrs, |w, next| w.next = next);
-        let mut posted = (0usize, 0usize); // requests, inline ones
+        // requests, inline ones
+        let mut sink = Fns {
+            s: (0usize, 0usize),
+            alone: |_: &mut (usize, usize), _| Err((Some(0), libc::EINVAL)),
+            post: |p: &mut (usize, usize), batch: &[Send]| {
+                p.0 += batch.len();
+                p.1 += batch.iter().filter(|w| w.inline.is_some()).count();
+                Ok(())
+            },
+        };
         let mut bad = std::ptr::null_mut();
         let before = crate::testing::allocs();
         // SAFETY: a linked, live list whose SGEs name `data`.
-        let rc = unsafe {
-            walk_sends(
-                &mut posted,
-                wrs.as_mut_ptr(),
-                &mut bad,
-                false,
-                4,
-                |_, _| Err((Some(0), libc::EINVAL)),
-                |p: &mut (usize, usize), batch: &[Send]| {
-                    p.0 += batch.len();
-                    p.1 += batch.iter().filter(|w| w.inline.is_some()).count();
-                    Ok(())
-                },
-            )
-        };
+        let rc = unsafe { walk_sends(&mut sink, wrs.as_mut_ptr(), &mut bad, false, 4) };
         let allocs = crate::testing::allocs() - before;
-        assert_eq!((rc, posted), (0, (40, 14)));
+        assert_eq!((rc, sink.s), (0, (40, 14)));
         assert_eq!(allocs, 0, "the post path allocated");
         // The counter does count (so the 0 above means something).
         let v = std::hint::black_box(vec![0u8; 16]);
@@ -433,25 +481,27 @@ mod tests {
                     let p: *mut IbvSendWr = &mut w;
                     let mut bad = std::ptr::NonNull::<IbvSendWr>::dangling().as_ptr();
                     // (batched requests, lone posts)
-                    let mut seen = (0usize, 0usize);
-                    let alone = |s: &mut (usize, usize), _| {
-                        s.1 += 1;
-                        answer
-                    };
-                    let post = |s: &mut (usize, usize), b: &[Send]| {
-                        s.0 += b.len();
-                        answer
+                    let mut sink = Fns {
+                        s: (0usize, 0usize),
+                        alone: |s: &mut (usize, usize), _| {
+                            s.1 += 1;
+                            answer
+                        },
+                        post: |s: &mut (usize, usize), b: &[Send]| {
+                            s.0 += b.len();
+                            answer
+                        },
                     };
                     // SAFETY: a live request of one whose SGEs name `data`;
                     // bad is a live slot.
                     let rc = unsafe {
                         if direct {
-                            post_one(&mut seen, p, &mut bad, false, 2, alone, post)
+                            post_one(&mut sink, p, &mut bad, false, 2)
                         } else {
-                            walk_sends(&mut seen, p, &mut bad, false, 2, alone, post)
+                            walk_sends(&mut sink, p, &mut bad, false, 2)
                         }
                     };
-                    (rc, bad.is_null(), bad == p, seen)
+                    (rc, bad.is_null(), bad == p, sink.s)
                 };
                 assert_eq!(
                     run(true),
@@ -462,23 +512,17 @@ mod tests {
         }
         // No slot, or no list: EINVAL before anything, as the walk.
         let mut bad = std::ptr::NonNull::<IbvSendWr>::dangling().as_ptr();
-        let mut n = 0usize;
-        // SAFETY: NULL list and slot: neither is read.
-        let rc = unsafe {
-            post_list(
-                &mut n,
-                std::ptr::null_mut(),
-                &mut bad,
-                false,
-                2,
-                |_, _| Ok(()),
-                |n: &mut usize, b: &[Send]| {
-                    *n += b.len();
-                    Ok(())
-                },
-            )
+        let mut sink = Fns {
+            s: 0usize,
+            alone: |_: &mut usize, _| Ok(()),
+            post: |n: &mut usize, b: &[Send]| {
+                *n += b.len();
+                Ok(())
+            },
         };
-        assert_eq!((rc, bad.is_null(), n), (libc::EINVAL, true, 0));
+        // SAFETY: NULL list and slot: neither is read.
+        let rc = unsafe { post_list(&mut sink, std::ptr::null_mut(), &mut bad, false, 2) };
+        assert_eq!((rc, bad.is_null(), sink.s), (libc::EINVAL, true, 0));
     }
 
     /// A send request sets only the members its opcode uses; the others

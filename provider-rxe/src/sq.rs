@@ -128,7 +128,12 @@ impl SendQueue {
             });
         }
         if wr.op.is_extended() {
-            return self.check_extended(wr);
+            // The operation and whether a payload came, by value: a
+            // reference to `wr` passed out of line would keep a request
+            // built by the caller in memory (callgrind: the C library's
+            // post stored and reloaded its translation).
+            let payload = !wr.sges.is_empty() || wr.inline.is_some();
+            return self.check_extended(wr.op, payload);
         }
         Ok(())
     }
@@ -432,9 +437,9 @@ impl SendQueue {
     /// The checks of the operations beyond the first seven
     /// ([`SendOp::is_extended`]), apart so that those pay nothing for them.
     #[cold]
-    fn check_extended<S, A>(&self, wr: &SendWr<'_, S, A>) -> Result<(), PostError> {
-        let opcode = wr.op.opcode();
-        let offered = match wr.op {
+    fn check_extended(&self, op: SendOp, payload: bool) -> Result<(), PostError> {
+        let opcode = op.opcode();
+        let offered = match op {
             SendOp::AtomicWrite { .. } => self.atomic_write,
             SendOp::Flush { .. } => self.flush,
             _ => true,
@@ -442,13 +447,13 @@ impl SendQueue {
         if !offered {
             return Err(PostError::NotOffered { opcode });
         }
-        check_extended_payload(wr, opcode)
+        check_extended_payload(op, payload, opcode)
     }
 }
 
 /// The payload rules of the extended operations.
-fn check_extended_payload<S, A>(wr: &SendWr<'_, S, A>, opcode: u32) -> Result<(), PostError> {
-    match wr.op {
+fn check_extended_payload(op: SendOp, payload: bool, opcode: u32) -> Result<(), PostError> {
+    match op {
         // A SEND: its payload as any SEND's.
         SendOp::SendWithInv(_) => return Ok(()),
         SendOp::AtomicWrite { remote, .. } if remote.addr & 7 != 0 => {
@@ -459,7 +464,7 @@ fn check_extended_payload<S, A>(wr: &SendWr<'_, S, A>, opcode: u32) -> Result<()
     // The rest carry no payload (the ATOMIC WRITE's 8 bytes are in the
     // operation): SGEs or inline bytes would be ignored by the kernel, or
     // worse, taken for the operation's own bytes.
-    if !wr.sges.is_empty() || wr.inline.is_some() {
+    if payload {
         return Err(PostError::NoPayload { opcode });
     }
     Ok(())

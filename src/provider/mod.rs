@@ -243,6 +243,15 @@ fn refused_after(dev: &Dev, q: &mut rxe::Sq, index: usize, r: PostError) -> Resu
     Err(refused(r, "send queue", index))
 }
 
+/// [`SendRing::post_one`] on mlx5, out of line and given its own copy.
+#[inline(never)]
+fn post_one_mlx5<A: AddressHandle>(
+    q: &mut provider_mlx5::SendQueue,
+    wr: SendWr<'_, Slice<'_>, A>,
+) -> Result<()> {
+    mlx5::post_send_list(q, std::slice::from_ref(&wr))
+}
+
 /// The one post loop: posts `wrs` in order with `post` until one is
 /// refused; returns how many were posted and the refusal, named by index.
 #[inline(always)]
@@ -316,6 +325,34 @@ impl SendRing {
         wrs: &[SendWr<'_, Slice<'_>, A>],
     ) -> Result<()> {
         self.post_each(dev, wrs, |_, _| {})
+    }
+
+    /// [`SendRing::post`] of the one request `wr`, inlined into its caller
+    /// so that a request built there (the C library's translation of an
+    /// `ibv_send_wr`) is read where it was built, not stored and loaded
+    /// back. `posted` as for [`SendRing::post_each`].
+    #[inline(always)]
+    pub(crate) fn post_one<'w, A: AddressHandle>(
+        &mut self,
+        dev: &Dev,
+        wr: &'w SendWr<'w, Slice<'w>, A>,
+        posted: impl FnOnce(u32, &'w SendWr<'w, Slice<'w>, A>),
+    ) -> Result<()> {
+        match self {
+            SendRing::Rxe(q) => {
+                let slot = q.sq.producer();
+                if let Err(r) = rxe::post_send(&mut q.sq, wr) {
+                    return refused_after(dev, q, 0, r);
+                }
+                posted(slot, wr);
+                q.sq.publish();
+                q.doorbell.ring(dev)
+            }
+            // A copy: the original's address must not reach an out-of-line
+            // call, or a request built by the caller stays in memory on
+            // rxe's path too (callgrind: see the commit).
+            SendRing::Mlx5(q) => post_one_mlx5(q, *wr),
+        }
     }
 
     /// [`SendRing::post`], calling `posted(slot, wr)` for each request

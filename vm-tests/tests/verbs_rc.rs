@@ -300,6 +300,20 @@ fn errors_are_named() {
         } => {}
         other => panic!("expected a refused work request, got {other}"),
     }
+    // The one-request post answers the same.
+    let e = qp
+        .post_send_one(&SendWr::new(1, SendOp::Send, &s))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidWorkRequest {
+                index: 0,
+                reason: PostError::NotReady { state: 0 },
+            }
+        ),
+        "{e}"
+    );
     // Too many SGEs for the QP.
     let five = [s[0]; 5];
     let e = qp
@@ -447,6 +461,66 @@ fn send_queue_full_is_an_error_not_a_loss() {
     let mut buf = [Wc::default(); 4];
     assert_eq!(p.a.cq.poll(&mut buf), 0);
     let _ = &p.ctx;
+}
+
+/// `post_send_one`, request by request, answers as `post_send` of a list
+/// does: the SQ fills, the request that finds it full is refused (index 0)
+/// and never runs, and every posted one completes once, in order; an
+/// inline WRITE through it lands.
+#[test]
+fn one_request_posts_fill_and_drain_as_lists_do() {
+    let mut p = pair_with(
+        QpCaps {
+            max_send_wr: 4,
+            ..caps()
+        },
+        Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+    );
+    let src = mr(&p.pd, 64);
+    let s = [src.slice(0, 8).unwrap()];
+    let mut posted = 0u64;
+    let e = loop {
+        match p.a.qp.post_send_one(&SendWr::new(posted, SendOp::Send, &s)) {
+            Ok(()) => posted += 1,
+            Err(e) => break e,
+        }
+        assert!(posted <= 64, "the SQ never filled");
+    };
+    assert!(
+        matches!(e, Error::QueueFull { index: 0, .. }),
+        "expected QueueFull at index 0, got {e}"
+    );
+    assert!(posted >= u64::from(p.a.qp.caps().max_send_wr), "{posted}");
+    let dst = mr(&p.pd, 8 * posted as usize);
+    for i in 0..posted as usize {
+        let r = [dst.slice(i * 8, 8).unwrap()];
+        p.b.qp
+            .post_recv(&[RecvWr {
+                wr_id: i as u64,
+                sges: &r,
+            }])
+            .unwrap();
+    }
+    let c = wait(&mut p.a.cq, posted as usize);
+    let ids: Vec<u64> = c.iter().map(|w| w.wr_id).collect();
+    assert_eq!(ids, (0..posted).collect::<Vec<_>>());
+    assert!(c.iter().all(|w| w.is_ok()), "{c:?}");
+    let r = Remote {
+        addr: dst.addr(),
+        rkey: dst.rkey(),
+    };
+    let data = *b"one, inline";
+    p.a.qp
+        .post_send_one(&SendWr::inline(99, SendOp::Write(r), &data))
+        .unwrap();
+    let c = wait(&mut p.a.cq, 1);
+    assert_eq!((c[0].wr_id, c[0].status), (99, WcStatus::SUCCESS));
+    let mut got = [0u8; 11];
+    dst.read(0, &mut got).unwrap();
+    assert_eq!(&got, &data);
+    std::thread::sleep(Duration::from_millis(200));
+    let mut buf = [Wc::default(); 4];
+    assert_eq!(p.a.cq.poll(&mut buf), 0);
 }
 
 /// A peer that went away (its QP destroyed, as when its process is killed)
