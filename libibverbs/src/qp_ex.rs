@@ -7,11 +7,11 @@
 
 use crate::abi::{IbvQpCap, IbvQpExOps, IbvQpExTail};
 use crate::batch::Batch;
-use crate::guard;
+use crate::spin::{Spin, SpinGuard};
 use rverbs::SendOp;
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
-use std::sync::{Mutex, MutexGuard};
+use std::ops::{Deref, DerefMut};
 
 /// What a QP box carries for the `ibv_qp_ex` view (the box's second
 /// field, right after its `struct ibv_qp`).
@@ -24,7 +24,9 @@ pub(crate) struct QpEx {
     /// Set at creation, before the pointer is handed out.
     enabled: bool,
     send_ops: u64,
-    batch: Mutex<Batch>,
+    /// A spin lock, as the queues' (`spin.rs` says why not std's Mutex):
+    /// each `ibv_wr_*` call takes it once.
+    batch: Spin<Batch>,
 }
 
 impl QpEx {
@@ -41,7 +43,7 @@ impl QpEx {
             }),
             enabled: false,
             send_ops: 0,
-            batch: Mutex::new(Batch::default()),
+            batch: Spin::new(Batch::default()),
         }
     }
 
@@ -53,7 +55,7 @@ impl QpEx {
         QpEx {
             enabled: true,
             send_ops,
-            batch: Mutex::new(Batch::sized(
+            batch: Spin::new(Batch::sized(
                 cap.max_send_wr as usize,
                 cap.max_send_sge as usize,
                 cap.max_inline_data as usize,
@@ -93,13 +95,39 @@ impl QpEx {
     /// The QP's batch. A panic while it was held (caught by the entry
     /// point's guard) may have left it short of a request: then the batch
     /// is failed, so that `wr_complete` posts none of it.
-    pub(crate) fn batch(&self) -> MutexGuard<'_, Batch> {
-        self.batch.lock().unwrap_or_else(|p| {
-            self.batch.clear_poison();
-            let mut b = p.into_inner();
-            b.fail(guard::PANICKED);
-            b
-        })
+    #[inline(always)]
+    pub(crate) fn batch(&self) -> BatchGuard<'_> {
+        BatchGuard(self.batch.lock())
+    }
+}
+
+/// The batch, held. Dropped while unwinding from a panic, it fails the
+/// batch, as std's poisoning did; the C builds abort on a panic
+/// (`panic = "abort"`), so there the check compiles to nothing.
+pub(crate) struct BatchGuard<'a>(SpinGuard<'a, Batch>);
+
+impl Deref for BatchGuard<'_> {
+    type Target = Batch;
+    #[inline(always)]
+    fn deref(&self) -> &Batch {
+        &self.0
+    }
+}
+
+impl DerefMut for BatchGuard<'_> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Batch {
+        &mut self.0
+    }
+}
+
+impl Drop for BatchGuard<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        #[cfg(panic = "unwind")]
+        if std::thread::panicking() {
+            self.0.fail(crate::guard::PANICKED);
+        }
     }
 }
 
@@ -107,7 +135,7 @@ impl QpEx {
 mod tests {
     use super::*;
     use crate::abi::send_ops;
-    use crate::lock;
+    use crate::guard;
     use std::mem::offset_of;
 
     /// A tail's slots, unused by these tests.
@@ -170,7 +198,7 @@ mod tests {
             }
             x.add(send_ops::SEND, SendOp::Send);
         }
-        let b = lock(&x.batch);
+        let b = x.batch();
         let got = b.requests();
         assert_eq!(got, [(9, 2), (10, 2)]);
         assert_eq!(b.error(), None);

@@ -158,8 +158,10 @@ impl Doorbell {
         Ok(db)
     }
 
-    /// Issues the doorbell.
-    #[inline]
+    /// Issues the doorbell. Always inlined: out of line, its `Result`
+    /// comes back through memory (callgrind: ~15 instructions of the C
+    /// library's `ibv_wr_complete`).
+    #[inline(always)]
     pub(crate) fn ring(&mut self, dev: &Dev) -> Result<()> {
         // SAFETY: the command's one pointer is `resp`, which lives in this
         // boxed Doorbell, borrowed mutably across the call.
