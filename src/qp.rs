@@ -412,6 +412,25 @@ impl Qp {
         }
     }
 
+    /// Starts a list of send work requests written one at a time
+    /// ([`SendList::push`]) and handed to the device together when the
+    /// list ends ([`SendList::finish`]): one doorbell, as
+    /// [`Qp::post_send`] of a slice, for requests built as they go (the C
+    /// library's `ibv_post_send` of a linked list) rather than gathered
+    /// into a slice first.
+    ///
+    /// Refused as [`Qp::post_send`] refuses a QP in RESET, INIT or RTR.
+    #[inline(always)]
+    pub fn send_list(&mut self) -> Result<SendList<'_>> {
+        if !self.inner.can_send() {
+            return Err(self.not_ready());
+        }
+        Ok(SendList {
+            qp: self,
+            pushed: 0,
+        })
+    }
+
     /// [`Qp::post_send`] on a QP that keeps no AHs (connected, or mlx5).
     #[inline(never)]
     fn post_send_plain(&mut self, wrs: &[SendWr<'_>]) -> Result<()> {
@@ -507,6 +526,77 @@ impl Qp {
             attr::mask::STATE,
         )?;
         Ok(QpState::from_raw(resp.qp_state as u32))
+    }
+}
+
+/// A list of send work requests being posted on a QP ([`Qp::send_list`]).
+///
+/// Each [`SendList::push`] checks its request as [`Qp::post_send`] does
+/// and writes it into the send queue; the device sees the requests pushed
+/// so far, in order, at [`SendList::finish`] (which reports a failed
+/// doorbell) or when the list is dropped (which cannot: drop it only
+/// after an error you are already reporting). A request's memory is
+/// borrowed for its push only, as with [`Qp::post_send`]: its SGEs are MR
+/// slices, whose MR keeps the memory mapped until it is deregistered.
+#[derive(Debug)]
+pub struct SendList<'q> {
+    qp: &'q mut Qp,
+    pushed: usize,
+}
+
+impl SendList<'_> {
+    /// Checks `wr` and writes it into the send queue. A refused request
+    /// (invalid, or the queue full) is not written and is named by its
+    /// index in the list (the number pushed before it); the list goes on.
+    #[inline(always)]
+    pub fn push(&mut self, wr: &SendWr<'_>) -> Result<()> {
+        let qp = &mut *self.qp;
+        match &mut qp.ahs {
+            // The request borrows its AH until this returns: kept in the
+            // slot it took before anyone can drop it.
+            Some(keep) => qp
+                .send
+                .push(wr, self.pushed, |slot, wr| keep.put(slot, wr))?,
+            None => qp.send.push(wr, self.pushed, |_, _| {})?,
+        }
+        self.pushed += 1;
+        Ok(())
+    }
+
+    /// How many requests were pushed.
+    pub fn len(&self) -> usize {
+        self.pushed
+    }
+
+    /// Whether none was.
+    pub fn is_empty(&self) -> bool {
+        self.pushed == 0
+    }
+
+    /// Hands the pushed requests to the device (nothing to do if none
+    /// was): on rxe one `POST_SEND` doorbell, whose failure is the error.
+    #[inline(always)]
+    pub fn finish(mut self) -> Result<()> {
+        self.flush()
+    }
+
+    /// Hands the requests pushed so far to the device, as
+    /// [`SendList::finish`] does; the list goes on, empty.
+    #[inline(always)]
+    pub fn flush(&mut self) -> Result<()> {
+        if std::mem::take(&mut self.pushed) == 0 {
+            return Ok(());
+        }
+        self.qp.send.flush(&self.qp.inner.ctx.dev)
+    }
+}
+
+impl Drop for SendList<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // Nothing pushed is left unseen by the device; a doorbell error
+        // here has no one to go to (finish reports it).
+        let _ = self.flush();
     }
 }
 

@@ -1,11 +1,19 @@
 //! `ops.post_send`, what `verbs.h`'s inline `ibv_post_send` calls: each C
-//! request translated in place ([`send_wr`]), and the list posted by the
-//! walk (`walk.rs`, which also says how errors are answered; a list of
-//! one request is posted without its chunk, answered the same way:
-//! [`post_one`]). A C SGE array *is* a list of rverbs [`Slice`]s (same
-//! layout, viewed in place), and inline data of one SGE is read in place;
-//! only inline data spread over several SGEs is gathered (into a stack
-//! buffer) and posted on its own.
+//! request translated in place ([`send_wr`]) and written into the send
+//! queue as it is translated, through a [`rverbs::SendList`] (one
+//! doorbell for the list, as rdma-core's rxe rings once a call:
+//! [`post_chain`]); a list of one request through the one-request post
+//! ([`post_one`]), answered the same way. A C SGE array *is* a list of
+//! rverbs [`Slice`]s (same layout, viewed in place), and inline data of one
+//! SGE is read in place; only inline data spread over several SGEs is
+//! gathered (into a stack buffer) first.
+//!
+//! Errors as rdma-core's rxe provider reports them: `bad_wr` NULL or an
+//! empty list is `EINVAL`; otherwise `*bad_wr` is set to NULL, the
+//! requests before the first refused one are posted, it and the rest are
+//! not, `*bad_wr` names it and the return is its errno (`EINVAL` for a
+//! malformed request, `ENOMEM` for a full queue); a failed doorbell's
+//! errno is returned before a refusal's, as rxe's `post_send` does.
 //!
 //! Each queue is behind a lock (the QP's here, the SRQ's for its
 //! receives): the C API lets threads post to one QP concurrently, and
@@ -18,11 +26,10 @@ use crate::convert::{check_sges, send_op, sges, with_flags};
 use crate::guard;
 use crate::obj::CObject;
 use crate::qp::QpBox;
-use crate::walk::{refusal, refuse_all, walk, Refusal, Step};
+use crate::walk::{refusal, refuse_all, Linked, Refusal, Step};
 use crate::{lock, member, members};
-use rverbs::{Ah, Qp, QpState, SendWr, Slice};
+use rverbs::{Ah, Qp, QpState, SendList, SendWr, Slice};
 use std::ffi::c_int;
-use std::mem::MaybeUninit;
 
 /// The largest inline payload gathered from several SGEs (a stack
 /// buffer); more than any provider rverbs drives grants (rxe: 512 bytes).
@@ -120,18 +127,21 @@ unsafe fn send_wr(w: *const IbvSendWr, ud: bool, max_sge: u32) -> Result<Step<Se
     unsafe { finish(w, &h, r, ud) }.map(Step::Batch)
 }
 
-/// Posts one inline request whose data is spread over several SGEs,
-/// gathered into a stack buffer first (the provider copies it into the
-/// WQE before this returns).
+/// Gathers the inline data of the request at `w`, spread over several
+/// SGEs, into `buf`, and hands the request over it to `post` (which must
+/// copy it into the WQE before returning: the provider does).
 ///
 /// # Safety
 /// As [`send_wr`].
-unsafe fn post_gathered(qp: &mut Qp, w: *const IbvSendWr, ud: bool) -> Result<(), Refusal> {
-    let one = |e| (Some(0), e);
+unsafe fn gathered<T>(
+    w: *const IbvSendWr,
+    ud: bool,
+    post: impl FnOnce(&SendWr<'_>) -> Result<T, c_int>,
+) -> Result<T, c_int> {
     // SAFETY: forwarded C contract.
     let h = unsafe { head(w) };
     // SAFETY: the caller's SGE list (C contract; send_wr checked num_sge).
-    let list = unsafe { sges(h.sg_list, h.num_sge) }.map_err(one)?;
+    let list = unsafe { sges(h.sg_list, h.num_sge) }?;
     let mut buf = [0u8; GATHER_MAX];
     let mut len = 0usize;
     for s in list {
@@ -142,9 +152,9 @@ unsafe fn post_gathered(qp: &mut Qp, w: *const IbvSendWr, ud: bool) -> Result<()
         let end = len
             .checked_add(n)
             .filter(|&e| e <= GATHER_MAX)
-            .ok_or(one(libc::EINVAL))?;
+            .ok_or(libc::EINVAL)?;
         if s.addr() == 0 {
-            return Err(one(libc::EINVAL));
+            return Err(libc::EINVAL);
         }
         // SAFETY: inline data is read by the CPU now, from memory the
         // caller promises readable (C contract); n bytes fit buf[len..end].
@@ -153,11 +163,11 @@ unsafe fn post_gathered(qp: &mut Qp, w: *const IbvSendWr, ud: bool) -> Result<()
         len = end;
     }
     // SAFETY: forwarded C contract.
-    let op = unsafe { send_op(w, h.opcode) }.map_err(one)?;
+    let op = unsafe { send_op(w, h.opcode) }?;
     let r = SendWr::inline(h.wr_id, op, &buf[..len]);
     // SAFETY: forwarded C contract.
-    let r = unsafe { finish(w, &h, r, ud) }.map_err(one)?;
-    qp.post_send(&[r]).map_err(|e| refusal(&e))
+    let r = unsafe { finish(w, &h, r, ud) }?;
+    post(&r)
 }
 
 /// `ops.post_send`.
@@ -184,29 +194,69 @@ pub(crate) unsafe extern "C" fn post_send(
             return unsafe { refuse_all(bad) };
         }
         let max_sge = qp.caps().max_send_sge;
-        // SAFETY: the caller's list and slot (C contract), forwarded; each
-        // request is translated under send_wr's contract, the same one.
-        unsafe { post_list(&mut Posting { qp: &mut qp, ud }, wr, bad, ud, max_sge) }
+        // SAFETY: wr, when not NULL, is a readable request (C contract),
+        // and every request sets `next`.
+        if !wr.is_null() && !bad.is_null() && unsafe { member!(wr, next) }.is_null() {
+            // SAFETY: the caller's request and slot (C contract), a list
+            // of one.
+            return unsafe { post_one(&mut Posting { qp: &mut qp, ud }, wr, bad, ud, max_sge) };
+        }
+        // SAFETY: the caller's list and slot (C contract), forwarded.
+        unsafe { post_many(&mut qp, wr, bad, ud, max_sge) }
     })
 }
 
-/// Where a list post hands its requests: the QP ([`Posting`]), or a
+/// [`post_chain`] on the QP, out of line so that the common post of one
+/// keeps its registers (callgrind: inlined here, it cost a post of one 22
+/// instructions).
+///
+/// # Safety
+/// As [`post_chain`].
+#[inline(never)]
+unsafe fn post_many(
+    qp: &mut Qp,
+    wr: *mut IbvSendWr,
+    bad: *mut *mut IbvSendWr,
+    ud: bool,
+    max_sge: u32,
+) -> c_int {
+    let Ok(list) = qp.send_list() else {
+        // SAFETY: the caller's slot (C contract), forwarded.
+        return unsafe { refuse_all(bad) };
+    };
+    let mut sink = Listing { list, ud };
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { post_chain(&mut sink, wr, bad, ud, max_sge) }
+}
+
+/// Where a post of one request hands it: the QP ([`Posting`]), or a
 /// test's recorder. A trait, not closures: the QP's one-request post is
 /// large, and a closure that large is called out of line, where the
 /// request must be stored and loaded back; a trait method marked
 /// `inline(always)` is inlined at each call (callgrind: see the commit).
-pub(crate) trait SendSink {
-    /// Posts translated requests.
-    fn post(&mut self, wrs: &[Send]) -> Result<(), Refusal>;
-    /// Posts one translated request: `post(&[w])`.
-    fn post_one(&mut self, w: &Send) -> Result<(), Refusal> {
-        self.post(std::slice::from_ref(w))
-    }
-    /// Posts the request at `w` on its own ([`Step::Alone`]).
+pub(crate) trait OneSink {
+    /// Posts one translated request and rings.
+    fn post_one(&mut self, w: &Send) -> Result<(), Refusal>;
+    /// Posts the request at `w`, whose inline data must be gathered, and
+    /// rings.
     ///
     /// # Safety
     /// `w` satisfies [`send_wr`]'s contract.
     unsafe fn alone(&mut self, w: *const IbvSendWr) -> Result<(), Refusal>;
+}
+
+/// Where a list post writes its requests as it translates them: a
+/// [`SendList`] ([`Listing`]), or a test's recorder.
+pub(crate) trait ListSink {
+    /// Writes one translated request (the device sees it at `finish`).
+    fn push(&mut self, w: &Send) -> Result<(), c_int>;
+    /// Writes the request at `w`, whose inline data must be gathered.
+    ///
+    /// # Safety
+    /// `w` satisfies [`send_wr`]'s contract.
+    unsafe fn push_gathered(&mut self, w: *const IbvSendWr) -> Result<(), c_int>;
+    /// Hands what was written to the device (nothing if nothing was).
+    fn finish(&mut self) -> Result<(), c_int>;
 }
 
 /// A locked QP of ours, posted to.
@@ -215,11 +265,7 @@ struct Posting<'a> {
     ud: bool,
 }
 
-impl SendSink for Posting<'_> {
-    fn post(&mut self, wrs: &[Send]) -> Result<(), Refusal> {
-        self.qp.post_send(wrs).map_err(|e| refusal(&e))
-    }
-
+impl OneSink for Posting<'_> {
     /// [`Qp::post_send_one`], inlined here so that the translation is
     /// read where it was made.
     #[inline(always)]
@@ -229,45 +275,51 @@ impl SendSink for Posting<'_> {
 
     unsafe fn alone(&mut self, w: *const IbvSendWr) -> Result<(), Refusal> {
         // SAFETY: forwarded contract.
-        unsafe { post_gathered(self.qp, w, self.ud) }
+        let r = unsafe { gathered(w, self.ud, |r| Ok(self.qp.post_send_one(r))) };
+        match r {
+            Ok(posted) => posted.map_err(|e| refusal(&e)),
+            Err(e) => Err((Some(0), e)),
+        }
     }
 }
 
-/// Posts the C send list at `head`: a list of one request (the common
-/// post) is translated and handed to `post` directly ([`post_one`]), a
-/// longer one goes through [`walk_sends`]; both answer as [`walk`] does.
-///
-/// # Safety
-/// As [`walk_sends`].
-unsafe fn post_list<Q: SendSink>(
-    q: &mut Q,
-    head: *mut IbvSendWr,
-    bad: *mut *mut IbvSendWr,
+/// A locked QP's list of sends, written to.
+struct Listing<'a> {
+    list: SendList<'a>,
     ud: bool,
-    max_sge: u32,
-) -> c_int {
-    // SAFETY: head, when not NULL, is a readable request (C contract),
-    // and every request sets `next`.
-    if !head.is_null() && !bad.is_null() && unsafe { member!(head, next) }.is_null() {
-        // SAFETY: the caller's contract; bad is not NULL, head a list of
-        // one.
-        return unsafe { post_one(q, head, bad, ud, max_sge) };
-    }
-    // SAFETY: the caller's contract, forwarded.
-    unsafe { walk_sends(q, head, bad, ud, max_sge) }
 }
 
-/// What [`walk`] does for a list of the one request `w`, without its
-/// chunk of 16: `*bad` NULL, then `w` translated and posted (alone if
-/// it asks to be), and named in `*bad` if it is refused — a translation
-/// error, a refusal of request 0 by `post`, any refusal that names a
-/// request by `alone` — with the errno returned; a call that failed as a
-/// whole (no index) leaves `*bad` NULL.
+impl ListSink for Listing<'_> {
+    #[inline(always)]
+    fn push(&mut self, w: &Send) -> Result<(), c_int> {
+        self.list.push(w).map_err(|e| refusal(&e).1)
+    }
+
+    unsafe fn push_gathered(&mut self, w: *const IbvSendWr) -> Result<(), c_int> {
+        let list = &mut self.list;
+        // SAFETY: forwarded contract.
+        unsafe { gathered(w, self.ud, |r| list.push(r).map_err(|e| refusal(&e).1)) }
+    }
+
+    #[inline(always)]
+    fn finish(&mut self) -> Result<(), c_int> {
+        // Dropping the list afterwards flushes nothing more: this emptied
+        // it.
+        self.list.flush().map_err(|e| refusal(&e).1)
+    }
+}
+
+/// A post of the one request `w` (its `next` NULL), answered as
+/// [`post_chain`] answers a list of one: `*bad` NULL, then `w` translated
+/// and posted (gathered if it must be), and named in `*bad` if it is
+/// refused — a translation error, or a refusal that names a request —
+/// with the errno returned; a call that failed as a whole (the doorbell)
+/// leaves `*bad` NULL.
 ///
 /// # Safety
 /// `w` is a readable request satisfying [`send_wr`]'s contract whose
 /// `next` is NULL; `bad` is writable (C contract).
-unsafe fn post_one<Q: SendSink>(
+unsafe fn post_one<Q: OneSink>(
     q: &mut Q,
     w: *mut IbvSendWr,
     bad: *mut *mut IbvSendWr,
@@ -280,8 +332,7 @@ unsafe fn post_one<Q: SendSink>(
     let (named, e) = match unsafe { send_wr(w, ud, max_sge) } {
         Ok(Step::Batch(r)) => match q.post_one(&r) {
             Ok(()) => return 0,
-            // walk names a refused request of its chunk: here only 0.
-            Err((i, e)) => (i == Some(0), e),
+            Err((i, e)) => (i.is_some(), e),
         },
         // SAFETY: w satisfies send_wr's contract (ours).
         Ok(Step::Alone) => match unsafe { q.alone(w) } {
@@ -297,56 +348,52 @@ unsafe fn post_one<Q: SendSink>(
     e
 }
 
-/// [`walk`] over a C send list, each request translated by [`send_wr`].
-///
-/// The walk's chunk holds its translated requests as `MaybeUninit`: the
-/// slots are left unwritten until a request is translated into them (a
-/// chunk of 16 `SendWr`s written blank on every call was ~135 instructions
-/// of a one-request post), and `post` sees only slots the walk filled.
+/// Posts the C send list at `head` (see the module docs for the answers):
+/// each request translated and written as it comes, the first refused one
+/// named in `*bad`, then everything written handed to the device at once.
 ///
 /// # Safety
-/// As [`walk`] and [`send_wr`]: `head` a NULL-terminated list of readable
-/// requests satisfying `ibv_post_send`'s contract, `bad` NULL or writable.
-unsafe fn walk_sends<Q: SendSink>(
+/// `head` is a NULL-terminated list of readable requests satisfying
+/// [`send_wr`]'s contract, `bad` NULL or writable (C contract).
+unsafe fn post_chain<Q: ListSink>(
     q: &mut Q,
     head: *mut IbvSendWr,
     bad: *mut *mut IbvSendWr,
     ud: bool,
     max_sge: u32,
 ) -> c_int {
-    let translate = |w: *const IbvSendWr| {
-        // SAFETY: w is a request of the caller's list (walk hands
-        // `translate` only those), which satisfies send_wr's contract (ours).
-        Ok(match unsafe { send_wr(w, ud, max_sge) }? {
-            Step::Batch(r) => Step::Batch(MaybeUninit::new(r)),
-            Step::Alone => Step::Alone,
-        })
-    };
-    let post_chunk = |q: &mut Q, wrs: &[MaybeUninit<Send>]| {
-        // Walk hands `post` only the requests `translate` returned for this
-        // chunk (its `Chunk::flush` passes the first n slots, each written
-        // by a push of a `Step::Batch` value, a `MaybeUninit::new` above).
-        // SAFETY: so every element is initialised, and `MaybeUninit<T>` has
-        // T's layout: the slice is one of `Send`s.
-        let wrs = unsafe { &*(wrs as *const [MaybeUninit<Send>] as *const [Send]) };
-        q.post(wrs)
-    };
-    let alone = |q: &mut Q, w: *const IbvSendWr| {
-        // SAFETY: walk hands `alone` only requests of the caller's list,
-        // which satisfy send_wr's contract (ours).
-        unsafe { q.alone(w) }
-    };
-    // SAFETY: the caller's contract, forwarded.
-    unsafe {
-        walk(
-            q,
-            head,
-            bad,
-            MaybeUninit::<Send>::uninit(),
-            translate,
-            alone,
-            post_chunk,
-        )
+    if bad.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: bad is writable (C contract, non-NULL).
+    unsafe { *bad = std::ptr::null_mut() };
+    if head.is_null() {
+        return libc::EINVAL;
+    }
+    let mut p = head;
+    let mut rc = 0;
+    while !p.is_null() {
+        // SAFETY: p is a request of the caller's list (send_wr's contract).
+        let r = match unsafe { send_wr(p, ud, max_sge) } {
+            Ok(Step::Batch(r)) => q.push(&r),
+            // SAFETY: as above.
+            Ok(Step::Alone) => unsafe { q.push_gathered(p) },
+            Err(e) => Err(e),
+        };
+        if let Err(e) = r {
+            // SAFETY: bad is writable (above).
+            unsafe { *bad = p };
+            rc = e;
+            break;
+        }
+        // SAFETY: a readable request of the caller's list.
+        p = unsafe { IbvSendWr::next(p) };
+    }
+    // What was written before a refusal is posted; a failed doorbell is
+    // the answer, as rxe's post_send returns its doorbell's error first.
+    match q.finish() {
+        Err(e) => e,
+        Ok(()) => rc,
     }
 }
 
@@ -356,23 +403,75 @@ mod tests {
     use crate::walk::tests::link;
     use rverbs::{Remote, SendOp};
 
-    /// A sink of two closures over a state `s`, for the tests.
-    struct Fns<S, A, P> {
-        s: S,
-        alone: A,
-        post: P,
+    /// A recording sink for the tests: it counts what it is handed and
+    /// answers `answer` for each request (a list sink: a refusal naming a
+    /// request refuses that push; one naming none fails the doorbell at
+    /// `finish`, if something was pushed).
+    struct Fake {
+        answer: Result<(), Refusal>,
+        /// Requests handed over translated, gathered, inline.
+        batched: usize,
+        alone: usize,
+        inline: usize,
+        /// Pushed since the last finish; finishes that rang.
+        pending: usize,
+        rung: usize,
     }
 
-    impl<S, A, P> SendSink for Fns<S, A, P>
-    where
-        A: FnMut(&mut S, *const IbvSendWr) -> Result<(), Refusal>,
-        P: FnMut(&mut S, &[Send]) -> Result<(), Refusal>,
-    {
-        fn post(&mut self, wrs: &[Send]) -> Result<(), Refusal> {
-            (self.post)(&mut self.s, wrs)
+    impl Fake {
+        fn new(answer: Result<(), Refusal>) -> Fake {
+            Fake {
+                answer,
+                batched: 0,
+                alone: 0,
+                inline: 0,
+                pending: 0,
+                rung: 0,
+            }
         }
-        unsafe fn alone(&mut self, w: *const IbvSendWr) -> Result<(), Refusal> {
-            (self.alone)(&mut self.s, w)
+
+        fn pushed(&mut self) -> Result<(), c_int> {
+            match self.answer {
+                Err((Some(_), e)) => Err(e),
+                _ => {
+                    self.pending += 1;
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    impl OneSink for Fake {
+        fn post_one(&mut self, w: &Send) -> Result<(), Refusal> {
+            self.batched += 1;
+            self.inline += usize::from(w.inline.is_some());
+            self.answer
+        }
+        unsafe fn alone(&mut self, _: *const IbvSendWr) -> Result<(), Refusal> {
+            self.alone += 1;
+            self.answer
+        }
+    }
+
+    impl ListSink for Fake {
+        fn push(&mut self, w: &Send) -> Result<(), c_int> {
+            self.batched += 1;
+            self.inline += usize::from(w.inline.is_some());
+            self.pushed()
+        }
+        unsafe fn push_gathered(&mut self, _: *const IbvSendWr) -> Result<(), c_int> {
+            self.alone += 1;
+            self.pushed()
+        }
+        fn finish(&mut self) -> Result<(), c_int> {
+            if std::mem::take(&mut self.pending) == 0 {
+                return Ok(());
+            }
+            self.rung += 1;
+            match self.answer {
+                Err((None, e)) => Err(e),
+                _ => Ok(()),
+            }
         }
     }
 
@@ -412,22 +511,17 @@ mod tests {
             })
             .collect();
         link(&mut wrs, |w, next| w.next = next);
-        // requests, inline ones
-        let mut sink = Fns {
-            s: (0usize, 0usize),
-            alone: |_: &mut (usize, usize), _| Err((Some(0), libc::EINVAL)),
-            post: |p: &mut (usize, usize), batch: &[Send]| {
-                p.0 += batch.len();
-                p.1 += batch.iter().filter(|w| w.inline.is_some()).count();
-                Ok(())
-            },
-        };
+        let mut sink = Fake::new(Ok(()));
         let mut bad = std::ptr::null_mut();
         let before = crate::testing::allocs();
         // SAFETY: a linked, live list whose SGEs name `data`.
-        let rc = unsafe { walk_sends(&mut sink, wrs.as_mut_ptr(), &mut bad, false, 4) };
+        let rc = unsafe { post_chain(&mut sink, wrs.as_mut_ptr(), &mut bad, false, 4) };
         let allocs = crate::testing::allocs() - before;
-        assert_eq!((rc, sink.s), (0, (40, 14)));
+        assert_eq!(
+            (rc, sink.batched, sink.inline, sink.rung),
+            (0, 40, 14, 1),
+            "every request written, one doorbell"
+        );
         assert_eq!(allocs, 0, "the post path allocated");
         // The counter does count (so the 0 above means something).
         let v = std::hint::black_box(vec![0u8; 16]);
@@ -435,11 +529,12 @@ mod tests {
         drop(v);
     }
 
-    /// A list of one goes to the provider without the walk's chunk
-    /// (`post_one`), and answers as the walk does whatever the provider
-    /// answers: the return, `*bad_wr`, what was posted (batched or alone).
+    /// A list of one goes to the provider through the one-request post
+    /// (`post_one`), and answers as a list does whatever the provider
+    /// answers: the return, `*bad_wr`, what was posted (translated or
+    /// gathered).
     #[test]
-    fn a_list_of_one_answers_as_the_walk_does() {
+    fn a_list_of_one_answers_as_a_list_does() {
         let data = [3u8; 16];
         let mut sges: Vec<IbvSge> = (0..2)
             .map(|i| IbvSge {
@@ -449,59 +544,28 @@ mod tests {
             })
             .collect();
         let sg = sges.as_mut_ptr();
-        // A SEND of one SGE (batched), one of more SGEs than the QP's 2
-        // (malformed), an inline one over two SGEs (posted alone).
+        // A SEND of one SGE (translated), one of more SGEs than the QP's 2
+        // (malformed), an inline one over two SGEs (gathered).
         let requests = [(1, 0), (3, 0), (2, send_flags::INLINE)];
-        let answers: [Result<(), Refusal>; 4] = [
-            Ok(()),
-            Err((Some(0), libc::ENOMEM)),
-            Err((None, libc::EIO)),
-            Err((Some(1), libc::EINVAL)),
-        ];
+        let answers: [Result<(), Refusal>; 3] =
+            [Ok(()), Err((Some(0), libc::ENOMEM)), Err((None, libc::EIO))];
         for (num_sge, flags) in requests {
             for answer in answers {
                 let run = |direct: bool| {
-                    let mut w = IbvSendWr {
-                        wr_id: 7,
-                        next: std::ptr::null_mut(),
-                        sg_list: sg,
-                        num_sge,
-                        opcode: wr_opcode::SEND,
-                        send_flags: send_flags::SIGNALED | flags,
-                        imm_data: 0,
-                        wr: IbvSendWrWr {
-                            rdma: IbvSendWrRdma {
-                                remote_addr: 0,
-                                rkey: 0,
-                            },
-                        },
-                        xrc_remote_srqn: 0,
-                        bind_mw_or_tso: IbvSendWrBindMwOrTso { raw: [0; 6] },
-                    };
+                    let mut w = send(7, sg, num_sge, flags);
                     let p: *mut IbvSendWr = &mut w;
                     let mut bad = std::ptr::NonNull::<IbvSendWr>::dangling().as_ptr();
-                    // (batched requests, lone posts)
-                    let mut sink = Fns {
-                        s: (0usize, 0usize),
-                        alone: |s: &mut (usize, usize), _| {
-                            s.1 += 1;
-                            answer
-                        },
-                        post: |s: &mut (usize, usize), b: &[Send]| {
-                            s.0 += b.len();
-                            answer
-                        },
-                    };
+                    let mut sink = Fake::new(answer);
                     // SAFETY: a live request of one whose SGEs name `data`;
                     // bad is a live slot.
                     let rc = unsafe {
                         if direct {
                             post_one(&mut sink, p, &mut bad, false, 2)
                         } else {
-                            walk_sends(&mut sink, p, &mut bad, false, 2)
+                            post_chain(&mut sink, p, &mut bad, false, 2)
                         }
                     };
-                    (rc, bad.is_null(), bad == p, sink.s)
+                    (rc, bad.is_null(), bad == p, sink.batched, sink.alone)
                 };
                 assert_eq!(
                     run(true),
@@ -510,19 +574,67 @@ mod tests {
                 );
             }
         }
-        // No slot, or no list: EINVAL before anything, as the walk.
+        // No slot, or no list: EINVAL before anything.
         let mut bad = std::ptr::NonNull::<IbvSendWr>::dangling().as_ptr();
-        let mut sink = Fns {
-            s: 0usize,
-            alone: |_: &mut usize, _| Ok(()),
-            post: |n: &mut usize, b: &[Send]| {
-                *n += b.len();
-                Ok(())
+        let mut sink = Fake::new(Ok(()));
+        // SAFETY: NULL list: not read.
+        let rc = unsafe { post_chain(&mut sink, std::ptr::null_mut(), &mut bad, false, 2) };
+        assert_eq!((rc, bad.is_null(), sink.batched), (libc::EINVAL, true, 0));
+        let mut w = send(1, sg, 1, 0);
+        // SAFETY: NULL slot: not written.
+        let rc = unsafe { post_chain(&mut sink, &mut w, std::ptr::null_mut(), false, 2) };
+        assert_eq!((rc, sink.batched), (libc::EINVAL, 0));
+    }
+
+    /// A list stops at its first refused request: the ones before it are
+    /// written and rung, `*bad_wr` names it, and its errno is the answer
+    /// unless the doorbell failed (rxe's `post_send` returns that first).
+    #[test]
+    fn a_list_stops_at_its_first_refused_request() {
+        let data = [3u8; 16];
+        let mut sges = [IbvSge {
+            addr: data.as_ptr() as u64,
+            length: 8,
+            lkey: 1,
+        }; 3];
+        let sg = sges.as_mut_ptr();
+        for (answer, want) in [(Ok(()), libc::EINVAL), (Err((None, libc::EIO)), libc::EIO)] {
+            // The third request has more SGEs than the QP's 2.
+            let mut wrs: Vec<IbvSendWr> = (0..5)
+                .map(|i| send(i, sg, if i == 2 { 3 } else { 1 }, 0))
+                .collect();
+            link(&mut wrs, |w, next| w.next = next);
+            let mut bad = std::ptr::null_mut();
+            let mut sink = Fake::new(answer);
+            // SAFETY: a linked, live list whose SGEs name `data`.
+            let rc = unsafe { post_chain(&mut sink, wrs.as_mut_ptr(), &mut bad, false, 2) };
+            assert_eq!(
+                (rc, bad, sink.batched, sink.rung),
+                (want, std::ptr::addr_of_mut!(wrs[2]), 2, 1),
+                "{answer:?}"
+            );
+        }
+    }
+
+    /// A SEND request of `num_sge` SGEs at `sg` with `flags`.
+    fn send(wr_id: u64, sg: *mut IbvSge, num_sge: c_int, flags: u32) -> IbvSendWr {
+        IbvSendWr {
+            wr_id,
+            next: std::ptr::null_mut(),
+            sg_list: sg,
+            num_sge,
+            opcode: wr_opcode::SEND,
+            send_flags: send_flags::SIGNALED | flags,
+            imm_data: 0,
+            wr: IbvSendWrWr {
+                rdma: IbvSendWrRdma {
+                    remote_addr: 0,
+                    rkey: 0,
+                },
             },
-        };
-        // SAFETY: NULL list and slot: neither is read.
-        let rc = unsafe { post_list(&mut sink, std::ptr::null_mut(), &mut bad, false, 2) };
-        assert_eq!((rc, bad.is_null(), sink.s), (libc::EINVAL, true, 0));
+            xrc_remote_srqn: 0,
+            bind_mw_or_tso: IbvSendWrBindMwOrTso { raw: [0; 6] },
+        }
     }
 
     /// A send request sets only the members its opcode uses; the others

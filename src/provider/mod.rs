@@ -252,6 +252,16 @@ fn post_one_mlx5<A: AddressHandle>(
     mlx5::post_send_list(q, std::slice::from_ref(&wr))
 }
 
+/// [`SendRing::push`] on mlx5, out of line and given its own copy.
+#[inline(never)]
+fn push_mlx5<A: AddressHandle>(
+    q: &mut provider_mlx5::SendQueue,
+    wr: SendWr<'_, Slice<'_>, A>,
+    index: usize,
+) -> Result<()> {
+    mlx5::push_send(q, &wr).map_err(|r| refused(r, "send queue", index))
+}
+
 /// The one post loop: posts `wrs` in order with `post` until one is
 /// refused; returns how many were posted and the refusal, named by index.
 #[inline(always)]
@@ -352,6 +362,47 @@ impl SendRing {
             // call, or a request built by the caller stays in memory on
             // rxe's path too (callgrind: see the commit).
             SendRing::Mlx5(q) => post_one_mlx5(q, *wr),
+        }
+    }
+
+    /// Writes `wr` into the ring without handing it to the device (what
+    /// [`SendRing::flush`] does for every request written so far); a
+    /// refusal is named by `index`. `posted` as for [`SendRing::post_each`].
+    #[inline(always)]
+    pub(crate) fn push<'w, A: AddressHandle>(
+        &mut self,
+        wr: &'w SendWr<'w, Slice<'w>, A>,
+        index: usize,
+        posted: impl FnOnce(u32, &'w SendWr<'w, Slice<'w>, A>),
+    ) -> Result<()> {
+        match self {
+            SendRing::Rxe(q) => {
+                let slot = q.sq.producer();
+                if let Err(r) = rxe::post_send(&mut q.sq, wr) {
+                    return Err(refused(r, "send queue", index));
+                }
+                posted(slot, wr);
+                Ok(())
+            }
+            // A copy, as in post_one.
+            SendRing::Mlx5(q) => push_mlx5(q, *wr, index),
+        }
+    }
+
+    /// Hands every request [`SendRing::push`] wrote to the device: rxe's
+    /// release store of the producer index and its doorbell, mlx5's
+    /// doorbell record and UAR write.
+    #[inline(always)]
+    pub(crate) fn flush(&mut self, dev: &Dev) -> Result<()> {
+        match self {
+            SendRing::Rxe(q) => {
+                q.sq.publish();
+                q.doorbell.ring(dev)
+            }
+            SendRing::Mlx5(q) => {
+                q.ring();
+                Ok(())
+            }
         }
     }
 

@@ -300,6 +300,18 @@ fn errors_are_named() {
         } => {}
         other => panic!("expected a refused work request, got {other}"),
     }
+    // So does a send list, at its start.
+    let e = qp.send_list().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidWorkRequest {
+                index: 0,
+                reason: PostError::NotReady { state: 0 },
+            }
+        ),
+        "{e}"
+    );
     // The one-request post answers the same.
     let e = qp
         .post_send_one(&SendWr::new(1, SendOp::Send, &s))
@@ -518,6 +530,64 @@ fn one_request_posts_fill_and_drain_as_lists_do() {
     let mut got = [0u8; 11];
     dst.read(0, &mut got).unwrap();
     assert_eq!(&got, &data);
+    std::thread::sleep(Duration::from_millis(200));
+    let mut buf = [Wc::default(); 4];
+    assert_eq!(p.a.cq.poll(&mut buf), 0);
+}
+
+/// A send list writes requests as they are pushed and hands them to the
+/// device at `finish` (or drop): a refused push is named by its index in
+/// the list and not written, the list goes on, and every written request
+/// completes once, in order.
+#[test]
+fn send_lists_post_what_was_pushed() {
+    let mut p = pair_with(caps(), Access::LOCAL_WRITE | Access::REMOTE_WRITE);
+    let src = mr(&p.pd, 64);
+    let dst = mr(&p.pd, 64);
+    src.write(0, &[0xab; 64]).unwrap();
+    let r = Remote {
+        addr: dst.addr(),
+        rkey: dst.rkey(),
+    };
+    let s = [src.slice(0, 8).unwrap()];
+    let five = [s[0]; 5];
+    let mut list = p.a.qp.send_list().unwrap();
+    assert!(list.is_empty());
+    list.push(&SendWr::new(1, SendOp::Write(r), &s)).unwrap();
+    // More SGEs than the QP's: refused, named by its place in the list.
+    let e = list
+        .push(&SendWr::new(2, SendOp::Write(r), &five))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidWorkRequest {
+                index: 1,
+                reason: PostError::TooManySges { .. },
+            }
+        ),
+        "{e}"
+    );
+    let r8 = Remote {
+        addr: dst.addr() + 8,
+        rkey: dst.rkey(),
+    };
+    list.push(&SendWr::new(3, SendOp::Write(r8), &s)).unwrap();
+    assert_eq!(list.len(), 2);
+    list.finish().unwrap();
+    let c = wait(&mut p.a.cq, 2);
+    let ids: Vec<(u64, WcStatus)> = c.iter().map(|w| (w.wr_id, w.status)).collect();
+    assert_eq!(ids, [(1, WcStatus::SUCCESS), (3, WcStatus::SUCCESS)]);
+    let mut got = [0u8; 16];
+    dst.read(0, &mut got).unwrap();
+    assert_eq!(got, [0xab; 16]);
+    // Dropped without finish: what was pushed still reaches the device.
+    {
+        let mut list = p.a.qp.send_list().unwrap();
+        list.push(&SendWr::new(4, SendOp::Write(r), &s)).unwrap();
+    }
+    let c = wait(&mut p.a.cq, 1);
+    assert_eq!((c[0].wr_id, c[0].status), (4, WcStatus::SUCCESS));
     std::thread::sleep(Duration::from_millis(200));
     let mut buf = [Wc::default(); 4];
     assert_eq!(p.a.cq.poll(&mut buf), 0);

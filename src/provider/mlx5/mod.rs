@@ -25,7 +25,7 @@ mod post;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use post::{post_recv_list, post_send_list, post_srq_recv_list};
+pub(crate) use post::{post_recv_list, post_send_list, post_srq_recv_list, push_send};
 pub(crate) use provider_mlx5::Poller;
 
 use super::{AhParts, CqParts, CqRing, DeviceInfo, QpInit, QpParts, RecvRing};

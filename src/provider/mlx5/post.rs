@@ -45,6 +45,15 @@ fn post_srq_recv(
     unsafe { srq.post(wr.wr_id, as_sges(wr.sges)) }
 }
 
+/// Writes one send request into the SQ; the device learns of it at the
+/// next `ring`.
+pub(crate) fn push_send<A: AddressHandle>(
+    sq: &mut provider_mlx5::SendQueue,
+    wr: &SendWr<'_, A>,
+) -> Result<(), PostError> {
+    post_send(sq, wr)
+}
+
 /// Posts `wrs` in order and rings the doorbell once for those accepted;
 /// the first refused one ends the list and is named by its index.
 #[inline(always)]
