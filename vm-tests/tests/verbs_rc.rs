@@ -300,31 +300,23 @@ fn errors_are_named() {
         } => {}
         other => panic!("expected a refused work request, got {other}"),
     }
-    // So does a send list, at its start.
-    let e = qp.send_list().unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::InvalidWorkRequest {
-                index: 0,
-                reason: PostError::NotReady { state: 0 },
-            }
-        ),
-        "{e}"
-    );
-    // The one-request post answers the same.
-    let e = qp
-        .post_send_one(&SendWr::new(1, SendOp::Send, &s))
-        .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::InvalidWorkRequest {
-                index: 0,
-                reason: PostError::NotReady { state: 0 },
-            }
-        ),
-        "{e}"
+    // So do a send list, at its start, and the one-request post.
+    let not_ready = |e: Error| {
+        assert!(
+            matches!(
+                e,
+                Error::InvalidWorkRequest {
+                    index: 0,
+                    reason: PostError::NotReady { state: 0 },
+                }
+            ),
+            "{e}"
+        )
+    };
+    not_ready(qp.send_list().unwrap_err());
+    not_ready(
+        qp.post_send_one(&SendWr::new(1, SendOp::Send, &s))
+            .unwrap_err(),
     );
     // Too many SGEs for the QP.
     let five = [s[0]; 5];
