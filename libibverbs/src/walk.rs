@@ -1,10 +1,11 @@
-//! The walk every post takes over a C list of work requests
-//! (`ibv_post_send`, `ibv_post_recv`, `ibv_post_srq_recv`): once, in
-//! order, translating each request into rverbs' form without copying or
-//! allocating; the translated requests wait in a fixed array on the stack
-//! until [`CHUNK`] of them are handed to the provider at once (one
-//! doorbell per chunk on rxe). A request the translator cannot batch is
-//! posted on its own, in its place.
+//! The walk the receive posts take over a C list of work requests
+//! (`ibv_post_recv`, `ibv_post_srq_recv`; sends are written as they are
+//! translated, `send.rs`): once, in order, translating each request into
+//! rverbs' form without copying or allocating; the translated requests
+//! wait in a fixed array on the stack until [`CHUNK`] of them are handed
+//! to the provider at once. A request the translator cannot batch is
+//! posted on its own, in its place. Also the C lists' shared pieces:
+//! [`Linked`], [`Step`], [`refusal`], [`refuse_all`].
 //!
 //! Errors as rdma-core's rxe provider reports them: `bad_wr` NULL or an
 //! empty list is `EINVAL`; otherwise `*bad_wr` is set to NULL, the
@@ -18,8 +19,7 @@ use crate::{errno_of, member};
 use rverbs::Error;
 use std::ffi::c_int;
 
-/// Requests handed to the provider per call: one doorbell each on rxe.
-/// Sixteen translated sends are ~1.5 KiB of stack.
+/// Requests handed to the provider per call.
 const CHUNK: usize = 16;
 
 /// An element of a C work request list, read through its pointer: a send
