@@ -543,12 +543,18 @@ impl Qp {
 ///
 /// Each [`SendList::push`] checks its request as [`Qp::post_send`] does
 /// and writes it into the send queue; the device sees the requests pushed
-/// so far, in order, at [`SendList::finish`] (which reports a failed
-/// doorbell) or when the list is dropped (which cannot: drop it only
-/// after an error you are already reporting). A request's memory is
-/// borrowed for its push only, as with [`Qp::post_send`]: its SGEs are MR
-/// slices, whose MR keeps the memory mapped until it is deregistered.
+/// so far, in order, at [`SendList::flush`] or [`SendList::finish`]
+/// (which report a failed doorbell) or when the list is dropped — which
+/// still rings, but cannot report a failed doorbell: a program that
+/// returns early on a refused push (`list.push(&wr)?`) has its earlier
+/// requests rung and learns only of the refusal. A leaked list
+/// (`mem::forget`) leaves its requests written but unseen until the QP's
+/// next post. A request's memory is borrowed for its push only, as with
+/// [`Qp::post_send`]: its SGEs are MR slices, whose MR keeps the memory
+/// mapped until it is deregistered; a UD send's AH is kept by the QP
+/// until the send has completed.
 #[derive(Debug)]
+#[must_use = "a send list rings at finish (or drop); finish reports a failed doorbell"]
 pub struct SendList<'q> {
     qp: &'q mut Qp,
     pushed: usize,
@@ -556,8 +562,9 @@ pub struct SendList<'q> {
 
 impl SendList<'_> {
     /// Checks `wr` and writes it into the send queue. A refused request
-    /// (invalid, or the queue full) is not written and is named by its
-    /// index in the list (the number pushed before it); the list goes on.
+    /// (invalid, or the queue full) is not written and is named by an
+    /// index: how many requests this list wrote since it started or was
+    /// last flushed (refused ones not counted); the list goes on.
     #[inline(always)]
     pub fn push(&mut self, wr: &SendWr<'_>) -> Result<()> {
         let qp = &mut *self.qp;
@@ -573,7 +580,8 @@ impl SendList<'_> {
         Ok(())
     }
 
-    /// How many requests were pushed.
+    /// How many requests were written since the list started or was last
+    /// flushed.
     pub fn len(&self) -> usize {
         self.pushed
     }

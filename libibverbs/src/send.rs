@@ -97,7 +97,7 @@ unsafe fn finish<'a>(
 }
 
 /// One C send request in rverbs' form: `Alone` for inline data over
-/// several SGEs (gathered by [`post_gathered`]).
+/// several SGEs (gathered by [`gathered`]).
 ///
 /// # Safety
 /// `w` is a readable request whose SGEs, inline memory and AH satisfy

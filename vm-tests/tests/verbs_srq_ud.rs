@@ -201,6 +201,68 @@ fn prepared_ud_sends_keep_their_address_handle() {
     }
 }
 
+/// UD sends written through a send list, and posted one at a time with
+/// `post_send_one`, each naming an AH the program drops right after the
+/// push or post and before the doorbell: every datagram arrives (the QP
+/// keeps each AH until its send has completed).
+#[test]
+fn ud_sends_through_send_lists_keep_their_address_handles() {
+    let (ctx, _) = common::open();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq = ctx.create_cq(64, None, 0).unwrap();
+    let mk = || pd.create_qp(&QpInit::new(QpType::Ud, &cq)).unwrap();
+    let (mut a, mut b) = (mk(), mk());
+    const QKEY: u32 = 0x3333_3333;
+    for q in [&mut a, &mut b] {
+        q.ready_ud(1, QKEY).unwrap();
+    }
+    let rbuf = pd.alloc_mr(8 * 296, Access::LOCAL_WRITE).unwrap();
+    let sbuf = pd.alloc_mr(8 * 256, Access::LOCAL_WRITE).unwrap();
+    for i in 0..8usize {
+        sbuf.write(i * 256, &[i as u8 + 1; 64]).unwrap();
+        let rs = [rbuf.slice(i * 296, 296).unwrap()];
+        b.post_recv(&[RecvWr {
+            wr_id: 100 + i as u64,
+            sges: &rs,
+        }])
+        .unwrap();
+    }
+    let mut list = a.send_list().unwrap();
+    for i in 0..6usize {
+        let ah = pd.create_ah(&self_av(&ctx)).unwrap();
+        let s = [sbuf.slice(i * 256, 64).unwrap()];
+        list.push(&SendWr::new(i as u64, SendOp::Send, &s).to(&ah, b.qpn(), QKEY))
+            .unwrap();
+        drop(ah);
+    }
+    list.finish().unwrap();
+    for i in 6..8usize {
+        let ah = pd.create_ah(&self_av(&ctx)).unwrap();
+        let s = [sbuf.slice(i * 256, 64).unwrap()];
+        a.post_send_one(&SendWr::new(i as u64, SendOp::Send, &s).to(&ah, b.qpn(), QKEY))
+            .unwrap();
+        drop(ah);
+    }
+    let c = wait(&mut cq, 16);
+    let mut sends: Vec<u64> = c
+        .iter()
+        .filter(|w| w.opcode == WcOpcode::SEND)
+        .map(|w| w.wr_id)
+        .collect();
+    sends.sort();
+    assert_eq!(sends, (0..8).collect::<Vec<_>>());
+    for w in c.iter().filter(|w| w.opcode == WcOpcode::RECV) {
+        assert_eq!(
+            (w.status, w.byte_len, w.src_qp),
+            (WcStatus::SUCCESS, 40 + 64, a.qpn())
+        );
+        let i = (w.wr_id - 100) as usize;
+        let mut got = [0u8; 64];
+        rbuf.read(i * 296 + 40, &mut got).unwrap();
+        assert_eq!(got, [i as u8 + 1; 64]);
+    }
+}
+
 /// rxe sends a user QP's requests from a kernel work item after the
 /// doorbell returns, and a request names its address handle by number,
 /// looked up when the work item gets to it. Through our provider nothing
