@@ -443,6 +443,10 @@ fn collect(
     // The host whose QEMU ended without an exit status, if one did.
     let mut died: Option<usize> = None;
     let mut tail: Vec<Vec<String>> = vec![Vec::new(); hosts];
+    // Each host's first oops from its first line: the last lines alone
+    // show only a stack's end, not what faulted (CI prints only a log's
+    // tail, so the error must carry it).
+    let mut oops: Vec<Vec<String>> = vec![Vec::new(); hosts];
     let mut lines: Vec<Vec<String>> = vec![Vec::new(); hosts];
     let stdout = std::io::stdout();
     loop {
@@ -451,7 +455,7 @@ fn collect(
             return Err(format!(
                 "VM run timed out after {}s (killed){}",
                 opts.timeout.as_secs(),
-                last_lines(&tail)
+                last_lines(&oops, &tail)
             ));
         }
         // A kernel that oopses early may hang instead of powering off (7.2
@@ -461,7 +465,7 @@ fn collect(
             return Err(format!(
                 "{BOOT_FAILED}VM not ready {}s after it started (hung while booting){}",
                 BOOT_LIMIT.as_secs(),
-                last_lines(&tail)
+                last_lines(&oops, &tail)
             ));
         }
         // The other hosts idle when they have no command, and with peers a
@@ -523,6 +527,9 @@ fn collect(
                 if opts.capture && ready[i] && status[i].is_none() {
                     lines[i].push(s.clone());
                 }
+                if (!oops[i].is_empty() || is_oops_start(&s)) && oops[i].len() < OOPS_LINES {
+                    oops[i].push(s.clone());
+                }
                 tail[i].push(s);
                 if tail[i].len() > 30 {
                     tail[i].remove(0);
@@ -567,7 +574,7 @@ fn collect(
                     } else {
                         "it died while booting"
                     },
-                    last_lines(&tail)
+                    last_lines(&oops, &tail)
                 ))
             }
         }
@@ -575,8 +582,41 @@ fn collect(
     Ok(Outcome { status: out, lines })
 }
 
-fn last_lines(tail: &[Vec<String>]) -> String {
+/// How many lines of a guest's first oops an error carries.
+const OOPS_LINES: usize = 40;
+
+/// Whether a console line opens a kernel oops, panic or warning.
+fn is_oops_start(line: &str) -> bool {
+    const STARTS: [&str; 8] = [
+        "BUG:",
+        "Oops:",
+        "general protection fault",
+        "kernel BUG at",
+        "WARNING:",
+        "traps: double fault",
+        "Kernel panic",
+        "Unable to handle kernel",
+    ];
+    // After the "[    9.000123] " timestamp, when there is one.
+    let text = match line.trim_start().strip_prefix('[') {
+        Some(rest) => rest.split_once("] ").map_or(rest, |(_, t)| t),
+        None => line,
+    };
+    STARTS.iter().any(|m| text.starts_with(m))
+}
+
+fn last_lines(oops: &[Vec<String>], tail: &[Vec<String>]) -> String {
     let mut s = String::new();
+    for (i, o) in oops.iter().enumerate() {
+        // Printed whole only when the tail does not already hold its start.
+        if !o.is_empty() && !tail[i].contains(&o[0]) {
+            s.push_str(&format!(
+                "\n--- host{}'s first oops, from its start ---\n",
+                i + 1
+            ));
+            s.push_str(&o.join("\n"));
+        }
+    }
     for (i, t) in tail.iter().enumerate() {
         if !t.is_empty() {
             s.push_str(&format!("\n--- last console lines of host{} ---\n", i + 1));
@@ -876,5 +916,40 @@ mod marker_tests {
             ["rverbs-vm: ready host=1"]
         );
         assert_eq!(split_marker("plain output"), ["plain output"]);
+    }
+}
+
+#[cfg(test)]
+mod oops_tests {
+    use super::{is_oops_start, last_lines};
+
+    /// An oops is recognised after the console's timestamp, and its start
+    /// is carried in the error when the last lines no longer hold it.
+    #[test]
+    fn an_oops_is_carried_from_its_first_line() {
+        assert!(is_oops_start(
+            "[    8.99] BUG: unable to handle page fault for address: ff31"
+        ));
+        assert!(is_oops_start("[    9.00] traps: double fault: 0000 [#1]"));
+        assert!(is_oops_start("Kernel panic - not syncing: Fatal exception"));
+        assert!(!is_oops_start(
+            "[    8.99]  rxe_requester+0x2c1/0xfe0 [rdma_rxe]"
+        ));
+        assert!(!is_oops_start("stream: BUG: in the payload"));
+
+        let oops = vec![vec![
+            "[1] Oops: 0000 [#1]".to_string(),
+            "[1] RIP: x".to_string(),
+        ]];
+        let tail = vec![vec!["[2] ret_from_fork".to_string()]];
+        let s = last_lines(&oops, &tail);
+        assert!(
+            s.contains("host1's first oops")
+                && s.contains("Oops: 0000")
+                && s.contains("ret_from_fork")
+        );
+        // Held by the tail already: not printed twice.
+        let tail = vec![oops[0].clone()];
+        assert_eq!(last_lines(&oops, &tail).matches("Oops: 0000").count(), 1);
     }
 }

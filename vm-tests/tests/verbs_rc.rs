@@ -57,6 +57,27 @@ fn mr(pd: &Pd, len: usize) -> Mr {
     pd.alloc_mr(len, ALL).expect("alloc MR")
 }
 
+/// `n` SENDs (`wr_id` 0..n) sit posted on `a`: gives `b` as many 8-byte
+/// receives (in the returned MR) and checks that each send completes
+/// once, in order, successfully.
+fn drain_in_order(p: &mut Pair, n: usize) -> Mr {
+    let dst = mr(&p.pd, 8 * n);
+    for i in 0..n {
+        let r = [dst.slice(i * 8, 8).unwrap()];
+        p.b.qp
+            .post_recv(&[RecvWr {
+                wr_id: i as u64,
+                sges: &r,
+            }])
+            .unwrap();
+    }
+    let c = wait(&mut p.a.cq, n);
+    let ids: Vec<u64> = c.iter().map(|w| w.wr_id).collect();
+    assert_eq!(ids, (0..n as u64).collect::<Vec<_>>());
+    assert!(c.iter().all(|w| w.is_ok()), "{c:?}");
+    dst
+}
+
 #[test]
 fn device_and_port_queries_match_sysfs() {
     let (ctx, gid_idx) = common::open();
@@ -447,20 +468,7 @@ fn send_queue_full_is_an_error_not_a_loss() {
     // Every posted WR completes exactly once, in order, once receives
     // are there; the rejected ones never appear.
     assert!(index <= 16, "SQ took {index}; the RQ below has 16 slots");
-    let dst = mr(&p.pd, 8 * index);
-    for i in 0..index {
-        let r = [dst.slice(i * 8, 8).unwrap()];
-        p.b.qp
-            .post_recv(&[RecvWr {
-                wr_id: i as u64,
-                sges: &r,
-            }])
-            .unwrap();
-    }
-    let c = wait(&mut p.a.cq, index);
-    let ids: Vec<u64> = c.iter().map(|w| w.wr_id).collect();
-    assert_eq!(ids, (0..index as u64).collect::<Vec<_>>());
-    assert!(c.iter().all(|w| w.is_ok()), "{c:?}");
+    drain_in_order(&mut p, index);
     std::thread::sleep(Duration::from_millis(200));
     let mut buf = [Wc::default(); 4];
     assert_eq!(p.a.cq.poll(&mut buf), 0);
@@ -495,20 +503,7 @@ fn one_request_posts_fill_and_drain_as_lists_do() {
         "expected QueueFull at index 0, got {e}"
     );
     assert!(posted >= u64::from(p.a.qp.caps().max_send_wr), "{posted}");
-    let dst = mr(&p.pd, 8 * posted as usize);
-    for i in 0..posted as usize {
-        let r = [dst.slice(i * 8, 8).unwrap()];
-        p.b.qp
-            .post_recv(&[RecvWr {
-                wr_id: i as u64,
-                sges: &r,
-            }])
-            .unwrap();
-    }
-    let c = wait(&mut p.a.cq, posted as usize);
-    let ids: Vec<u64> = c.iter().map(|w| w.wr_id).collect();
-    assert_eq!(ids, (0..posted).collect::<Vec<_>>());
-    assert!(c.iter().all(|w| w.is_ok()), "{c:?}");
+    let dst = drain_in_order(&mut p, posted as usize);
     let r = Remote {
         addr: dst.addr(),
         rkey: dst.rkey(),

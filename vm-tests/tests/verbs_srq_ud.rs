@@ -145,6 +145,61 @@ fn completion_channel_wakes_on_an_armed_cq() {
     assert!(c.iter().all(|w| w.is_ok()));
 }
 
+/// Two ready UD QPs on one CQ: `b` holds eight receives of 296 bytes
+/// (`wr_id` 100 + i, in `rbuf` at i * 296), and `sbuf` eight 64-byte
+/// datagrams of bytes i + 1 (at i * 256).
+struct Datagrams {
+    a: Qp,
+    b: Qp,
+    sbuf: rverbs::Mr,
+    rbuf: rverbs::Mr,
+}
+
+impl Datagrams {
+    fn new(pd: &Pd, cq: &Cq, qkey: u32) -> Self {
+        let mk = || pd.create_qp(&QpInit::new(QpType::Ud, cq)).unwrap();
+        let (mut a, mut b) = (mk(), mk());
+        for q in [&mut a, &mut b] {
+            q.ready_ud(1, qkey).unwrap();
+        }
+        let rbuf = pd.alloc_mr(8 * 296, Access::LOCAL_WRITE).unwrap();
+        let sbuf = pd.alloc_mr(8 * 256, Access::LOCAL_WRITE).unwrap();
+        for i in 0..8usize {
+            sbuf.write(i * 256, &[i as u8 + 1; 64]).unwrap();
+            let rs = [rbuf.slice(i * 296, 296).unwrap()];
+            b.post_recv(&[RecvWr {
+                wr_id: 100 + i as u64,
+                sges: &rs,
+            }])
+            .unwrap();
+        }
+        Datagrams { a, b, sbuf, rbuf }
+    }
+}
+
+/// Of `Datagrams`' eight sends (`wr_id` 0..8) from the QP numbered
+/// `src`: each completed once, and each receive holds its datagram
+/// after the 40-byte GRH.
+fn check_eight_datagrams(c: &[Wc], rbuf: &rverbs::Mr, src: u32) {
+    let mut sends: Vec<u64> = c
+        .iter()
+        .filter(|w| w.opcode == WcOpcode::SEND)
+        .map(|w| w.wr_id)
+        .collect();
+    sends.sort();
+    assert_eq!(sends, (0..8).collect::<Vec<_>>());
+    for w in c.iter().filter(|w| w.opcode == WcOpcode::RECV) {
+        assert_eq!(
+            (w.status, w.byte_len, w.src_qp),
+            (WcStatus::SUCCESS, 40 + 64, src)
+        );
+        let i = (w.wr_id - 100) as usize;
+        let mut got = [0u8; 64];
+        rbuf.read(i * 296 + 40, &mut got).unwrap();
+        assert_eq!(got, [i as u8 + 1; 64]);
+    }
+}
+
 /// A prepared UD send through an AH: the AH and the prepared send are
 /// both dropped right after the last post, and every datagram still
 /// arrives (the QP keeps the AH until its sends complete).
@@ -153,23 +208,13 @@ fn prepared_ud_sends_keep_their_address_handle() {
     let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(64, None, 0).unwrap();
-    let mk = || pd.create_qp(&QpInit::new(QpType::Ud, &cq)).unwrap();
-    let (mut a, mut b) = (mk(), mk());
     const QKEY: u32 = 0x2222_2222;
-    for q in [&mut a, &mut b] {
-        q.ready_ud(1, QKEY).unwrap();
-    }
-    let rbuf = pd.alloc_mr(8 * 296, Access::LOCAL_WRITE).unwrap();
-    let sbuf = pd.alloc_mr(8 * 256, Access::LOCAL_WRITE).unwrap();
-    for i in 0..8usize {
-        sbuf.write(i * 256, &[i as u8 + 1; 64]).unwrap();
-        let rs = [rbuf.slice(i * 296, 296).unwrap()];
-        b.post_recv(&[RecvWr {
-            wr_id: 100 + i as u64,
-            sges: &rs,
-        }])
-        .unwrap();
-    }
+    let Datagrams {
+        mut a,
+        b,
+        sbuf,
+        rbuf,
+    } = Datagrams::new(&pd, &cq, QKEY);
     let ah = pd.create_ah(&self_av(&ctx)).unwrap();
     let shape = [sbuf.slice(0, 1).unwrap()];
     let prepared = a
@@ -181,24 +226,7 @@ fn prepared_ud_sends_keep_their_address_handle() {
         a.post_prepared(&prepared, i as u64, s, None).unwrap();
     }
     drop(prepared);
-    let c = wait(&mut cq, 16);
-    let mut sends: Vec<u64> = c
-        .iter()
-        .filter(|w| w.opcode == WcOpcode::SEND)
-        .map(|w| w.wr_id)
-        .collect();
-    sends.sort();
-    assert_eq!(sends, (0..8).collect::<Vec<_>>());
-    for w in c.iter().filter(|w| w.opcode == WcOpcode::RECV) {
-        assert_eq!(
-            (w.status, w.byte_len, w.src_qp),
-            (WcStatus::SUCCESS, 40 + 64, a.qpn())
-        );
-        let i = (w.wr_id - 100) as usize;
-        let mut got = [0u8; 64];
-        rbuf.read(i * 296 + 40, &mut got).unwrap();
-        assert_eq!(got, [i as u8 + 1; 64]);
-    }
+    check_eight_datagrams(&wait(&mut cq, 16), &rbuf, a.qpn());
 }
 
 /// UD sends written through a send list, and posted one at a time with
@@ -210,23 +238,13 @@ fn ud_sends_through_send_lists_keep_their_address_handles() {
     let (ctx, _) = common::open();
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(64, None, 0).unwrap();
-    let mk = || pd.create_qp(&QpInit::new(QpType::Ud, &cq)).unwrap();
-    let (mut a, mut b) = (mk(), mk());
     const QKEY: u32 = 0x3333_3333;
-    for q in [&mut a, &mut b] {
-        q.ready_ud(1, QKEY).unwrap();
-    }
-    let rbuf = pd.alloc_mr(8 * 296, Access::LOCAL_WRITE).unwrap();
-    let sbuf = pd.alloc_mr(8 * 256, Access::LOCAL_WRITE).unwrap();
-    for i in 0..8usize {
-        sbuf.write(i * 256, &[i as u8 + 1; 64]).unwrap();
-        let rs = [rbuf.slice(i * 296, 296).unwrap()];
-        b.post_recv(&[RecvWr {
-            wr_id: 100 + i as u64,
-            sges: &rs,
-        }])
-        .unwrap();
-    }
+    let Datagrams {
+        mut a,
+        b,
+        sbuf,
+        rbuf,
+    } = Datagrams::new(&pd, &cq, QKEY);
     let mut list = a.send_list().unwrap();
     for i in 0..6usize {
         let ah = pd.create_ah(&self_av(&ctx)).unwrap();
@@ -243,24 +261,7 @@ fn ud_sends_through_send_lists_keep_their_address_handles() {
             .unwrap();
         drop(ah);
     }
-    let c = wait(&mut cq, 16);
-    let mut sends: Vec<u64> = c
-        .iter()
-        .filter(|w| w.opcode == WcOpcode::SEND)
-        .map(|w| w.wr_id)
-        .collect();
-    sends.sort();
-    assert_eq!(sends, (0..8).collect::<Vec<_>>());
-    for w in c.iter().filter(|w| w.opcode == WcOpcode::RECV) {
-        assert_eq!(
-            (w.status, w.byte_len, w.src_qp),
-            (WcStatus::SUCCESS, 40 + 64, a.qpn())
-        );
-        let i = (w.wr_id - 100) as usize;
-        let mut got = [0u8; 64];
-        rbuf.read(i * 296 + 40, &mut got).unwrap();
-        assert_eq!(got, [i as u8 + 1; 64]);
-    }
+    check_eight_datagrams(&wait(&mut cq, 16), &rbuf, a.qpn());
 }
 
 /// rxe sends a user QP's requests from a kernel work item after the
