@@ -61,6 +61,14 @@ fn bench_post_write(qp: &mut Qp, wr: &[SendWr<'_>]) {
 }
 
 #[inline(never)]
+fn bench_post_read(qp: &mut Qp, wr: &[SendWr<'_>]) {
+    tag(11);
+    if let Err(e) = qp.post_send(wr) {
+        panic!("post_send READ: {e}");
+    }
+}
+
+#[inline(never)]
 fn bench_poll_one(cq: &mut Cq, out: &mut [Wc; 1]) -> usize {
     tag(2);
     cq.poll(out)
@@ -190,7 +198,7 @@ fn main() -> rverbs::Result<()> {
     let me = qp.qpn();
     qp.modify(&QpAttr::init(
         port,
-        Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+        Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ,
     ))?;
     qp.modify(&QpAttr::rtr(av, Mtu::M1024, me, 0))?;
     qp.modify(&QpAttr::rts(0))?;
@@ -210,7 +218,10 @@ fn main() -> rverbs::Result<()> {
     let ah = pd.create_ah(&av)?;
     let ud_qpn = ud.qpn();
     let src_mr = pd.alloc_mr(4096, Access::LOCAL_WRITE)?;
-    let dst_mr = pd.alloc_mr(4096, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
+    let dst_mr = pd.alloc_mr(
+        4096,
+        Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ,
+    )?;
     let rcv_mr = pd.alloc_mr(4096, Access::LOCAL_WRITE)?;
     src_mr.fill(0, 64, 0x5a)?;
     let remote = |k: u64| Remote {
@@ -325,6 +336,21 @@ fn main() -> rverbs::Result<()> {
         // The WRITE, prepared, to block 30.
         bench_post_prepared(&mut qp, &write, id, src[0], remote(30).addr);
         settle(&dst_mr, 64 * 30, stamp)?;
+        let n = cq.poll(&mut one);
+        if n != 1 || !one[0].is_ok() || one[0].wr_id != id {
+            short += 1;
+            drain(&mut cq, 1 - n.min(1));
+        }
+        id += 1;
+
+        // The READ of block 0 (this round's first WRITE), into the
+        // receive MR at 1024.
+        let read_to = [rcv_mr.slice(1024, LEN)?];
+        bench_post_read(
+            &mut qp,
+            &[SendWr::new(id, SendOp::Read(remote(0)), &read_to).signaled(true)],
+        );
+        settle(&rcv_mr, 1024, stamp)?;
         let n = cq.poll(&mut one);
         if n != 1 || !one[0].is_ok() || one[0].wr_id != id {
             short += 1;

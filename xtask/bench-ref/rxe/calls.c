@@ -3,8 +3,8 @@
  * examples/bench_calls.rs does through rverbs, for `cargo xtask bench`'s
  * rows side by side. Post one signaled 64-byte RDMA WRITE (one SGE), a
  * chain of 16 such WRITEs in one ibv_post_send (one doorbell), one
- * signaled 64-byte inline SEND (IBV_SEND_INLINE), and one 64-byte UD SEND
- * through an address handle; poll a CQ holding one completion, one
+ * signaled 64-byte inline SEND (IBV_SEND_INLINE), one 64-byte UD SEND
+ * through an address handle, and one signaled 64-byte RDMA READ; poll a CQ holding one completion, one
  * holding four, one holding sixteen (with room for sixteen), and an
  * empty one; and the WRITE and the UD SEND again through the
  * work-request builders (ibv_wr_start, ibv_wr_rdma_write or ibv_wr_send
@@ -67,6 +67,14 @@ MEASURED void bench_post_write(struct ibv_qp *qp, struct ibv_send_wr *wr)
 
 	if (ibv_post_send(qp, wr, &bad))
 		die("ibv_post_send");
+}
+
+MEASURED void bench_post_read(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	if (ibv_post_send(qp, wr, &bad))
+		die("ibv_post_send READ");
 }
 
 MEASURED int bench_poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
@@ -234,8 +242,8 @@ int main(int argc, char **argv)
 	struct ibv_qp_init_attr_ex init;
 	struct ibv_qp_ex *qpx, *udx;
 	struct ibv_qp_attr a;
-	struct ibv_sge sge, inline_sge;
-	struct ibv_send_wr wr, four_wr[4], wr16[16], inline_wr, ud_wr;
+	struct ibv_sge sge, inline_sge, read_sge;
+	struct ibv_send_wr wr, four_wr[4], wr16[16], inline_wr, ud_wr, read_wr;
 	struct ibv_wc wc[16];
 	union ibv_gid gid;
 	static char sbuf[4096], dbuf[4096], rbuf[4096], inline_data[LEN];
@@ -288,7 +296,8 @@ int main(int argc, char **argv)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = port;
-	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			    IBV_ACCESS_REMOTE_READ;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
 		die("INIT");
@@ -349,7 +358,8 @@ int main(int argc, char **argv)
 
 	src = ibv_reg_mr(pd, sbuf, sizeof(sbuf), IBV_ACCESS_LOCAL_WRITE);
 	dst = ibv_reg_mr(pd, dbuf, sizeof(dbuf),
-			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				 IBV_ACCESS_REMOTE_READ);
 	rcv = ibv_reg_mr(pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 	if (!src || !dst || !rcv)
 		die("ibv_reg_mr");
@@ -375,6 +385,18 @@ int main(int argc, char **argv)
 	inline_wr.num_sge = 1;
 	inline_wr.opcode = IBV_WR_SEND;
 	inline_wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+
+	/* The READ: the first WRITE's 64 B back, into rbuf at 1024. */
+	read_sge.addr = (uintptr_t)(rbuf + 1024);
+	read_sge.length = LEN;
+	read_sge.lkey = rcv->lkey;
+	memset(&read_wr, 0, sizeof(read_wr));
+	read_wr.sg_list = &read_sge;
+	read_wr.num_sge = 1;
+	read_wr.opcode = IBV_WR_RDMA_READ;
+	read_wr.send_flags = IBV_SEND_SIGNALED;
+	read_wr.wr.rdma.remote_addr = (uintptr_t)dbuf;
+	read_wr.wr.rdma.rkey = dst->rkey;
 
 	/* The UD SEND, from the WRITEs' source, to the UD QP itself. */
 	memset(&ud_wr, 0, sizeof(ud_wr));
@@ -482,6 +504,18 @@ int main(int argc, char **argv)
 				    (uintptr_t)(dbuf + 64 * 30), src->lkey,
 				    (uintptr_t)sbuf);
 		settle(dbuf + 64 * 30, stamp);
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n != 1 || wc[0].status != IBV_WC_SUCCESS ||
+		    wc[0].wr_id != id) {
+			short_polls++;
+			drain(cq, n == 1 ? 0 : 1);
+		}
+		id++;
+
+		/* The READ of block 0 (this round's first WRITE). */
+		read_wr.wr_id = id;
+		bench_post_read(qp, &read_wr);
+		settle(rbuf + 1024, stamp);
 		n = ibv_poll_cq(cq, 1, wc);
 		if (n != 1 || wc[0].status != IBV_WC_SUCCESS ||
 		    wc[0].wr_id != id) {

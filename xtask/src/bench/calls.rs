@@ -3,8 +3,9 @@
 //! xtask/bench-ref/rxe/calls.c through rdma-core's libibverbs — post one
 //! signaled 64 B RDMA WRITE (one SGE), a list of 16 such WRITEs in one
 //! call (one doorbell), one signaled 64 B inline SEND (RC), one 64 B UD
-//! SEND through an address handle, and a poll returning one completion,
-//! one returning four, one returning sixteen, and an empty one, each its
+//! SEND through an address handle, one signaled 64 B RDMA READ, and a
+//! poll returning one completion, one returning four, one returning
+//! sixteen, and an empty one, each its
 //! own out-of-line `bench_*` function counted by callgrind (inclusive /
 //! calls). Unlike the write-latency client's figures, no measured poll
 //! waits: the completions are in the CQ before it is called.
@@ -59,6 +60,11 @@ const ROWS: &[(&str, &str, &str)] = &[
         "post one signaled 64 B UD SEND through an address handle, one SGE",
         "bench_post_ud",
         "post_ud_send",
+    ),
+    (
+        "post one signaled 64 B RDMA READ, one SGE",
+        "bench_post_read",
+        "post_read",
     ),
     (
         "poll with room for 16 returning 16 completions",
