@@ -285,9 +285,8 @@ impl Batch {
             // of one is, so it goes through the inlined one-request post,
             // built where it is read (callgrind: see the commit).
             let mut qp = lock(qp);
-            if not_ready(&qp) {
-                return libc::EINVAL;
-            }
+            // No check of the QP's state here: rverbs refuses a post before
+            // RTS before anything reaches the ring, EINVAL (`refused`).
             // A WRITE and a SEND each through their own copy of the
             // post, in which the operation's kind is a constant: no jump
             // table on it in the provider (as `send.rs`'s `by_opcode`;

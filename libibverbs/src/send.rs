@@ -3,7 +3,8 @@
 //! queue as it is translated, through a [`rverbs::SendList`] (one
 //! doorbell for the list, as rdma-core's rxe rings once a call:
 //! [`post_chain`]); a list of one request through the one-request post
-//! ([`post_one`]), answered the same way. A C SGE array *is* a list of
+//! ([`post_one_as`], in the copy of the post for its opcode that
+//! [`post_send`] picks), answered the same way. A C SGE array *is* a list of
 //! rverbs [`Slice`]s (same layout, viewed in place), and inline data of one
 //! SGE is read in place; only inline data spread over several SGEs is
 //! gathered (into a stack buffer) first.
@@ -28,7 +29,7 @@ use crate::obj::CObject;
 use crate::qp::QpBox;
 use crate::walk::{refusal, refuse_all, Linked, Refusal, Step};
 use crate::{lock, member, members};
-use rverbs::{Ah, Qp, QpState, SendList, SendWr, Slice};
+use rverbs::{Ah, Qp, SendList, SendWr, Slice};
 use std::ffi::c_int;
 
 /// The largest inline payload gathered from several SGEs (a stack
@@ -99,16 +100,14 @@ unsafe fn finish<'a>(
 /// [`send_wr`]'s `OP` for "the opcode the request names".
 const ANY_OP: c_int = -1;
 
+/// [`post_send_as`]'s `OP` for a SEND on a UD QP (translated as a SEND).
+const UD_SEND: c_int = -2;
+
 /// Calls `f::<Q, OP>(args)` with `OP` the constant `opcode` is for a
-/// WRITE or a SEND, or [`ANY_OP`]: those two get their own copy of the
-/// translation and of the provider's WQE writer inlined after it, in
-/// which the operation is known (callgrind, a C program's post of one
-/// 64-byte WRITE: 272 -> 212 instructions, with the doorbell; a READ,
-/// through the copy that reads the opcode: 271 -> 269). The others are
-/// not given copies because each copy costs the rest: with a third, for
-/// READ, the WRITE cost 230 and the READ 231 (the post's registers
-/// spilled more; out of line, each copy paid its own prologue); with
-/// copies for the five data operations, the WRITE cost 238.
+/// WRITE or a SEND, or [`ANY_OP`]: each request of a list goes through
+/// the copy of the translation and of the provider's WQE writer for its
+/// operation, in which the operation is known (no jump table on it). A
+/// list of one takes [`post_send`]'s copies instead.
 macro_rules! by_opcode {
     ($opcode:expr, $f:ident::<$q:ty>($($arg:expr),*)) => {{
         use wr_opcode::{RDMA_WRITE, SEND};
@@ -206,40 +205,112 @@ unsafe fn gathered<T>(
     post(&r)
 }
 
-/// `ops.post_send`.
+/// `ops.post_send`. A list of one WRITE, READ or SEND (a UD QP's
+/// SEND apart) goes to its own copy of the whole post
+/// ([`post_send_as`]), in which the operation is a constant: the
+/// translation and the provider's WQE writer inlined after it keep only
+/// that operation's code, and no jump table on it. Anything else goes to
+/// the general copy. The choice is made here, before the QP is locked,
+/// so that each copy is a function of its own, with its own registers:
+/// inside one function, a third copy cost the others (callgrind, the C
+/// program's post of one 64-byte WRITE: 212 -> 230 instructions with a
+/// READ copy beside the WRITE and SEND ones; chosen here, with the rest
+/// of the change that made it, the WRITE costs 201 and the READ 184,
+/// against 212 and 269 before).
 pub(crate) unsafe extern "C" fn post_send(
     q: *mut IbvQp,
     wr: *mut IbvSendWr,
     bad: *mut *mut IbvSendWr,
 ) -> c_int {
     guard::errno(|| {
-        // SAFETY: a QP of ours (C contract).
-        let Some(b) = (unsafe { QpBox::of(q) }) else {
-            return libc::EINVAL;
-        };
-        let ud = b.ud;
-        let mut qp = lock(&b.qp);
-        if matches!(
-            qp.last_state(),
-            QpState::Reset | QpState::Init | QpState::Rtr
-        ) {
-            // What rxe answers (its POST_SEND doorbell refuses a QP before
-            // RTS): EINVAL for the whole list, *bad_wr NULL. rverbs refuses
-            // before anything reaches the ring.
-            // SAFETY: the caller's slot (C contract), forwarded.
-            return unsafe { refuse_all(bad) };
-        }
-        let max_sge = qp.caps().max_send_sge;
+        use wr_opcode::{RDMA_READ, RDMA_WRITE, SEND};
+        // The order of the tests is the compiler's (it orders them itself).
         // SAFETY: wr, when not NULL, is a readable request (C contract),
-        // and every request sets `next`.
+        // and every request sets `next` and `opcode`.
         if !wr.is_null() && !bad.is_null() && unsafe { member!(wr, next) }.is_null() {
-            // SAFETY: the caller's request and slot (C contract), a list
-            // of one.
-            return unsafe { post_one(&mut Posting { qp: &mut qp, ud }, wr, bad, ud, max_sge) };
+            // SAFETY: as above; q is NULL or a QP of ours (C contract);
+            // each copy is called for a list of one of its opcode (and QP
+            // type).
+            unsafe {
+                let op = member!(wr, opcode);
+                if op == RDMA_WRITE {
+                    return post_send_as::<RDMA_WRITE>(q, wr, bad);
+                }
+                if op == SEND {
+                    // A UD QP's SEND has its copy too, in which `wr.ud` is
+                    // always read (callgrind: 241 -> 222 instructions).
+                    if QpBox::of(q).is_some_and(|b| b.ud) {
+                        return post_send_as::<UD_SEND>(q, wr, bad);
+                    }
+                    return post_send_as::<SEND>(q, wr, bad);
+                }
+                if op == RDMA_READ {
+                    return post_send_as::<RDMA_READ>(q, wr, bad);
+                }
+            }
         }
-        // SAFETY: the caller's list and slot (C contract), forwarded.
-        unsafe { post_many(&mut qp, wr, bad, ud, max_sge) }
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { post_send_as::<ANY_OP>(q, wr, bad) }
     })
+}
+
+/// [`post_send`] for a list of one request of opcode `OP`, or for any
+/// list ([`ANY_OP`]).
+///
+/// # Safety
+/// `ops.post_send`'s contract; unless `OP` is [`ANY_OP`], `wr` is one
+/// request (`next` NULL) of opcode `OP` and `bad` is not NULL.
+///
+/// Called under [`post_send`]'s guard.
+#[inline(never)]
+unsafe fn post_send_as<const OP: c_int>(
+    q: *mut IbvQp,
+    wr: *mut IbvSendWr,
+    bad: *mut *mut IbvSendWr,
+) -> c_int {
+    // SAFETY: a QP of ours (C contract).
+    let Some(b) = (unsafe { QpBox::of(q) }) else {
+        return libc::EINVAL;
+    };
+    // A WRITE or a READ names no address: on a UD QP, rverbs refuses
+    // it as it refuses one that names an AH (EINVAL, the request
+    // named), so their copies read no `wr.ud`.
+    let ud = match OP {
+        UD_SEND => true,
+        wr_opcode::RDMA_WRITE | wr_opcode::RDMA_READ => false,
+        _ => b.ud,
+    };
+    let mut qp = lock(&b.qp);
+    let max_sge = qp.caps().max_send_sge;
+    // No check of the QP's state here: rverbs refuses a post before
+    // RTS before anything reaches the ring, and the request is
+    // translated first, so a malformed one is named in `*bad_wr` as
+    // rdma-core's rxe names it (it validates before its doorbell
+    // fails); a valid one gets EINVAL with `*bad_wr` NULL, what rxe's
+    // doorbell answers (`walk::refusal`). A list is refused whole
+    // (`post_many`). (callgrind, with the `ud` above: WRITE 218 -> 200.)
+    if OP != ANY_OP {
+        let mut sink = Posting { qp: &mut qp, ud };
+        // SAFETY: the caller's request and slot (our contract).
+        return unsafe {
+            if OP == UD_SEND {
+                post_one_as::<_, { wr_opcode::SEND }>(&mut sink, wr, bad, ud, max_sge)
+            } else {
+                post_one_as::<_, OP>(&mut sink, wr, bad, ud, max_sge)
+            }
+        };
+    }
+    // SAFETY: wr, when not NULL, is a readable request (C contract),
+    // and every request sets `next`.
+    if !wr.is_null() && !bad.is_null() && unsafe { member!(wr, next) }.is_null() {
+        // SAFETY: the caller's request and slot (C contract), a list
+        // of one.
+        return unsafe {
+            post_one_as::<_, ANY_OP>(&mut Posting { qp: &mut qp, ud }, wr, bad, ud, max_sge)
+        };
+    }
+    // SAFETY: the caller's list and slot (C contract), forwarded.
+    unsafe { post_many(&mut qp, wr, bad, ud, max_sge) }
 }
 
 /// [`post_chain`] on the QP, out of line so that the common post of one
@@ -345,32 +416,16 @@ impl ListSink for Listing<'_> {
     }
 }
 
-/// A post of the one request `w` (its `next` NULL), answered as
-/// [`post_chain`] answers a list of one: `*bad` NULL, then `w` translated
-/// and posted (gathered if it must be), and named in `*bad` if it is
-/// refused — a translation error, or a refusal that names a request —
-/// with the errno returned; a call that failed as a whole (the doorbell)
-/// leaves `*bad` NULL.
+/// A post of the one request `w` (its `next` NULL) of opcode `OP` (or
+/// of any, [`ANY_OP`]), answered as [`post_chain`] answers a list of one:
+/// `*bad` NULL, then `w` translated and posted (gathered if it must be),
+/// and named in `*bad` if it is refused — a translation error, or a
+/// refusal that names a request — with the errno returned; a call that
+/// failed as a whole (the doorbell, a QP before RTS) leaves `*bad` NULL.
 ///
 /// # Safety
-/// `w` is a readable request satisfying [`send_wr`]'s contract whose
-/// `next` is NULL; `bad` is writable (C contract).
-unsafe fn post_one<Q: OneSink>(
-    q: &mut Q,
-    w: *mut IbvSendWr,
-    bad: *mut *mut IbvSendWr,
-    ud: bool,
-    max_sge: u32,
-) -> c_int {
-    // SAFETY: w is readable (the caller's contract); each arm's opcode
-    // is the request's, and the rest is the caller's contract.
-    unsafe { by_opcode!(member!(w, opcode), post_one_as::<Q>(q, w, bad, ud, max_sge)) }
-}
-
-/// [`post_one`] of a request whose opcode is `OP` (or any, [`ANY_OP`]).
-///
-/// # Safety
-/// As [`post_one`], and [`send_wr`]'s for `OP`.
+/// `w` is a readable request satisfying [`send_wr`]'s contract for `OP`
+/// whose `next` is NULL; `bad` is writable (C contract).
 #[inline(always)]
 unsafe fn post_one_as<Q: OneSink, const OP: c_int>(
     q: &mut Q,
@@ -423,12 +478,48 @@ unsafe fn post_chain<Q: ListSink>(
     if head.is_null() {
         return libc::EINVAL;
     }
+    // SAFETY: head is a readable request (the caller's contract); each
+    // arm's opcode is the first request's, the rest is forwarded.
+    unsafe {
+        by_opcode!(
+            member!(head, opcode),
+            post_chain_as::<Q>(q, head, bad, ud, max_sge)
+        )
+    }
+}
+
+/// [`post_chain`] of a list whose first request's opcode is `OP` (or any,
+/// [`ANY_OP`]): the requests of opcode `OP` go through its copy of the
+/// translation and the WQE writer, inlined here, the others through the
+/// general copy out of line ([`push_other`]). A list of one operation,
+/// the common one, thus runs a loop with one copy in it, where both
+/// copies inlined in one loop spilled registers (callgrind, a list of 16
+/// WRITEs: 2,825 -> 2,761 instructions a call).
+///
+/// # Safety
+/// As [`post_chain`], `head` not NULL, `*bad` NULL.
+#[inline(never)]
+unsafe fn post_chain_as<Q: ListSink, const OP: c_int>(
+    q: &mut Q,
+    head: *mut IbvSendWr,
+    bad: *mut *mut IbvSendWr,
+    ud: bool,
+    max_sge: u32,
+) -> c_int {
     let mut p = head;
     let mut rc = 0;
     while !p.is_null() {
         // SAFETY: p is a request of the caller's list (send_wr's
-        // contract); each arm's opcode is the request's.
-        let r = unsafe { by_opcode!(member!(p, opcode), push_as::<Q>(q, p, ud, max_sge)) };
+        // contract); the copy of OP only for a request of opcode OP.
+        let r = unsafe {
+            if OP == ANY_OP {
+                push_as::<Q, ANY_OP>(q, p, ud, max_sge)
+            } else if member!(p, opcode) == OP {
+                push_as::<Q, OP>(q, p, ud, max_sge)
+            } else {
+                push_other(q, p, ud, max_sge)
+            }
+        };
         if let Err(e) = r {
             // SAFETY: bad is writable (above).
             unsafe { *bad = p };
@@ -444,6 +535,22 @@ unsafe fn post_chain<Q: ListSink>(
         Err(e) => e,
         Ok(()) => rc,
     }
+}
+
+/// [`push_as`] of any opcode, out of line: the request of a list whose
+/// opcode is not its first request's.
+///
+/// # Safety
+/// As [`send_wr`] for [`ANY_OP`].
+#[inline(never)]
+unsafe fn push_other<Q: ListSink>(
+    q: &mut Q,
+    p: *mut IbvSendWr,
+    ud: bool,
+    max_sge: u32,
+) -> Result<(), c_int> {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { push_as::<Q, ANY_OP>(q, p, ud, max_sge) }
 }
 
 /// Translates the request at `p`, of opcode `OP` (or any, [`ANY_OP`]),
@@ -600,7 +707,7 @@ mod tests {
     }
 
     /// A list of one goes to the provider through the one-request post
-    /// (`post_one`), and answers as a list does whatever the provider
+    /// (`post_one_as`), and answers as a list does whatever the provider
     /// answers: the return, `*bad_wr`, what was posted (translated or
     /// gathered).
     #[test]
@@ -630,7 +737,8 @@ mod tests {
                     // bad is a live slot.
                     let rc = unsafe {
                         if direct {
-                            post_one(&mut sink, p, &mut bad, false, 2)
+                            // The copy `post_send` takes for a SEND.
+                            post_one_as::<_, { wr_opcode::SEND }>(&mut sink, p, &mut bad, false, 2)
                         } else {
                             post_chain(&mut sink, p, &mut bad, false, 2)
                         }
@@ -719,9 +827,11 @@ mod tests {
         }
     }
 
-    /// The WRITE and SEND copies of the post (`by_opcode`) hand over what
-    /// the general one does, alone and in a list, and the other opcodes
-    /// still go through the general one: the same translation for each.
+    /// The copies of the post for one request that `post_send` picks (a
+    /// WRITE, a READ, a SEND) and the ones `by_opcode` picks in a list (a
+    /// WRITE, a SEND) hand over what the general one does, and the other
+    /// opcodes still go through the general one: the same translation for
+    /// each.
     #[test]
     fn each_opcodes_copy_translates_as_the_general_one() {
         let data = [3u8; 8];
@@ -767,15 +877,42 @@ mod tests {
         let mut one = Recorder::default();
         let mut bad = std::ptr::null_mut();
         for w in wrs.iter_mut() {
-            // SAFETY: as above, `next` NULL; `bad` writable.
-            assert_eq!(unsafe { post_one(&mut one, w, &mut bad, false, 1) }, 0);
+            // SAFETY: as above, `next` NULL; `bad` writable; each copy
+            // for its opcode, as `post_send` picks them.
+            let rc = unsafe {
+                match w.opcode {
+                    wr_opcode::RDMA_WRITE => {
+                        post_one_as::<_, { wr_opcode::RDMA_WRITE }>(&mut one, w, &mut bad, false, 1)
+                    }
+                    wr_opcode::RDMA_READ => {
+                        post_one_as::<_, { wr_opcode::RDMA_READ }>(&mut one, w, &mut bad, false, 1)
+                    }
+                    wr_opcode::SEND => {
+                        post_one_as::<_, { wr_opcode::SEND }>(&mut one, w, &mut bad, false, 1)
+                    }
+                    _ => post_one_as::<_, ANY_OP>(&mut one, w, &mut bad, false, 1),
+                }
+            };
+            assert_eq!(rc, 0);
         }
         assert_eq!(one.0, general);
-        link(&mut wrs, |w, next| w.next = next);
-        let mut list = Recorder::default();
-        // SAFETY: the linked requests of `wrs`; `bad` writable.
-        let rc = unsafe { post_chain(&mut list, wrs.as_mut_ptr(), &mut bad, false, 1) };
-        assert_eq!((rc, list.0), (0, general));
+        // A list takes the copy of its first request's opcode, the others
+        // the general one: each opcode first in turn.
+        for first in 0..wrs.len() {
+            let n = wrs.len();
+            let mut turned: Vec<IbvSendWr> = (0..n)
+                // SAFETY: a bitwise copy of a live plain C struct (no
+                // drop, nothing owned); `next` is set again below.
+                .map(|i| unsafe { std::ptr::read(&wrs[(i + first) % n]) })
+                .collect();
+            let mut want = general.clone();
+            want.rotate_left(first);
+            link(&mut turned, |w, next| w.next = next);
+            let mut list = Recorder::default();
+            // SAFETY: the linked requests of `turned`; `bad` writable.
+            let rc = unsafe { post_chain(&mut list, turned.as_mut_ptr(), &mut bad, false, 1) };
+            assert_eq!((rc, list.0), (0, want), "first: {}", turned[0].opcode);
+        }
     }
 
     /// A SEND request of `num_sge` SGEs at `sg` with `flags`.

@@ -16,7 +16,7 @@
 
 use crate::abi::{IbvRecvWr, IbvSendWr};
 use crate::{errno_of, member};
-use rverbs::Error;
+use rverbs::{Error, PostError};
 use std::ffi::c_int;
 
 /// Requests handed to the provider per call.
@@ -63,6 +63,13 @@ pub(crate) type Refusal = (Option<usize>, c_int);
 pub(crate) fn refusal(e: &Error) -> Refusal {
     match e {
         Error::QueueFull { index, .. } => (Some(*index), libc::ENOMEM),
+        // A send on a QP before RTS, refused before anything reached the
+        // ring: the call fails as a whole, as rxe's doorbell refuses it
+        // in rdma-core (EINVAL, `*bad_wr` NULL).
+        Error::InvalidWorkRequest {
+            reason: PostError::NotReady { .. },
+            ..
+        } => (None, libc::EINVAL),
         Error::InvalidWorkRequest { index, .. } => (Some(*index), libc::EINVAL),
         e => (None, errno_of(e)),
     }

@@ -178,7 +178,7 @@ static void deep(void)
 	struct ibv_cq *c = cq_new(4);
 	struct ibv_qp *q = qp_new(IBV_QPT_RC, c, NULL, 64, 1, 0);
 
-	struct ibv_sge s = { (uintptr_t)buf, 8, mr->lkey };
+	struct ibv_sge s = { (uintptr_t)buf, 8, mr->lkey }, many[64];
 	struct ibv_recv_wr r = { .wr_id = 1, .sg_list = &s, .num_sge = 1 };
 	struct ibv_send_wr w = { .wr_id = 2, .sg_list = &s, .num_sge = 1,
 				 .opcode = IBV_WR_SEND,
@@ -194,6 +194,18 @@ static void deep(void)
 	rc = ibv_post_send(q, &w, &bad);
 	printf("deep: post_send in RESET: %d, bad %ld\n", rc,
 	       idx(bad, &w, sizeof(w)));
+	/* A request of more SGEs than the QP takes (over an array that
+	 * holds them all) is refused as such before the state is. */
+	CHECK(cap.max_send_sge < 64, "deep: max_send_sge below 64");
+	for (int i = 0; i < 64; i++)
+		many[i] = s;
+	w.sg_list = many;
+	w.num_sge = cap.max_send_sge + 1;
+	rc = ibv_post_send(q, &w, &bad);
+	printf("deep: post_send of too many SGEs in RESET: %d, bad %ld\n", rc,
+	       idx(bad, &w, sizeof(w)));
+	w.sg_list = &s;
+	w.num_sge = 1;
 	printf("deep: destroy_cq under it: %d\n", ibv_destroy_cq(c));
 	CHECK(!ibv_destroy_qp(q) && !ibv_destroy_cq(c), "deep: destroy");
 }

@@ -430,6 +430,15 @@ static void wr_batch(void)
 
 	CHECK(a, "ibv_create_qp_ex");
 	CHECK(n >= 8 && n <= 31, "granted max_send_wr");
+	/* Before RTS (a QP of its own, left in RESET): refused, of one
+	 * request or of two (rxe's doorbell refuses it in rdma-core). */
+	b = ibv_create_qp_ex(ctx, &ax);
+	CHECK(b, "ibv_create_qp_ex in RESET");
+	printf("wr_batch: one send in RESET: %d\n",
+	       batch(ibv_qp_to_qp_ex(b), 50, 1));
+	printf("wr_batch: two sends in RESET: %d\n",
+	       batch(ibv_qp_to_qp_ex(b), 60, 2));
+	CHECK(!ibv_destroy_qp(b), "destroy the QP in RESET");
 	b = qp_new(IBV_QPT_RC, cr, 64);
 	to_rts(a, b->qp_num);
 	to_rts(b, a->qp_num);
