@@ -22,7 +22,9 @@ use crate::context::{Context, ContextInner};
 use crate::cq::{Commitment, Cq, CqInner};
 use crate::error::{Error, Result};
 use crate::pd::{Pd, PdInner};
-use crate::provider::{self, RecvRing, Registration, SendRing};
+use crate::provider::{
+    self, Keeper, Mlx5Pusher, RecvRing, Registration, RingPush, RxePusher, SendRing,
+};
 use crate::wr::Slice;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -123,6 +125,13 @@ impl AhKeep {
         {
             *kept = Some(ah.clone());
         }
+    }
+}
+
+impl Keeper<Ah> for &mut AhKeep {
+    #[inline(always)]
+    fn put(&mut self, slot: u32, wr: &SendWr<'_>) {
+        AhKeep::put(self, slot, wr);
     }
 }
 
@@ -618,6 +627,101 @@ impl SendList<'_> {
             return Ok(());
         }
         self.qp.send.flush(&self.qp.inner.ctx.dev)
+    }
+}
+
+impl SendList<'_> {
+    /// Runs `l` over this list with its provider chosen once: `l` is
+    /// handed a [`SendPush`] of the QP's provider (and, on rxe, of
+    /// whether the QP keeps the AHs its sends name), so that a loop of
+    /// pushes inside it tests neither per request, as [`SendList::push`]
+    /// must. What `l` pushes and does not flush is flushed, as ever, by
+    /// [`SendList::finish`], [`SendList::flush`] or the drop.
+    #[inline(always)]
+    pub fn run<L: SendLoop>(&mut self, l: L) -> L::Output {
+        let qp = &mut *self.qp;
+        let dev = &qp.inner.ctx.dev;
+        let pushed = self.pushed;
+        // Each arm hands the count back, pushes and flushes included.
+        match (&mut qp.send, &mut qp.ahs) {
+            (SendRing::Rxe(q), None) => {
+                let mut p = Pusher(RxePusher {
+                    q,
+                    dev,
+                    keep: (),
+                    pushed,
+                });
+                let out = l.run(&mut p);
+                self.pushed = p.0.pushed;
+                out
+            }
+            (SendRing::Rxe(q), Some(keep)) => {
+                let mut p = Pusher(RxePusher {
+                    q,
+                    dev,
+                    keep,
+                    pushed,
+                });
+                let out = l.run(&mut p);
+                self.pushed = p.0.pushed;
+                out
+            }
+            // mlx5 copies the address into the WQE: nothing to keep.
+            (SendRing::Mlx5(q), _) => {
+                let mut p = Pusher(Mlx5Pusher { q, pushed });
+                let out = l.run(&mut p);
+                self.pushed = p.0.pushed;
+                out
+            }
+        }
+    }
+}
+
+/// A list's push and flush ([`SendList`]'s own, or the one
+/// [`SendList::run`] hands its loop, for one provider).
+pub trait SendPush {
+    /// As [`SendList::push`].
+    fn push(&mut self, wr: &SendWr<'_>) -> Result<()>;
+    /// As [`SendList::flush`].
+    fn flush(&mut self) -> Result<()>;
+}
+
+/// A loop of pushes, run by [`SendList::run`] with a [`SendPush`] of the
+/// QP's provider: one copy of the loop is made for each provider, in
+/// which the provider is known.
+pub trait SendLoop {
+    /// What the loop answers.
+    type Output;
+    /// Runs the loop over `list`.
+    fn run<P: SendPush>(self, list: &mut P) -> Self::Output;
+}
+
+impl SendPush for SendList<'_> {
+    #[inline(always)]
+    fn push(&mut self, wr: &SendWr<'_>) -> Result<()> {
+        SendList::push(self, wr)
+    }
+
+    #[inline(always)]
+    fn flush(&mut self) -> Result<()> {
+        SendList::flush(self)
+    }
+}
+
+/// [`SendList::run`]'s [`SendPush`]: one provider's pusher (the public
+/// trait is implemented here, on a type of this module, for the
+/// provider module's crate-private pushers).
+struct Pusher<T>(T);
+
+impl<T: RingPush<Ah>> SendPush for Pusher<T> {
+    #[inline(always)]
+    fn push(&mut self, wr: &SendWr<'_>) -> Result<()> {
+        self.0.push(wr)
+    }
+
+    #[inline(always)]
+    fn flush(&mut self) -> Result<()> {
+        self.0.flush()
     }
 }
 

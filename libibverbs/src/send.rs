@@ -29,7 +29,7 @@ use crate::obj::CObject;
 use crate::qp::QpBox;
 use crate::walk::{refusal, refuse_all, Linked, Refusal, Step};
 use crate::{lock, member, members};
-use rverbs::{Ah, Qp, SendList, SendWr, Slice};
+use rverbs::{Ah, Qp, SendLoop, SendPush, SendWr, Slice};
 use std::ffi::c_int;
 
 /// The largest inline payload gathered from several SGEs (a stack
@@ -109,12 +109,12 @@ const UD_SEND: c_int = -2;
 /// operation, in which the operation is known (no jump table on it). A
 /// list of one takes [`post_send`]'s copies instead.
 macro_rules! by_opcode {
-    ($opcode:expr, $f:ident::<$q:ty>($($arg:expr),*)) => {{
+    ($opcode:expr, $f:ident::<$q:ty, $ud:literal>($($arg:expr),*)) => {{
         use wr_opcode::{RDMA_WRITE, SEND};
         match $opcode {
-            RDMA_WRITE => $f::<$q, RDMA_WRITE>($($arg),*),
-            SEND => $f::<$q, SEND>($($arg),*),
-            _ => $f::<$q, ANY_OP>($($arg),*),
+            RDMA_WRITE => $f::<$q, RDMA_WRITE, $ud>($($arg),*),
+            SEND => $f::<$q, SEND, $ud>($($arg),*),
+            _ => $f::<$q, ANY_OP, $ud>($($arg),*),
         }
     }};
 }
@@ -137,6 +137,26 @@ unsafe fn send_wr<const OP: c_int>(
     max_sge: u32,
 ) -> Result<Step<Send>, c_int> {
     // SAFETY: forwarded C contract.
+    unsafe { send_wr_as::<OP, EITHER>(w, ud, max_sge) }
+}
+
+/// [`send_wr_as`]'s `INLINE` for "as the request's flags say".
+const EITHER: u8 = 2;
+
+/// [`send_wr`] of a request whose `IBV_SEND_INLINE` flag is `INLINE`
+/// (0 clear, 1 set: the caller tested it), or either ([`EITHER`]): with
+/// the flag a constant, the copy for a request of SGEs keeps no code of
+/// the inline one, and no test merging the two.
+///
+/// # Safety
+/// As [`send_wr`]; the request's flag is `INLINE` unless [`EITHER`].
+#[inline(always)]
+unsafe fn send_wr_as<const OP: c_int, const INLINE: u8>(
+    w: *const IbvSendWr,
+    ud: bool,
+    max_sge: u32,
+) -> Result<Step<Send>, c_int> {
+    // SAFETY: forwarded C contract.
     let mut h = unsafe { head(w) };
     if OP != ANY_OP {
         h.opcode = OP;
@@ -149,7 +169,12 @@ unsafe fn send_wr<const OP: c_int>(
     let op = unsafe { send_op(w, h.opcode) }?;
     // SAFETY: the caller's SGE list (C contract).
     let list = unsafe { sges(h.sg_list, h.num_sge) }?;
-    let r = if h.send_flags & send_flags::INLINE != 0 {
+    let inline = match INLINE {
+        0 => false,
+        1 => true,
+        _ => h.send_flags & send_flags::INLINE != 0,
+    };
+    let r = if inline {
         if h.num_sge > 1 {
             return Ok(Step::Alone);
         }
@@ -227,7 +252,13 @@ pub(crate) unsafe extern "C" fn post_send(
         // The order of the tests is the compiler's (it orders them itself).
         // SAFETY: wr, when not NULL, is a readable request (C contract),
         // and every request sets `next` and `opcode`.
-        if !wr.is_null() && !bad.is_null() && unsafe { member!(wr, next) }.is_null() {
+        if !wr.is_null() && !bad.is_null() {
+            // SAFETY: as above.
+            if !unsafe { member!(wr, next) }.is_null() {
+                // SAFETY: q is NULL or a QP of ours (C contract), wr a
+                // list and bad writable.
+                return unsafe { post_list(q, wr, bad) };
+            }
             // SAFETY: as above; q is NULL or a QP of ours (C contract);
             // each copy is called for a list of one of its opcode (and QP
             // type).
@@ -247,19 +278,20 @@ pub(crate) unsafe extern "C" fn post_send(
                 if op == RDMA_READ {
                     return post_send_as::<RDMA_READ>(q, wr, bad);
                 }
+                return post_send_as::<ANY_OP>(q, wr, bad);
             }
         }
         // SAFETY: the caller's contract, forwarded.
-        unsafe { post_send_as::<ANY_OP>(q, wr, bad) }
+        unsafe { post_list(q, wr, bad) }
     })
 }
 
-/// [`post_send`] for a list of one request of opcode `OP`, or for any
-/// list ([`ANY_OP`]).
+/// [`post_send`] for a list of one request of opcode `OP`, or of any
+/// opcode ([`ANY_OP`]).
 ///
 /// # Safety
-/// `ops.post_send`'s contract; unless `OP` is [`ANY_OP`], `wr` is one
-/// request (`next` NULL) of opcode `OP` and `bad` is not NULL.
+/// `ops.post_send`'s contract; `wr` is one request (`next` NULL), of
+/// opcode `OP` unless `OP` is [`ANY_OP`], and `bad` is not NULL.
 ///
 /// Called under [`post_send`]'s guard.
 #[inline(never)]
@@ -288,52 +320,69 @@ unsafe fn post_send_as<const OP: c_int>(
     // rdma-core's rxe names it (it validates before its doorbell
     // fails); a valid one gets EINVAL with `*bad_wr` NULL, what rxe's
     // doorbell answers (`walk::refusal`). A list is refused whole
-    // (`post_many`). (callgrind, with the `ud` above: WRITE 218 -> 200.)
-    if OP != ANY_OP {
-        let mut sink = Posting { qp: &mut qp, ud };
-        // SAFETY: the caller's request and slot (our contract).
-        return unsafe {
-            if OP == UD_SEND {
-                post_one_as::<_, { wr_opcode::SEND }>(&mut sink, wr, bad, ud, max_sge)
-            } else {
-                post_one_as::<_, OP>(&mut sink, wr, bad, ud, max_sge)
-            }
-        };
+    // (`post_list`). (callgrind, with the `ud` above: WRITE 218 -> 200.)
+    let mut sink = Posting { qp: &mut qp, ud };
+    // SAFETY: the caller's request and slot (our contract).
+    unsafe {
+        if OP == UD_SEND {
+            post_one_as::<_, { wr_opcode::SEND }>(&mut sink, wr, bad, ud, max_sge)
+        } else {
+            post_one_as::<_, OP>(&mut sink, wr, bad, ud, max_sge)
+        }
     }
-    // SAFETY: wr, when not NULL, is a readable request (C contract),
-    // and every request sets `next`.
-    if !wr.is_null() && !bad.is_null() && unsafe { member!(wr, next) }.is_null() {
-        // SAFETY: the caller's request and slot (C contract), a list
-        // of one.
-        return unsafe {
-            post_one_as::<_, ANY_OP>(&mut Posting { qp: &mut qp, ud }, wr, bad, ud, max_sge)
-        };
-    }
-    // SAFETY: the caller's list and slot (C contract), forwarded.
-    unsafe { post_many(&mut qp, wr, bad, ud, max_sge) }
 }
 
-/// [`post_chain`] on the QP, out of line so that the common post of one
-/// keeps its registers (callgrind: inlined here, it cost a post of one 22
-/// instructions).
+/// [`post_send`] for any list but one of one request (and for a NULL
+/// list or answer slot): a function of its own, with the list's post
+/// inlined, where it was called by the general copy of the post of one
+/// (callgrind, a list of 16 WRITEs: see the commit).
 ///
 /// # Safety
-/// As [`post_chain`].
+/// `ops.post_send`'s contract.
+///
+/// Called under [`post_send`]'s guard.
 #[inline(never)]
-unsafe fn post_many(
-    qp: &mut Qp,
-    wr: *mut IbvSendWr,
-    bad: *mut *mut IbvSendWr,
-    ud: bool,
-    max_sge: u32,
-) -> c_int {
-    let Ok(list) = qp.send_list() else {
+unsafe fn post_list(q: *mut IbvQp, wr: *mut IbvSendWr, bad: *mut *mut IbvSendWr) -> c_int {
+    // SAFETY: a QP of ours (C contract).
+    let Some(b) = (unsafe { QpBox::of(q) }) else {
+        return libc::EINVAL;
+    };
+    let mut qp = lock(&b.qp);
+    let max_sge = qp.caps().max_send_sge;
+    let Ok(mut list) = qp.send_list() else {
         // SAFETY: the caller's slot (C contract), forwarded.
         return unsafe { refuse_all(bad) };
     };
-    let mut sink = Listing { list, ud };
-    // SAFETY: the caller's contract, forwarded.
-    unsafe { post_chain(&mut sink, wr, bad, ud, max_sge) }
+    // The loop runs with the provider chosen once (`SendList::run`).
+    list.run(Chain {
+        head: wr,
+        bad,
+        ud: b.ud,
+        max_sge,
+    })
+}
+
+/// [`post_chain`] as a [`SendLoop`]: the caller's list and answer slot.
+///
+/// Made only by [`post_list`], with its arguments, whose contract (that
+/// of [`post_chain`]) holds for the run.
+struct Chain {
+    head: *mut IbvSendWr,
+    bad: *mut *mut IbvSendWr,
+    ud: bool,
+    max_sge: u32,
+}
+
+impl SendLoop for Chain {
+    type Output = c_int;
+
+    #[inline(always)]
+    fn run<P: SendPush>(self, list: &mut P) -> c_int {
+        let mut sink = Listing { list, ud: self.ud };
+        // SAFETY: post_chain's contract holds (Chain's: post_list's
+        // caller's list and slot).
+        unsafe { post_chain(&mut sink, self.head, self.bad, self.ud, self.max_sge) }
+    }
 }
 
 /// Where a post of one request hands it: the QP ([`Posting`]), or a
@@ -353,7 +402,7 @@ pub(crate) trait OneSink {
 }
 
 /// Where a list post writes its requests as it translates them: a
-/// [`SendList`] ([`Listing`]), or a test's recorder.
+/// [`rverbs::SendList`] pusher ([`Listing`]), or a test's recorder.
 pub(crate) trait ListSink {
     /// Writes one translated request (the device sees it at `finish`).
     fn push(&mut self, w: &Send) -> Result<(), c_int>;
@@ -390,13 +439,14 @@ impl OneSink for Posting<'_> {
     }
 }
 
-/// A locked QP's list of sends, written to.
-struct Listing<'a> {
-    list: SendList<'a>,
+/// A locked QP's list of sends, written to through the provider's
+/// pusher ([`Chain`]).
+struct Listing<'a, P> {
+    list: &'a mut P,
     ud: bool,
 }
 
-impl ListSink for Listing<'_> {
+impl<P: SendPush> ListSink for Listing<'_, P> {
     #[inline(always)]
     fn push(&mut self, w: &Send) -> Result<(), c_int> {
         self.list.push(w).map_err(|e| refusal(&e).1)
@@ -478,13 +528,17 @@ unsafe fn post_chain<Q: ListSink>(
     if head.is_null() {
         return libc::EINVAL;
     }
+    // Whether the QP is UD is a constant in each copy too (callgrind, a
+    // list of 16 WRITEs: see the commit).
     // SAFETY: head is a readable request (the caller's contract); each
     // arm's opcode is the first request's, the rest is forwarded.
     unsafe {
-        by_opcode!(
-            member!(head, opcode),
-            post_chain_as::<Q>(q, head, bad, ud, max_sge)
-        )
+        let op = member!(head, opcode);
+        if ud {
+            by_opcode!(op, post_chain_as::<Q, true>(q, head, bad, max_sge))
+        } else {
+            by_opcode!(op, post_chain_as::<Q, false>(q, head, bad, max_sge))
+        }
     }
 }
 
@@ -499,11 +553,10 @@ unsafe fn post_chain<Q: ListSink>(
 /// # Safety
 /// As [`post_chain`], `head` not NULL, `*bad` NULL.
 #[inline(never)]
-unsafe fn post_chain_as<Q: ListSink, const OP: c_int>(
+unsafe fn post_chain_as<Q: ListSink, const OP: c_int, const UD: bool>(
     q: &mut Q,
     head: *mut IbvSendWr,
     bad: *mut *mut IbvSendWr,
-    ud: bool,
     max_sge: u32,
 ) -> c_int {
     let mut p = head;
@@ -513,11 +566,11 @@ unsafe fn post_chain_as<Q: ListSink, const OP: c_int>(
         // contract); the copy of OP only for a request of opcode OP.
         let r = unsafe {
             if OP == ANY_OP {
-                push_as::<Q, ANY_OP>(q, p, ud, max_sge)
+                push_as::<Q, ANY_OP>(q, p, UD, max_sge)
             } else if member!(p, opcode) == OP {
-                push_as::<Q, OP>(q, p, ud, max_sge)
+                push_as::<Q, OP>(q, p, UD, max_sge)
             } else {
-                push_other(q, p, ud, max_sge)
+                push_other(q, p, UD, max_sge)
             }
         };
         if let Err(e) = r {
@@ -565,8 +618,29 @@ unsafe fn push_as<Q: ListSink, const OP: c_int>(
     ud: bool,
     max_sge: u32,
 ) -> Result<(), c_int> {
+    // SAFETY: p is readable (the caller's contract).
+    if unsafe { member!(p, send_flags) } & send_flags::INLINE != 0 {
+        // SAFETY: the caller's contract, forwarded; the flag is set.
+        unsafe { push_as_inline::<Q, OP, 1>(q, p, ud, max_sge) }
+    } else {
+        // SAFETY: as above; the flag is clear.
+        unsafe { push_as_inline::<Q, OP, 0>(q, p, ud, max_sge) }
+    }
+}
+
+/// [`push_as`] of a request whose inline flag is `INLINE`.
+///
+/// # Safety
+/// As [`send_wr_as`] for `OP` and `INLINE`.
+#[inline(always)]
+unsafe fn push_as_inline<Q: ListSink, const OP: c_int, const INLINE: u8>(
+    q: &mut Q,
+    p: *mut IbvSendWr,
+    ud: bool,
+    max_sge: u32,
+) -> Result<(), c_int> {
     // SAFETY: the caller's contract, forwarded.
-    match unsafe { send_wr::<OP>(p, ud, max_sge) } {
+    match unsafe { send_wr_as::<OP, INLINE>(p, ud, max_sge) } {
         Ok(Step::Batch(r)) => q.push(&r),
         // SAFETY: as above.
         Ok(Step::Alone) => unsafe { q.push_gathered(p) },
@@ -794,13 +868,22 @@ mod tests {
         }
     }
 
+    /// What the per-opcode copies' test compares of a request: its id,
+    /// operation, signaled flag, inline payload and SGE count.
+    type Noted = (u64, SendOp, bool, Option<Vec<u8>>, usize);
+
     /// Records what it is handed, for the per-opcode copies' test.
     #[derive(Default)]
-    struct Recorder(Vec<(u64, SendOp, bool)>);
+    struct Recorder(Vec<Noted>);
+
+    fn noted(w: &Send) -> Noted {
+        let inline = w.inline.map(<[u8]>::to_vec);
+        (w.wr_id, w.op, w.signaled, inline, w.sges.len())
+    }
 
     impl Recorder {
         fn note(&mut self, w: &Send) {
-            self.0.push((w.wr_id, w.op, w.signaled));
+            self.0.push(noted(w));
         }
     }
 
@@ -829,7 +912,8 @@ mod tests {
 
     /// The copies of the post for one request that `post_send` picks (a
     /// WRITE, a READ, a SEND) and the ones `by_opcode` picks in a list (a
-    /// WRITE, a SEND) hand over what the general one does, and the other
+    /// WRITE, a SEND; each with a copy for requests of SGEs and one for
+    /// inline requests) hand over what the general one does, and the other
     /// opcodes still go through the general one: the same translation for
     /// each.
     #[test]
@@ -852,9 +936,16 @@ mod tests {
         ];
         let mut wrs: Vec<IbvSendWr> = ops
             .iter()
+            .chain(ops.iter())
             .enumerate()
+            // Each operation twice: of an SGE, then inline from it.
             .map(|(i, &op)| {
-                let mut w = send(i as u64, sg, 1, 0);
+                let inline = if i >= ops.len() {
+                    send_flags::INLINE
+                } else {
+                    0
+                };
+                let mut w = send(i as u64, sg, 1, inline);
                 w.opcode = op;
                 w.imm_data = (0x100 + i as u32).to_be();
                 w.wr = IbvSendWrWr {
@@ -866,11 +957,11 @@ mod tests {
                 w
             })
             .collect();
-        let general: Vec<(u64, SendOp, bool)> = wrs
+        let general: Vec<Noted> = wrs
             .iter()
             // SAFETY: a request of `wrs`, its SGE naming `data`.
             .map(|w| match unsafe { send_wr::<ANY_OP>(w, false, 1) } {
-                Ok(Step::Batch(r)) => (r.wr_id, r.op, r.signaled),
+                Ok(Step::Batch(r)) => noted(&r),
                 _ => panic!("request {} not translated", w.wr_id),
             })
             .collect();

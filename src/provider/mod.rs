@@ -444,6 +444,83 @@ impl SendRing {
     }
 }
 
+/// What an rxe [`RxePusher`] does with each request it wrote: nothing,
+/// or keep its AH until the slot is reused (a UD QP: `qp::AhKeep`).
+pub(crate) trait Keeper<A> {
+    fn put(&mut self, slot: u32, wr: &SendWr<'_, Slice<'_>, A>);
+}
+
+impl<A> Keeper<A> for () {
+    #[inline(always)]
+    fn put(&mut self, _: u32, _: &SendWr<'_, Slice<'_>, A>) {}
+}
+
+/// A send list's push and flush for one provider's ring ([`RxePusher`],
+/// [`Mlx5Pusher`]), which `SendList::run` hands a loop of pushes.
+pub(crate) trait RingPush<A> {
+    /// [`SendRing::push`] on this ring.
+    fn push(&mut self, wr: &SendWr<'_, Slice<'_>, A>) -> Result<()>;
+    /// [`SendRing::flush`] on this ring.
+    fn flush(&mut self) -> Result<()>;
+}
+
+/// An rxe send list's push and flush, for a loop of pushes that runs with
+/// the provider chosen once (`SendList::run`), not at each request.
+pub(crate) struct RxePusher<'a, K> {
+    pub(crate) q: &'a mut rxe::Sq,
+    pub(crate) dev: &'a Dev,
+    pub(crate) keep: K,
+    /// Requests written since the list started or was last flushed (the
+    /// list's count, handed back to it after the loop: by value, one
+    /// instruction a request fewer than through a reference).
+    pub(crate) pushed: usize,
+}
+
+impl<A: AddressHandle, K: Keeper<A>> RingPush<A> for RxePusher<'_, K> {
+    #[inline(always)]
+    fn push(&mut self, wr: &SendWr<'_, Slice<'_>, A>) -> Result<()> {
+        let slot = self.q.sq.producer();
+        if let Err(r) = rxe::post_send(&mut self.q.sq, wr) {
+            return Err(refused(r, "send queue", self.pushed));
+        }
+        self.keep.put(slot, wr);
+        self.pushed += 1;
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn flush(&mut self) -> Result<()> {
+        if std::mem::take(&mut self.pushed) == 0 {
+            return Ok(());
+        }
+        self.q.sq.publish();
+        self.q.doorbell.ring(self.dev)
+    }
+}
+
+/// [`RxePusher`] for mlx5.
+pub(crate) struct Mlx5Pusher<'a> {
+    pub(crate) q: &'a mut provider_mlx5::SendQueue,
+    pub(crate) pushed: usize,
+}
+
+impl<A: AddressHandle> RingPush<A> for Mlx5Pusher<'_> {
+    #[inline(always)]
+    fn push(&mut self, wr: &SendWr<'_, Slice<'_>, A>) -> Result<()> {
+        push_mlx5(self.q, *wr, self.pushed)?;
+        self.pushed += 1;
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn flush(&mut self) -> Result<()> {
+        if std::mem::take(&mut self.pushed) != 0 {
+            self.q.ring();
+        }
+        Ok(())
+    }
+}
+
 /// A send prepared for one QP's send queue ([`SendRing::prepare`]).
 #[derive(Debug, Clone)]
 pub(crate) enum SendTemplate {

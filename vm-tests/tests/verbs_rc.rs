@@ -7,7 +7,7 @@ use common::rc::{self_av, side, wait, Pair, Side, ALL};
 
 use rverbs::{
     Access, Error, Mr, Mtu, Pd, PostError, QpAttr, QpCaps, QpInit, QpState, QpType, RecvWr, Remote,
-    SendOp, SendWr, Wc, WcOpcode, WcStatus,
+    SendLoop, SendOp, SendPush, SendWr, Wc, WcOpcode, WcStatus,
 };
 use std::time::{Duration, Instant};
 
@@ -578,6 +578,88 @@ fn send_lists_post_what_was_pushed() {
     std::thread::sleep(Duration::from_millis(200));
     let mut buf = [Wc::default(); 4];
     assert_eq!(p.a.cq.poll(&mut buf), 0);
+}
+
+/// Pushes its requests through the list it is handed, and flushes if asked.
+struct Pushes<'a> {
+    wrs: &'a [SendWr<'a>],
+    flush: bool,
+}
+
+impl SendLoop for Pushes<'_> {
+    /// Each push's answer: `None` written, `Some(index)` refused, named
+    /// by that index.
+    type Output = Vec<Option<usize>>;
+
+    fn run<P: SendPush>(self, list: &mut P) -> Vec<Option<usize>> {
+        let answers = self
+            .wrs
+            .iter()
+            .map(|w| match list.push(w) {
+                Ok(()) => None,
+                Err(Error::InvalidWorkRequest { index, .. }) => Some(index),
+                Err(e) => panic!("unexpected refusal: {e}"),
+            })
+            .collect();
+        if self.flush {
+            list.flush().unwrap();
+        }
+        answers
+    }
+}
+
+/// `SendList::run` hands a loop its QP's provider's push: a refused push
+/// is named by its index in the list as `SendList::push` names it, what
+/// the loop pushed counts in the list afterwards and is rung by its
+/// `finish`, and a loop that flushes leaves the list empty; every
+/// written request completes once, with its data.
+#[test]
+fn a_send_list_runs_a_loop_of_pushes() {
+    let mut p = pair_with(caps(), Access::LOCAL_WRITE | Access::REMOTE_WRITE);
+    let src = mr(&p.pd, 64);
+    let dst = mr(&p.pd, 64);
+    src.write(0, &[0xcd; 64]).unwrap();
+    let at = |off: u64| Remote {
+        addr: dst.addr() + off,
+        rkey: dst.rkey(),
+    };
+    let s = [src.slice(0, 8).unwrap()];
+    let five = [s[0]; 5];
+    let wrs = [
+        SendWr::new(1, SendOp::Write(at(0)), &s),
+        // More SGEs than the QP's: refused, the second of the list.
+        SendWr::new(2, SendOp::Write(at(8)), &five),
+        SendWr::new(3, SendOp::Write(at(8)), &s),
+    ];
+    let mut list = p.a.qp.send_list().unwrap();
+    let answers = list.run(Pushes {
+        wrs: &wrs,
+        flush: false,
+    });
+    assert_eq!(answers, [None, Some(1), None]);
+    assert_eq!(list.len(), 2, "the loop's pushes count in the list");
+    list.finish().unwrap();
+    let c = wait(&mut p.a.cq, 2);
+    let ids: Vec<(u64, WcStatus)> = c.iter().map(|w| (w.wr_id, w.status)).collect();
+    assert_eq!(ids, [(1, WcStatus::SUCCESS), (3, WcStatus::SUCCESS)]);
+    let mut got = [0u8; 16];
+    dst.read(0, &mut got).unwrap();
+    assert_eq!(got, [0xcd; 16]);
+    // A loop that flushes: rung, and nothing left for the list.
+    let wr = [SendWr::new(4, SendOp::Write(at(16)), &s)];
+    let mut list = p.a.qp.send_list().unwrap();
+    let answers = list.run(Pushes {
+        wrs: &wr,
+        flush: true,
+    });
+    assert_eq!(answers, [None]);
+    assert!(list.is_empty());
+    drop(list);
+    let c = wait(&mut p.a.cq, 1);
+    assert_eq!((c[0].wr_id, c[0].status), (4, WcStatus::SUCCESS));
+    std::thread::sleep(Duration::from_millis(200));
+    let mut buf = [Wc::default(); 4];
+    assert_eq!(p.a.cq.poll(&mut buf), 0, "each request completes once");
 }
 
 /// A peer that went away (its QP destroyed, as when its process is killed)

@@ -5,8 +5,8 @@ mod common;
 
 use common::rc::{connect, self_av, wait};
 use rverbs::{
-    Access, Cq, EventType, Pd, Qp, QpCaps, QpInit, QpType, RecvWr, SendOp, SendWr, Wc, WcFlags,
-    WcOpcode, WcStatus,
+    Access, AhAttr, Cq, EventType, Pd, Qp, QpCaps, QpInit, QpType, RecvWr, SendLoop, SendOp,
+    SendPush, SendWr, Wc, WcFlags, WcOpcode, WcStatus,
 };
 
 /// A new RC QP on `cq` (`QpCaps::default`), on `srq` if given.
@@ -229,7 +229,32 @@ fn prepared_ud_sends_keep_their_address_handle() {
     check_eight_datagrams(&wait(&mut cq, 16), &rbuf, a.qpn());
 }
 
-/// UD sends written through a send list, and posted one at a time with
+/// Datagrams 3 to 5 of `ud_sends_through_send_lists_keep_their_address_handles`,
+/// pushed by a `SendLoop`, each naming an AH dropped right after its push.
+struct Datagrams3<'a> {
+    pd: &'a Pd,
+    av: &'a AhAttr,
+    sbuf: &'a rverbs::Mr,
+    qpn: u32,
+    qkey: u32,
+}
+
+impl SendLoop for Datagrams3<'_> {
+    type Output = ();
+
+    fn run<P: SendPush>(self, list: &mut P) {
+        for i in 3..6usize {
+            let ah = self.pd.create_ah(self.av).unwrap();
+            let s = [self.sbuf.slice(i * 256, 64).unwrap()];
+            list.push(&SendWr::new(i as u64, SendOp::Send, &s).to(&ah, self.qpn, self.qkey))
+                .unwrap();
+            drop(ah);
+        }
+    }
+}
+
+/// UD sends written through a send list (pushed by the program, then by a
+/// `SendLoop` it runs), and posted one at a time with
 /// `post_send_one`, each naming an AH the program drops right after the
 /// push or post and before the doorbell: every datagram arrives (the QP
 /// keeps each AH until its send has completed).
@@ -246,13 +271,22 @@ fn ud_sends_through_send_lists_keep_their_address_handles() {
         rbuf,
     } = Datagrams::new(&pd, &cq, QKEY);
     let mut list = a.send_list().unwrap();
-    for i in 0..6usize {
+    for i in 0..3usize {
         let ah = pd.create_ah(&self_av(&ctx)).unwrap();
         let s = [sbuf.slice(i * 256, 64).unwrap()];
         list.push(&SendWr::new(i as u64, SendOp::Send, &s).to(&ah, b.qpn(), QKEY))
             .unwrap();
         drop(ah);
     }
+    // And through `SendList::run`'s push for a QP that keeps AHs.
+    list.run(Datagrams3 {
+        pd: &pd,
+        av: &self_av(&ctx),
+        sbuf: &sbuf,
+        qpn: b.qpn(),
+        qkey: QKEY,
+    });
+    assert_eq!(list.len(), 6);
     list.finish().unwrap();
     for i in 6..8usize {
         let ah = pd.create_ah(&self_av(&ctx)).unwrap();
