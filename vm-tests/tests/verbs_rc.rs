@@ -562,9 +562,7 @@ fn send_lists_post_what_was_pushed() {
     list.push(&SendWr::new(3, SendOp::Write(r8), &s)).unwrap();
     assert_eq!(list.len(), 2);
     list.finish().unwrap();
-    let c = wait(&mut p.a.cq, 2);
-    let ids: Vec<(u64, WcStatus)> = c.iter().map(|w| (w.wr_id, w.status)).collect();
-    assert_eq!(ids, [(1, WcStatus::SUCCESS), (3, WcStatus::SUCCESS)]);
+    succeed(&mut p.a.cq, &[1, 3]);
     let mut got = [0u8; 16];
     dst.read(0, &mut got).unwrap();
     assert_eq!(got, [0xab; 16]);
@@ -573,11 +571,24 @@ fn send_lists_post_what_was_pushed() {
         let mut list = p.a.qp.send_list().unwrap();
         list.push(&SendWr::new(4, SendOp::Write(r), &s)).unwrap();
     }
-    let c = wait(&mut p.a.cq, 1);
-    assert_eq!((c[0].wr_id, c[0].status), (4, WcStatus::SUCCESS));
+    succeed(&mut p.a.cq, &[4]);
+    nothing_more(&mut p.a.cq);
+}
+
+/// Waits for the completions of the requests `ids`, in this order, each
+/// a success.
+fn succeed(cq: &mut rverbs::Cq, ids: &[u64]) {
+    let c = wait(cq, ids.len());
+    let got: Vec<(u64, WcStatus)> = c.iter().map(|w| (w.wr_id, w.status)).collect();
+    let want: Vec<(u64, WcStatus)> = ids.iter().map(|&i| (i, WcStatus::SUCCESS)).collect();
+    assert_eq!(got, want);
+}
+
+/// No completion comes in the next 200 ms: none came twice.
+fn nothing_more(cq: &mut rverbs::Cq) {
     std::thread::sleep(Duration::from_millis(200));
     let mut buf = [Wc::default(); 4];
-    assert_eq!(p.a.cq.poll(&mut buf), 0);
+    assert_eq!(cq.poll(&mut buf), 0, "each request completes once");
 }
 
 /// Pushes its requests through the list it is handed, and flushes if asked.
@@ -639,9 +650,7 @@ fn a_send_list_runs_a_loop_of_pushes() {
     assert_eq!(answers, [None, Some(1), None]);
     assert_eq!(list.len(), 2, "the loop's pushes count in the list");
     list.finish().unwrap();
-    let c = wait(&mut p.a.cq, 2);
-    let ids: Vec<(u64, WcStatus)> = c.iter().map(|w| (w.wr_id, w.status)).collect();
-    assert_eq!(ids, [(1, WcStatus::SUCCESS), (3, WcStatus::SUCCESS)]);
+    succeed(&mut p.a.cq, &[1, 3]);
     let mut got = [0u8; 16];
     dst.read(0, &mut got).unwrap();
     assert_eq!(got, [0xcd; 16]);
@@ -655,11 +664,8 @@ fn a_send_list_runs_a_loop_of_pushes() {
     assert_eq!(answers, [None]);
     assert!(list.is_empty());
     drop(list);
-    let c = wait(&mut p.a.cq, 1);
-    assert_eq!((c[0].wr_id, c[0].status), (4, WcStatus::SUCCESS));
-    std::thread::sleep(Duration::from_millis(200));
-    let mut buf = [Wc::default(); 4];
-    assert_eq!(p.a.cq.poll(&mut buf), 0, "each request completes once");
+    succeed(&mut p.a.cq, &[4]);
+    nothing_more(&mut p.a.cq);
 }
 
 /// A peer that went away (its QP destroyed, as when its process is killed)
