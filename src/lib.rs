@@ -216,7 +216,8 @@ pub use odp::Advice;
 pub use pd::Pd;
 pub use qp::{
     AhAttr, Grh, Mtu, PreparedSend, Qp, QpAttr, QpCaps, QpInit, QpInitAttr, QpQuery, QpState,
-    QpType, RecvWr, Remote, SendList, SendLoop, SendOp, SendPush, SendWr, Ud,
+    QpType, RecvWr, Remote, SendBuilder, SendFlags, SendList, SendLoop, SendOp, SendPush, SendWr,
+    Ud,
 };
 pub use query::{DeviceAttr, DeviceAttrEx, GidEntry, GidType, PortAttr};
 pub use srq::{Srq, SrqAttr};

@@ -3,6 +3,7 @@
 //! WQEs and a doorbell, no system call), post receive (ring write only).
 
 pub(crate) mod attr;
+mod build;
 mod connect;
 mod mcast;
 mod prepared;
@@ -12,6 +13,7 @@ pub use crate::ah::{AhAttr, Grh};
 pub use crate::cmd::qp::{QpCaps, QpType};
 pub use crate::wr::{RecvWr, Remote, SendOp, Ud, MAX_SGE};
 pub use attr::{Mtu, QpAttr, QpState};
+pub use build::{SendBuilder, SendFlags};
 pub use prepared::PreparedSend;
 pub use query::{QpInitAttr, QpQuery};
 

@@ -315,7 +315,7 @@ impl Batch {
 
 /// The errno of a refused batch: `full` for a send queue without room.
 #[cold]
-fn refused(full: c_int, e: &rverbs::Error) -> c_int {
+pub(crate) fn refused(full: c_int, e: &rverbs::Error) -> c_int {
     match e {
         rverbs::Error::QueueFull { .. } => full,
         e => errno_of(e),

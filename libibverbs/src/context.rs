@@ -33,7 +33,10 @@ pub(crate) struct CtxBox {
 /// give them.
 pub(crate) struct ExOps {
     pub(crate) cq: IbvCqExOps,
+    /// Of a QP that gathers its `ibv_wr_*` batch (mlx5).
     pub(crate) qp: IbvQpExOps,
+    /// Of a QP whose builders write into its send queue (rxe).
+    pub(crate) qp_in_ring: IbvQpExOps,
 }
 
 // SAFETY: repr(C); the ibv_context C holds lies AT bytes in, at the end

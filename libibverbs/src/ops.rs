@@ -89,7 +89,8 @@ unsafe extern "C" fn open_device(d: *mut IbvDevice) -> *mut IbvContext {
             async_reading: Mutex::new(()),
             ex_ops: ExOps {
                 cq: poll::cq_ex_ops(),
-                qp: wr::qp_ex_ops(),
+                qp: wr::qp_ex_ops::<wr::Gather>(),
+                qp_in_ring: wr::qp_ex_ops::<wr::InRing>(),
             },
         }
         .into_c()

@@ -8,7 +8,7 @@
 use crate::abi::{IbvQpCap, IbvQpExOps, IbvQpExTail};
 use crate::batch::Batch;
 use crate::spin::{Spin, SpinGuard};
-use rverbs::SendOp;
+use rverbs::{SendBuilder, SendOp};
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::ops::{Deref, DerefMut};
@@ -24,9 +24,26 @@ pub(crate) struct QpEx {
     /// Set at creation, before the pointer is handed out.
     enabled: bool,
     send_ops: u64,
+    /// The provider's errno for a batch without room.
+    full: c_int,
     /// A spin lock, as the queues' (`spin.rs` says why not std's Mutex):
     /// each `ibv_wr_*` call takes it once.
     batch: Spin<Batch>,
+    /// The batch of a QP whose builders write into its send queue as they
+    /// go (rxe: `wr::InRing`), held by the thread that holds the QP.
+    ring: UnsafeCell<InRing>,
+}
+
+/// An rxe QP's `ibv_wr_*` batch: the builder `wr_start` opened on the QP
+/// it took the lock of, kept until `wr_complete` or `wr_abort` let go of
+/// it, and the first error of a call the builder did not see.
+#[derive(Default)]
+pub(crate) struct InRing {
+    /// `wr_start` holds the QP's lock.
+    pub(crate) open: bool,
+    /// Borrows the QP in the box, whose lock is held while this is set.
+    pub(crate) builder: Option<SendBuilder<'static>>,
+    pub(crate) error: Option<c_int>,
 }
 
 impl QpEx {
@@ -43,7 +60,9 @@ impl QpEx {
             }),
             enabled: false,
             send_ops: 0,
+            full: libc::ENOMEM,
             batch: Spin::new(Batch::default()),
+            ring: UnsafeCell::new(InRing::default()),
         }
     }
 
@@ -55,6 +74,7 @@ impl QpEx {
         QpEx {
             enabled: true,
             send_ops,
+            full,
             batch: Spin::new(Batch::sized(
                 cap.max_send_wr as usize,
                 cap.max_send_sge as usize,
@@ -69,6 +89,49 @@ impl QpEx {
     /// `ibv_qp_to_qp_ex` hands out.
     pub(crate) fn enabled(&self) -> bool {
         self.enabled
+    }
+
+    /// The in-ring batch.
+    ///
+    /// # Safety
+    /// The caller is inside an `ibv_wr_*` call on this QP, which C calls
+    /// only between `wr_start` and `wr_complete` or `wr_abort`, from the
+    /// thread that called `wr_start` (which holds the QP's lock, as
+    /// rdma-core's providers hold their SQ lock then); or it holds the QP's
+    /// lock itself. Either way no other reference to it is live.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)] // the lock held is what makes it unique
+    pub(crate) unsafe fn ring(&self) -> &mut InRing {
+        // SAFETY: the caller's contract.
+        unsafe { &mut *self.ring.get() }
+    }
+
+    /// The provider's errno for a batch without room.
+    #[inline(always)]
+    pub(crate) fn full(&self) -> c_int {
+        self.full
+    }
+
+    /// Whether the QP was created for the operation `needs` names.
+    #[inline(always)]
+    pub(crate) fn takes(&self, needs: u64) -> bool {
+        self.send_ops & needs != 0
+    }
+
+    /// The program's current `wr_id` and `wr_flags`.
+    #[inline(always)]
+    pub(crate) fn id_and_flags(&self) -> (u64, u32) {
+        let t = self.c.get();
+        // SAFETY: `t` is this live struct's tail, in its UnsafeCell: the
+        // program writes these plain integers through its own pointer
+        // between calls, so they are read through the cell, never a
+        // reference.
+        unsafe {
+            (
+                std::ptr::addr_of!((*t).wr_id).read(),
+                std::ptr::addr_of!((*t).wr_flags).read(),
+            )
+        }
     }
 
     /// Adds a request of `op` (if the QP was created for it) with the

@@ -76,6 +76,35 @@ impl<T> Spin<T> {
     }
 }
 
+impl<T> Spin<T> {
+    /// Waits for the lock and keeps it past this call: the `ibv_wr_*`
+    /// builders hold a QP from `wr_start` to `wr_complete` or `wr_abort`,
+    /// across calls from C, as rdma-core's providers hold their SQ lock.
+    /// The value is the holder's until [`Spin::release`].
+    ///
+    /// # Safety
+    /// The caller releases the lock exactly once, with [`Spin::release`],
+    /// and uses the value (through the result) only until then, on the
+    /// thread that holds it.
+    #[inline(always)]
+    pub(crate) unsafe fn hold<'a>(&self) -> &'a mut T {
+        std::mem::forget(self.lock());
+        // SAFETY: the lock is held (taken above, kept), so the value is
+        // this holder's alone until it releases it (caller's contract).
+        unsafe { &mut *self.value.get() }
+    }
+
+    /// Lets go of a lock taken by [`Spin::hold`].
+    ///
+    /// # Safety
+    /// The lock was taken by [`Spin::hold`] and not yet released, and the
+    /// value it handed out is not used again.
+    #[inline(always)]
+    pub(crate) unsafe fn release(&self) {
+        self.locked.store(false, Ordering::Release);
+    }
+}
+
 /// Gives the CPU up (`sched_yield(2)`), as one system call instruction on
 /// x86_64 and aarch64: no function call (see [`Spin::lock`]). Its answer,
 /// always 0 on Linux, is not needed.

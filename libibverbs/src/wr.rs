@@ -1,46 +1,79 @@
 //! The `ibv_wr_*` work request API: the function slots of `struct
-//! ibv_qp_ex`, which `verbs.h`'s inlines call directly. Each `wr_<op>`
-//! adds a request to the QP's batch, each `wr_set_*` gives the last one
-//! its payload or address, and `wr_complete` posts the batch all or
-//! nothing (`qp_ex.rs` holds the batch and says how).
+//! ibv_qp_ex`, which `verbs.h`'s inlines call directly, in two forms
+//! ([`Mode`]):
+//!
+//! - [`InRing`] (rxe): as rdma-core's rxe builders, `wr_start` takes the
+//!   QP's lock and opens an rverbs `SendBuilder` on it, each `wr_<op>`
+//!   writes a request's header into the send queue, each `wr_set_*` its
+//!   payload or address, in its slot, and `wr_complete` publishes the
+//!   batch and rings the doorbell, or takes it all back if a call failed;
+//! - [`Gather`] (mlx5): the calls gather the batch (`batch.rs`) and
+//!   `wr_complete` posts it all or nothing.
 
 use crate::abi::{send_ops as ops, IbvAh, IbvDataBuf, IbvMw, IbvMwBindInfo, IbvQp, IbvQpExC};
 use crate::abi::{IbvQpExOps, IbvSge, Slot};
 use crate::ah::AhBox;
-use crate::batch::Batch;
+use crate::batch::{refused, Batch};
 use crate::convert::mw_bind;
 use crate::guard;
 use crate::obj::CObject;
 use crate::qp::QpBox;
 use crate::qp_ex::QpEx;
-use rverbs::{Remote, SendOp};
+use rverbs::{Remote, SendFlags, SendOp, Slice};
 use std::ffi::{c_int, c_void};
 
-/// The slots of every QP's `ibv_qp_ex`, for the context's table.
-pub(crate) fn qp_ex_ops() -> IbvQpExOps {
+/// The slots of every QP's `ibv_qp_ex` of one [`Mode`], for the
+/// context's tables.
+pub(crate) fn qp_ex_ops<M: Mode>() -> IbvQpExOps {
     IbvQpExOps {
-        wr_atomic_cmp_swp: wr_atomic_cmp_swp as Slot,
-        wr_atomic_fetch_add: wr_atomic_fetch_add as Slot,
-        wr_bind_mw: wr_bind_mw as Slot,
-        wr_local_inv: wr_local_inv as Slot,
-        wr_rdma_read: wr_rdma_read as Slot,
-        wr_rdma_write: wr_rdma_write as Slot,
-        wr_rdma_write_imm: wr_rdma_write_imm as Slot,
-        wr_send: wr_send as Slot,
-        wr_send_imm: wr_send_imm as Slot,
-        wr_send_inv: wr_send_inv as Slot,
-        wr_send_tso: unsupported as Slot,
-        wr_set_ud_addr: wr_set_ud_addr as Slot,
-        wr_set_xrc_srqn: unsupported as Slot,
-        wr_set_inline_data: wr_set_inline_data as Slot,
-        wr_set_inline_data_list: wr_set_inline_data_list as Slot,
-        wr_set_sge: wr_set_sge as Slot,
-        wr_set_sge_list: wr_set_sge_list as Slot,
-        wr_start: wr_start as Slot,
-        wr_complete: wr_complete as Slot,
-        wr_abort: wr_abort as Slot,
-        wr_atomic_write: wr_atomic_write as Slot,
+        wr_atomic_cmp_swp: wr_atomic_cmp_swp::<M> as Slot,
+        wr_atomic_fetch_add: wr_atomic_fetch_add::<M> as Slot,
+        wr_bind_mw: wr_bind_mw::<M> as Slot,
+        wr_local_inv: wr_local_inv::<M> as Slot,
+        wr_rdma_read: wr_rdma_read::<M> as Slot,
+        wr_rdma_write: wr_rdma_write::<M> as Slot,
+        wr_rdma_write_imm: wr_rdma_write_imm::<M> as Slot,
+        wr_send: wr_send::<M> as Slot,
+        wr_send_imm: wr_send_imm::<M> as Slot,
+        wr_send_inv: wr_send_inv::<M> as Slot,
+        wr_send_tso: unsupported::<M> as Slot,
+        wr_set_ud_addr: wr_set_ud_addr::<M> as Slot,
+        wr_set_xrc_srqn: unsupported::<M> as Slot,
+        wr_set_inline_data: wr_set_inline_data::<M> as Slot,
+        wr_set_inline_data_list: wr_set_inline_data_list::<M> as Slot,
+        wr_set_sge: wr_set_sge::<M> as Slot,
+        wr_set_sge_list: wr_set_sge_list::<M> as Slot,
+        wr_start: wr_start::<M> as Slot,
+        wr_complete: wr_complete::<M> as Slot,
+        wr_abort: wr_abort::<M> as Slot,
+        wr_atomic_write: wr_atomic_write::<M> as Slot,
     }
+}
+
+/// How a QP's builders hold their batch: each slot does its part through
+/// one of these, given the QP's box.
+pub(crate) trait Mode {
+    /// Opens a batch (`wr_start`).
+    fn start(b: &QpBox);
+    /// Adds a request of `op`, which the QP takes only if created for
+    /// `needs`, with the program's `wr_id` and `wr_flags`.
+    fn add(x: &QpEx, needs: u64, op: SendOp);
+    /// Fails the batch with `e`.
+    fn fail(x: &QpEx, e: c_int);
+    /// Gives the last request the SGEs `list`.
+    fn sges(x: &QpEx, list: &[IbvSge]);
+    /// Gives the last request the inline payload of `bufs`.
+    ///
+    /// # Safety
+    /// Each buffer is readable for its length (C contract).
+    unsafe fn inline(x: &QpEx, bufs: &[IbvDataBuf]);
+    /// Gives the last request its UD address: `ah`'s (NULL or not ours:
+    /// the batch fails with `EINVAL`).
+    fn ud(x: &QpEx, ah: Option<&AhBox>, remote_qpn: u32, remote_qkey: u32);
+    /// Posts the batch (`wr_complete`): 0 or an errno.
+    fn complete(b: &QpBox) -> c_int;
+    /// Drops the batch (`wr_abort`).
+    fn abort(b: &QpBox);
 }
 
 /// The extension of the QP `q` (an `ibv_qp_ex *`, which is its
@@ -51,11 +84,20 @@ unsafe fn ex_of<'a>(q: *mut IbvQpExC) -> Option<&'a QpEx> {
     unsafe { QpBox::of(q.cast::<IbvQp>()) }.map(|b| &b.ex)
 }
 
-/// Adds a request of `op` to the batch of the QP `q` ([`QpEx::add`]).
-unsafe fn push(q: *mut IbvQpExC, needs: u64, op: SendOp) {
+/// Adds a request of `op` to the batch of the QP `q` ([`Mode::add`]).
+#[inline(always)]
+unsafe fn push<M: Mode>(q: *mut IbvQpExC, needs: u64, op: SendOp) {
     // SAFETY: forwarded C contract.
     if let Some(x) = unsafe { ex_of(q) } {
-        x.add(needs, op);
+        M::add(x, needs, op);
+    }
+}
+
+/// Fails the batch of the QP `q` with `e`.
+unsafe fn fail<M: Mode>(q: *mut IbvQpExC, e: c_int) {
+    // SAFETY: forwarded C contract.
+    if let Some(x) = unsafe { ex_of(q) } {
+        M::fail(x, e);
     }
 }
 
@@ -63,18 +105,18 @@ fn remote(rkey: u32, addr: u64) -> Remote {
     Remote { addr, rkey }
 }
 
-unsafe extern "C" fn wr_send(q: *mut IbvQpExC) {
+unsafe extern "C" fn wr_send<M: Mode>(q: *mut IbvQpExC) {
     guard::void(|| {
         // SAFETY: forwarded C contract.
-        unsafe { push(q, ops::SEND, SendOp::Send) }
+        unsafe { push::<M>(q, ops::SEND, SendOp::Send) }
     })
 }
 
-unsafe extern "C" fn wr_send_imm(q: *mut IbvQpExC, imm_be: u32) {
+unsafe extern "C" fn wr_send_imm<M: Mode>(q: *mut IbvQpExC, imm_be: u32) {
     guard::void(|| {
         // SAFETY: forwarded C contract.
         unsafe {
-            push(
+            push::<M>(
                 q,
                 ops::SEND_WITH_IMM,
                 SendOp::SendWithImm(u32::from_be(imm_be)),
@@ -83,43 +125,48 @@ unsafe extern "C" fn wr_send_imm(q: *mut IbvQpExC, imm_be: u32) {
     })
 }
 
-unsafe extern "C" fn wr_send_inv(q: *mut IbvQpExC, rkey: u32) {
+unsafe extern "C" fn wr_send_inv<M: Mode>(q: *mut IbvQpExC, rkey: u32) {
     guard::void(|| {
         // SAFETY: forwarded C contract.
-        unsafe { push(q, ops::SEND_WITH_INV, SendOp::SendWithInv(rkey)) }
+        unsafe { push::<M>(q, ops::SEND_WITH_INV, SendOp::SendWithInv(rkey)) }
     })
 }
 
-unsafe extern "C" fn wr_local_inv(q: *mut IbvQpExC, rkey: u32) {
+unsafe extern "C" fn wr_local_inv<M: Mode>(q: *mut IbvQpExC, rkey: u32) {
     guard::void(|| {
         // SAFETY: forwarded C contract.
-        unsafe { push(q, ops::LOCAL_INV, SendOp::LocalInv(rkey)) }
+        unsafe { push::<M>(q, ops::LOCAL_INV, SendOp::LocalInv(rkey)) }
     })
 }
 
-unsafe extern "C" fn wr_rdma_write(q: *mut IbvQpExC, rkey: u32, addr: u64) {
+unsafe extern "C" fn wr_rdma_write<M: Mode>(q: *mut IbvQpExC, rkey: u32, addr: u64) {
     guard::void(|| {
         // SAFETY: forwarded C contract.
-        unsafe { push(q, ops::RDMA_WRITE, SendOp::Write(remote(rkey, addr))) }
+        unsafe { push::<M>(q, ops::RDMA_WRITE, SendOp::Write(remote(rkey, addr))) }
     })
 }
 
-unsafe extern "C" fn wr_rdma_write_imm(q: *mut IbvQpExC, rkey: u32, addr: u64, imm_be: u32) {
+unsafe extern "C" fn wr_rdma_write_imm<M: Mode>(
+    q: *mut IbvQpExC,
+    rkey: u32,
+    addr: u64,
+    imm_be: u32,
+) {
     guard::void(|| {
         let op = SendOp::WriteWithImm(remote(rkey, addr), u32::from_be(imm_be));
         // SAFETY: forwarded C contract.
-        unsafe { push(q, ops::RDMA_WRITE_WITH_IMM, op) }
+        unsafe { push::<M>(q, ops::RDMA_WRITE_WITH_IMM, op) }
     })
 }
 
-unsafe extern "C" fn wr_rdma_read(q: *mut IbvQpExC, rkey: u32, addr: u64) {
+unsafe extern "C" fn wr_rdma_read<M: Mode>(q: *mut IbvQpExC, rkey: u32, addr: u64) {
     guard::void(|| {
         // SAFETY: forwarded C contract.
-        unsafe { push(q, ops::RDMA_READ, SendOp::Read(remote(rkey, addr))) }
+        unsafe { push::<M>(q, ops::RDMA_READ, SendOp::Read(remote(rkey, addr))) }
     })
 }
 
-unsafe extern "C" fn wr_atomic_cmp_swp(
+unsafe extern "C" fn wr_atomic_cmp_swp<M: Mode>(
     q: *mut IbvQpExC,
     rkey: u32,
     addr: u64,
@@ -133,29 +180,39 @@ unsafe extern "C" fn wr_atomic_cmp_swp(
             swap,
         };
         // SAFETY: forwarded C contract.
-        unsafe { push(q, ops::ATOMIC_CMP_AND_SWP, op) }
+        unsafe { push::<M>(q, ops::ATOMIC_CMP_AND_SWP, op) }
     })
 }
 
-unsafe extern "C" fn wr_atomic_fetch_add(q: *mut IbvQpExC, rkey: u32, addr: u64, add: u64) {
+unsafe extern "C" fn wr_atomic_fetch_add<M: Mode>(
+    q: *mut IbvQpExC,
+    rkey: u32,
+    addr: u64,
+    add: u64,
+) {
     guard::void(|| {
         let op = SendOp::FetchAdd {
             remote: remote(rkey, addr),
             add,
         };
         // SAFETY: forwarded C contract.
-        unsafe { push(q, ops::ATOMIC_FETCH_AND_ADD, op) }
+        unsafe { push::<M>(q, ops::ATOMIC_FETCH_AND_ADD, op) }
     })
 }
 
 /// `wr_atomic_write(qp, rkey, remote_addr, atomic_wr)`: the 8 bytes at
 /// `atomic_wr`, placed at the peer as one unit (IBA oA19; the kernel's rxe
 /// has it from Linux 6.2).
-unsafe extern "C" fn wr_atomic_write(q: *mut IbvQpExC, rkey: u32, addr: u64, value: *const u8) {
+unsafe extern "C" fn wr_atomic_write<M: Mode>(
+    q: *mut IbvQpExC,
+    rkey: u32,
+    addr: u64,
+    value: *const u8,
+) {
     guard::void(|| {
         if value.is_null() {
             // SAFETY: forwarded C contract.
-            unsafe { set_last(q, |_| Err(libc::EINVAL)) };
+            unsafe { fail::<M>(q, libc::EINVAL) };
             return;
         }
         let mut v = [0u8; 8];
@@ -166,38 +223,24 @@ unsafe extern "C" fn wr_atomic_write(q: *mut IbvQpExC, rkey: u32, addr: u64, val
             value: v,
         };
         // SAFETY: forwarded C contract.
-        unsafe { push(q, ops::ATOMIC_WRITE, op) }
+        unsafe { push::<M>(q, ops::ATOMIC_WRITE, op) }
     })
 }
 
 /// The slots this library does not implement (TSO and XRC addressing):
-/// the batch fails with `EOPNOTSUPP` at `wr_complete`. The caller's other arguments are
-/// ignored (the C calling convention lets the callee ignore them).
-unsafe extern "C" fn unsupported(q: *mut IbvQpExC) {
+/// the batch fails with `EOPNOTSUPP` at `wr_complete`. The caller's other
+/// arguments are ignored (the C calling convention lets the callee ignore
+/// them).
+unsafe extern "C" fn unsupported<M: Mode>(q: *mut IbvQpExC) {
     guard::void(|| {
         // SAFETY: forwarded C contract.
-        if let Some(x) = unsafe { ex_of(q) } {
-            x.batch().fail(libc::EOPNOTSUPP);
-        }
+        unsafe { fail::<M>(q, libc::EOPNOTSUPP) }
     })
-}
-
-/// Applies `f` to the batch (which gives its last request a payload); an
-/// error fails the batch.
-unsafe fn set_last(q: *mut IbvQpExC, f: impl FnOnce(&mut Batch) -> Result<(), c_int>) {
-    // SAFETY: forwarded C contract.
-    let Some(x) = (unsafe { ex_of(q) }) else {
-        return;
-    };
-    let mut b = x.batch();
-    if let Err(e) = f(&mut b) {
-        b.fail(e);
-    }
 }
 
 /// `wr_bind_mw`: binds a type 2 window to `rkey` over `info` (unbinds with
 /// a zero length), as `IBV_WR_BIND_MW` does through `ibv_post_send`.
-unsafe extern "C" fn wr_bind_mw(
+unsafe extern "C" fn wr_bind_mw<M: Mode>(
     q: *mut IbvQpExC,
     mw: *mut IbvMw,
     rkey: u32,
@@ -212,74 +255,88 @@ unsafe extern "C" fn wr_bind_mw(
         };
         match bind {
             // SAFETY: forwarded C contract.
-            Ok(b) => unsafe { push(q, ops::BIND_MW, SendOp::BindMw(b)) },
+            Ok(b) => unsafe { push::<M>(q, ops::BIND_MW, SendOp::BindMw(b)) },
             // SAFETY: forwarded C contract.
-            Err(e) => unsafe { set_last(q, |_| Err(e)) },
+            Err(e) => unsafe { fail::<M>(q, e) },
         }
     })
 }
 
 /// `wr_set_ud_addr`: where the last request goes on a UD QP. An AH that
 /// is not ours fails the batch with `EINVAL`.
-unsafe extern "C" fn wr_set_ud_addr(
+unsafe extern "C" fn wr_set_ud_addr<M: Mode>(
     q: *mut IbvQpExC,
     ah: *mut IbvAh,
     remote_qpn: u32,
     remote_qkey: u32,
 ) {
     guard::void(|| {
+        // SAFETY: forwarded C contract.
+        let Some(x) = (unsafe { ex_of(q) }) else {
+            return;
+        };
         // SAFETY: NULL or an AH of ours (C contract).
         let a = unsafe { AhBox::of(ah) };
+        M::ud(x, a, remote_qpn, remote_qkey);
+    })
+}
+
+unsafe extern "C" fn wr_set_sge<M: Mode>(q: *mut IbvQpExC, lkey: u32, addr: u64, length: u32) {
+    guard::void(|| {
         // SAFETY: forwarded C contract.
-        unsafe {
-            set_last(q, |b| match a {
-                Some(a) => b.set_ud(&a.ah, remote_qpn, remote_qkey),
-                None => Err(libc::EINVAL),
-            })
+        if let Some(x) = unsafe { ex_of(q) } {
+            M::sges(x, &[IbvSge { addr, length, lkey }]);
         }
     })
 }
 
-unsafe extern "C" fn wr_set_sge(q: *mut IbvQpExC, lkey: u32, addr: u64, length: u32) {
+unsafe extern "C" fn wr_set_sge_list<M: Mode>(q: *mut IbvQpExC, n: usize, list: *const IbvSge) {
     guard::void(|| {
         // SAFETY: forwarded C contract.
-        unsafe {
-            set_last(q, |b| {
-                b.set_sges(std::iter::once(IbvSge { addr, length, lkey }))
-            })
-        }
-    })
-}
-
-unsafe extern "C" fn wr_set_sge_list(q: *mut IbvQpExC, n: usize, list: *const IbvSge) {
-    guard::void(|| {
-        if n > rverbs::MAX_SGE || (n > 0 && list.is_null()) {
-            // SAFETY: forwarded C contract.
-            unsafe { set_last(q, |_| Err(libc::EINVAL)) };
+        let Some(x) = (unsafe { ex_of(q) }) else {
             return;
+        };
+        if n > rverbs::MAX_SGE || (n > 0 && list.is_null()) {
+            return M::fail(x, libc::EINVAL);
         }
-        // SAFETY: list holds n readable ibv_sge (C contract; checked non-NULL
-        // when n > 0).
-        let read = move |i: usize| unsafe { list.add(i).read_unaligned() };
-        // SAFETY: forwarded C contract.
-        unsafe { set_last(q, |b| b.set_sges((0..n).map(read))) }
+        let list: &[IbvSge] = if n == 0 {
+            &[]
+        } else {
+            // SAFETY: list holds n readable ibv_sge (C contract; checked
+            // non-NULL), unchanged during this call.
+            unsafe { std::slice::from_raw_parts(list, n) }
+        };
+        M::sges(x, list);
     })
 }
 
-unsafe extern "C" fn wr_set_inline_data(q: *mut IbvQpExC, addr: *mut c_void, length: usize) {
+unsafe extern "C" fn wr_set_inline_data<M: Mode>(
+    q: *mut IbvQpExC,
+    addr: *mut c_void,
+    length: usize,
+) {
     guard::void(|| {
         let buf = [IbvDataBuf { addr, length }];
-        // SAFETY: addr is readable for length bytes (C contract).
-        unsafe { set_last(q, |b| b.set_inline(&buf)) }
+        // SAFETY: forwarded C contract.
+        if let Some(x) = unsafe { ex_of(q) } {
+            // SAFETY: addr is readable for length bytes (C contract).
+            unsafe { M::inline(x, &buf) }
+        }
     })
 }
 
-unsafe extern "C" fn wr_set_inline_data_list(q: *mut IbvQpExC, n: usize, list: *const IbvDataBuf) {
+unsafe extern "C" fn wr_set_inline_data_list<M: Mode>(
+    q: *mut IbvQpExC,
+    n: usize,
+    list: *const IbvDataBuf,
+) {
     guard::void(|| {
-        if n > 0 && list.is_null() {
-            // SAFETY: forwarded C contract.
-            unsafe { set_last(q, |_| Err(libc::EINVAL)) };
+        // SAFETY: forwarded C contract.
+        let Some(x) = (unsafe { ex_of(q) }) else {
             return;
+        };
+        if n > 0 && list.is_null() {
+            return M::fail(x, libc::EINVAL);
         }
         let bufs: &[IbvDataBuf] = if n == 0 {
             &[]
@@ -289,39 +346,241 @@ unsafe extern "C" fn wr_set_inline_data_list(q: *mut IbvQpExC, n: usize, list: *
             unsafe { std::slice::from_raw_parts(list, n) }
         };
         // SAFETY: each buffer is readable for its length (C contract).
-        unsafe { set_last(q, |b| b.set_inline(bufs)) }
+        unsafe { M::inline(x, bufs) }
     })
 }
 
-unsafe extern "C" fn wr_start(q: *mut IbvQpExC) {
+unsafe extern "C" fn wr_start<M: Mode>(q: *mut IbvQpExC) {
     guard::void(|| {
-        // SAFETY: forwarded C contract.
-        if let Some(x) = unsafe { ex_of(q) } {
-            x.batch().reset();
+        // SAFETY: a QP of ours (C contract).
+        if let Some(b) = unsafe { QpBox::of(q.cast::<IbvQp>()) } {
+            M::start(b);
         }
     })
 }
 
-unsafe extern "C" fn wr_abort(q: *mut IbvQpExC) {
+unsafe extern "C" fn wr_abort<M: Mode>(q: *mut IbvQpExC) {
     guard::void(|| {
-        // SAFETY: forwarded C contract.
-        if let Some(x) = unsafe { ex_of(q) } {
-            x.batch().reset();
+        // SAFETY: a QP of ours (C contract).
+        if let Some(b) = unsafe { QpBox::of(q.cast::<IbvQp>()) } {
+            M::abort(b);
         }
     })
 }
 
 /// `wr_complete`: posts the batch; 0, or the errno of the first failed
 /// call or of the post (nothing is posted after an earlier call failed).
-unsafe extern "C" fn wr_complete(q: *mut IbvQpExC) -> c_int {
+unsafe extern "C" fn wr_complete<M: Mode>(q: *mut IbvQpExC) -> c_int {
     guard::errno(|| {
         // SAFETY: a QP of ours (C contract).
-        let Some(b) = (unsafe { QpBox::of(q.cast::<IbvQp>()) }) else {
-            return libc::EINVAL;
-        };
+        match unsafe { QpBox::of(q.cast::<IbvQp>()) } {
+            Some(b) => M::complete(b),
+            None => libc::EINVAL,
+        }
+    })
+}
+
+/// The builders of a QP that gathers its batch (`batch.rs`), posted whole
+/// at `wr_complete` (mlx5's QPs here).
+pub(crate) struct Gather;
+
+impl Gather {
+    /// Applies `f` to the batch (which gives its last request a payload);
+    /// an error fails the batch.
+    fn set_last(x: &QpEx, f: impl FnOnce(&mut Batch) -> Result<(), c_int>) {
+        let mut b = x.batch();
+        if let Err(e) = f(&mut b) {
+            b.fail(e);
+        }
+    }
+}
+
+impl Mode for Gather {
+    fn start(b: &QpBox) {
+        b.ex.batch().reset();
+    }
+
+    fn add(x: &QpEx, needs: u64, op: SendOp) {
+        x.add(needs, op);
+    }
+
+    fn fail(x: &QpEx, e: c_int) {
+        x.batch().fail(e);
+    }
+
+    fn sges(x: &QpEx, list: &[IbvSge]) {
+        Gather::set_last(x, |b| b.set_sges(list.iter().copied()));
+    }
+
+    unsafe fn inline(x: &QpEx, bufs: &[IbvDataBuf]) {
+        // SAFETY: the caller's contract.
+        Gather::set_last(x, |b| unsafe { b.set_inline(bufs) });
+    }
+
+    fn ud(x: &QpEx, ah: Option<&AhBox>, remote_qpn: u32, remote_qkey: u32) {
+        Gather::set_last(x, |b| match ah {
+            Some(a) => b.set_ud(&a.ah, remote_qpn, remote_qkey),
+            None => Err(libc::EINVAL),
+        });
+    }
+
+    fn complete(b: &QpBox) -> c_int {
         let mut batch = b.ex.batch();
         let r = batch.post(&b.qp);
         batch.reset();
         r
-    })
+    }
+
+    fn abort(b: &QpBox) {
+        b.ex.batch().reset();
+    }
+}
+
+/// The builders of an rxe QP: written into its send queue as they go,
+/// through an rverbs `SendBuilder`, with the QP's lock held from
+/// `wr_start` to `wr_complete` or `wr_abort`, as rdma-core's rxe provider
+/// holds its SQ lock. C calls the other slots only in between, from the
+/// thread that called `wr_start` (rdma-core's contract too: its builders
+/// write the ring under that lock), so they touch the batch unlocked.
+pub(crate) struct InRing;
+
+impl InRing {
+    /// A batch `wr_start` could not open (the QP is not ready to send):
+    /// `wr_complete` reports why.
+    #[cold]
+    #[inline(never)]
+    fn refused_start(r: &mut crate::qp_ex::InRing, full: c_int, e: rverbs::Error) {
+        r.builder = None;
+        r.error = Some(refused(full, &e));
+    }
+
+    /// The in-ring batch of `x`, from inside a slot call.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)] // the QP's lock, held, makes it unique
+    fn ring(x: &QpEx) -> &mut crate::qp_ex::InRing {
+        // SAFETY: called only from the slots C calls between wr_start and
+        // wr_complete / wr_abort, on the thread holding the QP's lock.
+        unsafe { x.ring() }
+    }
+}
+
+impl Mode for InRing {
+    #[inline(always)]
+    fn start(b: &QpBox) {
+        // SAFETY: released once, by wr_complete or wr_abort; the QP is
+        // used through it only by this thread's calls in between (the
+        // slots' contract above), and the builder that borrows it is
+        // dropped before the lock is let go.
+        let qp: &'static mut rverbs::Qp = unsafe { b.qp.hold() };
+        // SAFETY: the lock is held (just taken): this thread's alone.
+        let r = unsafe { b.ex.ring() };
+        r.open = true;
+        r.error = None;
+        match qp.build_send() {
+            Ok(s) => r.builder = Some(s),
+            Err(e) => InRing::refused_start(r, b.ex.full(), e),
+        }
+    }
+
+    #[inline(always)]
+    fn add(x: &QpEx, needs: u64, op: SendOp) {
+        let (wr_id, flags) = x.id_and_flags();
+        if !x.takes(needs) {
+            return Self::fail(x, libc::EINVAL);
+        }
+        let flags = SendFlags {
+            signaled: flags & crate::abi::send_flags::SIGNALED != 0,
+            solicited: flags & crate::abi::send_flags::SOLICITED != 0,
+            fence: flags & crate::abi::send_flags::FENCE != 0,
+        };
+        match Self::ring(x).builder.as_mut() {
+            Some(s) => {
+                s.start(wr_id, op, flags);
+            }
+            None => Self::fail(x, libc::EINVAL),
+        }
+    }
+
+    #[cold]
+    fn fail(x: &QpEx, e: c_int) {
+        Self::ring(x).error.get_or_insert(e);
+    }
+
+    #[inline(always)]
+    fn sges(x: &QpEx, list: &[IbvSge]) {
+        let Some(s) = Self::ring(x).builder.as_mut() else {
+            return Self::fail(x, libc::EINVAL);
+        };
+        // SAFETY: `ibv_sge` is rverbs' `Sge` (one layout, `struct
+        // ib_uverbs_sge`), read in place while this call lasts; the C
+        // caller vouches that each lkey's MR covers its range until the
+        // request completes (ibv_wr_*'s contract).
+        let sges = unsafe { Slice::list_from_raw_parts(list.as_ptr().cast(), list.len()) };
+        match sges {
+            Some(sges) => {
+                s.sges(sges);
+            }
+            None => Self::fail(x, libc::EINVAL),
+        }
+    }
+
+    unsafe fn inline(x: &QpEx, bufs: &[IbvDataBuf]) {
+        let Some(s) = Self::ring(x).builder.as_mut() else {
+            return Self::fail(x, libc::EINVAL);
+        };
+        if bufs.iter().any(|b| b.length > 0 && b.addr.is_null()) {
+            return Self::fail(x, libc::EINVAL);
+        }
+        let parts = bufs.iter().filter(|b| b.length > 0).map(|b| {
+            // SAFETY: readable for length bytes (caller's contract,
+            // non-NULL checked above).
+            unsafe { std::slice::from_raw_parts(b.addr.cast::<u8>(), b.length) }
+        });
+        s.inline_parts(parts);
+    }
+
+    #[inline(always)]
+    fn ud(x: &QpEx, ah: Option<&AhBox>, remote_qpn: u32, remote_qkey: u32) {
+        let (Some(s), Some(a)) = (Self::ring(x).builder.as_mut(), ah) else {
+            return Self::fail(x, libc::EINVAL);
+        };
+        s.to(&a.ah, remote_qpn, remote_qkey);
+    }
+
+    #[inline(always)]
+    fn complete(b: &QpBox) -> c_int {
+        // SAFETY: inside wr_complete (the slots' contract).
+        let r = unsafe { b.ex.ring() };
+        if !r.open {
+            return libc::EINVAL;
+        }
+        let rc = match (r.builder.take(), r.error.take()) {
+            (Some(s), None) => match s.finish() {
+                Ok(_) => 0,
+                Err(e) => refused(b.ex.full(), &e),
+            },
+            (s, e) => {
+                drop(s); // takes the batch back
+                e.unwrap_or(libc::EINVAL)
+            }
+        };
+        r.open = false;
+        // SAFETY: taken by wr_start (`open`), not yet released; the builder
+        // that borrowed the QP is gone.
+        unsafe { b.qp.release() };
+        rc
+    }
+
+    fn abort(b: &QpBox) {
+        // SAFETY: inside wr_abort (the slots' contract).
+        let r = unsafe { b.ex.ring() };
+        if !r.open {
+            return;
+        }
+        r.builder = None; // takes the batch back
+        r.error = None;
+        r.open = false;
+        // SAFETY: as in complete.
+        unsafe { b.qp.release() };
+    }
 }

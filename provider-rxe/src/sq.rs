@@ -6,6 +6,7 @@
 //! makes rxe run its requester for this QP). One doorbell may cover a whole
 //! list of posts.
 
+mod build;
 mod prepared;
 
 pub use prepared::SendTemplate;
@@ -37,6 +38,8 @@ pub struct SendQueue {
     /// Whether the kernel takes ATOMIC WRITE, and FLUSH (Linux 6.2).
     atomic_write: bool,
     flush: bool,
+    /// The batch being built in place (`build.rs`).
+    build: build::Build,
 }
 
 impl SendQueue {
@@ -69,6 +72,7 @@ impl SendQueue {
             limits: SendLimits::new(qp_type, max_sge, max_inline),
             atomic_write: true,
             flush: true,
+            build: build::Build::default(),
         })
     }
 

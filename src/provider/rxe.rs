@@ -274,6 +274,17 @@ pub(crate) fn post_send<A: AddressHandle>(
     unsafe { sq.post_unpublished(wr) }
 }
 
+/// Gives the request a send builder started last the SGEs `sges`
+/// ([`SendQueue::build_sges`]).
+#[inline(always)]
+pub(crate) fn build_sges(
+    sq: &mut SendQueue,
+    sges: &[Slice<'_>],
+) -> std::result::Result<(), PostError> {
+    // SAFETY: as post_send's: every SGE is a `Slice`.
+    unsafe { sq.build_sges(rverbs_types::as_sges(sges)) }
+}
+
 /// Writes one receive request into an RQ or SRQ ring.
 #[inline(always)]
 pub(crate) fn post_recv(

@@ -106,6 +106,9 @@ pub enum PostError {
         /// The operation (`enum ib_uverbs_wr_opcode`).
         opcode: u32,
     },
+    /// A payload or destination given to a send being built piece by
+    /// piece before any request was started in it.
+    NoRequest,
 }
 
 impl PostError {
@@ -195,6 +198,11 @@ impl core::fmt::Display for PostError {
                 "opcode {opcode} names no remote memory: a prepared post of it takes no remote \
                  address"
             ),
+            PostError::NoRequest => write!(
+                f,
+                "no request was started: a payload or destination belongs to the request \
+                 started last"
+            ),
         }
     }
 }
@@ -241,6 +249,17 @@ pub fn check_send<S, A>(l: &SendLimits, wr: &SendWr<'_, S, A>) -> Result<(), Pos
         _ => return Err(PostError::UdMismatch { qp_is_ud: l.ud }),
     }
     check_payload(l.max_sge, l.max_inline, wr.sges.len(), wr.inline)
+}
+
+/// Whether the QP's transport takes `op`, for a request whose payload and
+/// destination come later (a send built piece by piece): the operation
+/// part of [`check_send`].
+#[inline(always)]
+pub fn check_op(l: &SendLimits, op: &SendOp) -> Result<(), PostError> {
+    match l.qp_type {
+        QpType::Rc => Ok(()),
+        t => check_transport(t, op),
+    }
 }
 
 /// What a prepared send's shape must be, checked once when it is

@@ -1,0 +1,529 @@
+//! Sends built in place, piece by piece: the shape of rdma-core's
+//! `ibv_wr_*` builders. [`SendQueue::build_start`] writes a request's
+//! header straight into the next slot (no payload, no destination yet) and
+//! moves the producer past it without publishing; the `build_*` calls then
+//! give that request its SGEs, inline bytes or UD destination, in its slot;
+//! [`SendQueue::build_end`] publishes the lot (the caller rings the
+//! doorbell) and [`SendQueue::build_abort`] takes it all back.
+//!
+//! Nothing is assembled and then copied: each piece is stored where the
+//! kernel reads it, as rdma-core's rxe builders do. Unlike those, every
+//! piece is checked as [`SendQueue::post`] checks a whole request (the
+//! transport takes the operation, the payload fits the slot and the QP's
+//! caps, an atomic has its 8 bytes, a UD send its destination): a request
+//! left short of what it needs fails the batch at its end, and a failed
+//! batch is rolled back whole, so the device never sees a half-built WQE.
+
+use super::{write_wqe, SendQueue, INLINE};
+use crate::wqe::send;
+use crate::wr::{AddressHandle, AhAddr, SendOp, SendWr, Sge};
+use rverbs_types::{check_op, check_payload, PostError};
+
+/// The request still needs its UD destination (every request on a UD QP).
+const NEEDS_UD: u8 = 1;
+/// The request still needs its 8-byte local buffer (compare-and-swap and
+/// fetch-and-add).
+const NEEDS_ATOMIC_BUFFER: u8 = 2;
+
+/// The request takes no payload (local invalidate, window bind, FLUSH,
+/// ATOMIC WRITE).
+const NO_PAYLOAD: u8 = 1;
+/// The request reads the peer: no inline payload.
+const NO_INLINE: u8 = 2;
+/// The request is an atomic that needs its 8-byte buffer.
+const ATOMIC: u8 = 4;
+
+/// The batch being built on a queue: where it began, and what the request
+/// started last is and still needs. The requests of a batch take
+/// consecutive slots, so the last one's slot is the one before the
+/// producer, and their number the producer's distance from `first`.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Build {
+    /// The producer when the batch began.
+    first: u32,
+    /// The last request's send flags, without `IB_SEND_INLINE`.
+    flags: u32,
+    /// `enum ib_uverbs_wr_opcode` of the last request, for errors.
+    opcode: u32,
+    /// What the last request's operation takes (`NO_PAYLOAD` ...).
+    kind: u8,
+    /// What the last request still needs (`NEEDS_UD` ...).
+    needs: u8,
+    /// The batch's first refusal, and the index of its request: the batch
+    /// then fails at its end.
+    failed: Option<(PostError, u32)>,
+}
+
+/// The error for a request left without what it needs.
+#[cold]
+fn missing(needs: u8) -> PostError {
+    if needs & NEEDS_UD != 0 {
+        PostError::UdMismatch { qp_is_ud: true }
+    } else {
+        PostError::BadAtomic
+    }
+}
+
+/// A request type with no destination, for a header written before its
+/// destination is known (never constructed).
+enum NoAh {}
+
+impl AddressHandle for NoAh {
+    fn address(&self) -> &AhAddr {
+        match *self {}
+    }
+}
+
+/// The refusal of a store into a slot of `max` bytes.
+#[cold]
+fn too_large(r: crate::slot::Refused, max: usize) -> PostError {
+    PostError::WqeTooLarge {
+        bytes: r.end(),
+        max,
+    }
+}
+
+impl SendQueue {
+    /// Begins a batch of sends built in place. The caller keeps other
+    /// posts off the queue until [`SendQueue::build_end`] or
+    /// [`SendQueue::build_abort`] (rverbs' `SendBuilder` borrows the QP for
+    /// it); a batch begun while another was open takes the other's
+    /// requests as posted ones (the next publish shows them).
+    #[inline(always)]
+    pub fn build_begin(&mut self) {
+        self.build.first = self.prod;
+        self.build.failed = None;
+    }
+
+    /// Fails the batch with `r`, for its request at `index`, unless it
+    /// failed before: [`SendQueue::build_end`] then reports the first
+    /// refusal and posts nothing. (The `build_*` calls answer their own
+    /// refusal and leave it to the caller to record.)
+    #[inline(always)]
+    pub fn build_fail(&mut self, r: PostError, index: u32) {
+        self.build.failed.get_or_insert((r, index));
+    }
+
+    /// Whether the batch failed ([`SendQueue::build_fail`]).
+    pub fn build_failed(&self) -> bool {
+        self.build.failed.is_some()
+    }
+
+    /// Requests the batch has started.
+    #[inline(always)]
+    pub fn build_len(&self) -> u32 {
+        self.prod.wrapping_sub(self.build.first) & self.q.queue().mask()
+    }
+
+    /// The slot of the request started last, if any.
+    #[inline(always)]
+    fn build_last(&self) -> Result<u32, PostError> {
+        if self.prod == self.build.first {
+            return Err(PostError::NoRequest);
+        }
+        Ok(self.prod.wrapping_sub(1) & self.q.queue().mask())
+    }
+
+    /// Fails if the request started last lacks what it needs.
+    #[inline(always)]
+    fn build_check_last(&self) -> Result<(), PostError> {
+        if self.build.needs != 0 && self.prod != self.build.first {
+            return Err(missing(self.build.needs));
+        }
+        Ok(())
+    }
+
+    /// Starts a request of `op` with `wr_id` and the send flags `flags`
+    /// (`IB_SEND_SIGNALED`, `_SOLICITED`, `_FENCE`; `IB_SEND_INLINE` is
+    /// the payload's to set): checks that the QP's transport takes it and
+    /// that the queue has room, then writes its header in the next slot,
+    /// with no payload, and moves past it unpublished. The request before
+    /// it must be complete (a UD destination, an atomic's buffer). A
+    /// refused request leaves nothing behind.
+    #[inline(always)]
+    pub fn build_start(&mut self, wr_id: u64, op: SendOp, flags: u32) -> Result<(), PostError> {
+        self.build_check_last()?;
+        check_op(&self.limits, &op)?;
+        let mut needs = if self.limits.qp_type == rverbs_types::QpType::Ud {
+            NEEDS_UD
+        } else {
+            0
+        };
+        let kind = match op {
+            SendOp::Send
+            | SendOp::SendWithImm(_)
+            | SendOp::Write(_)
+            | SendOp::WriteWithImm(..)
+            | SendOp::SendWithInv(_) => 0,
+            SendOp::Read(_) => NO_INLINE,
+            SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. } => {
+                if remote.addr & 7 != 0 {
+                    return Err(PostError::BadAtomic);
+                }
+                needs |= NEEDS_ATOMIC_BUFFER;
+                NO_INLINE | ATOMIC
+            }
+            op => {
+                self.check_extended(op, false)?;
+                NO_PAYLOAD
+            }
+        };
+        self.ensure_room()?;
+        let slot = self.prod;
+        let next = self.q.queue().next(slot);
+        let wr: SendWr<'_, Sge, NoAh> = SendWr {
+            wr_id,
+            op,
+            sges: &[],
+            inline: None,
+            signaled: false,
+            solicited: false,
+            fence: false,
+            ud: None,
+        };
+        let mut w = self.q.slot_mut(slot);
+        let max = w.len();
+        write_wqe(&mut w, &wr, self.ssn).map_err(|e| e.post_error(max))?;
+        // The flags as given (write_wqe wrote those of `wr`, none), and
+        // the length the operation has of its own (ATOMIC WRITE, FLUSH).
+        let own = match op {
+            SendOp::AtomicWrite { .. } => 8,
+            SendOp::Flush { len, .. } => len,
+            _ => 0,
+        };
+        w.u32(send::SEND_FLAGS, flags)
+            .map_err(|r| too_large(r, max))?;
+        w.u32(send::DMA_LENGTH, own)
+            .map_err(|r| too_large(r, max))?;
+        w.u32(send::DMA_RESID, own).map_err(|r| too_large(r, max))?;
+        self.ssn = self.ssn.wrapping_add(1);
+        self.prod = next;
+        self.room -= 1;
+        self.build.flags = flags;
+        self.build.opcode = op.opcode();
+        self.build.kind = kind;
+        self.build.needs = needs;
+        Ok(())
+    }
+
+    /// Gives the request started last the SGEs `sges` (replacing any
+    /// payload it had). A refusal may leave the request half-given: the
+    /// batch fails then, and is taken back whole.
+    ///
+    /// # Safety
+    /// As for [`SendQueue::post`]: every SGE names memory registered with
+    /// its lkey, kept alive and unaliased until the request completes.
+    #[inline(always)]
+    #[allow(unsafe_code)] // the declaration only: the body is safe code
+    pub unsafe fn build_sges(&mut self, sges: &[Sge]) -> Result<(), PostError> {
+        let slot = self.build_last()?;
+        check_payload(
+            self.limits.max_sge,
+            self.limits.max_inline,
+            sges.len(),
+            None,
+        )?;
+        let b = self.build;
+        if b.kind & NO_PAYLOAD != 0 && !sges.is_empty() {
+            return Err(PostError::NoPayload { opcode: b.opcode });
+        }
+        let mut w = self.q.slot_mut(slot);
+        let max = w.len();
+        let total = w.sges(send::PAYLOAD, sges).map_err(|r| too_large(r, max))?;
+        let length = u32::try_from(total).map_err(|_| PostError::TooLong {
+            length: total,
+            max: u32::MAX.into(),
+        })?;
+        if b.kind & ATOMIC != 0 {
+            if length < 8 {
+                return Err(PostError::BadAtomic);
+            }
+            self.build.needs &= !NEEDS_ATOMIC_BUFFER;
+        }
+        w.u32(send::DMA_NUM_SGE, sges.len() as u32)
+            .map_err(|r| too_large(r, max))?;
+        w.u32(send::DMA_LENGTH, length)
+            .map_err(|r| too_large(r, max))?;
+        w.u32(send::DMA_RESID, length)
+            .map_err(|r| too_large(r, max))?;
+        w.u32(send::SEND_FLAGS, b.flags)
+            .map_err(|r| too_large(r, max))?;
+        Ok(())
+    }
+
+    /// Gives the request started last the inline payload made of `parts`,
+    /// copied now (replacing any payload it had).
+    #[inline(always)]
+    pub fn build_inline<'d, I>(&mut self, parts: I) -> Result<(), PostError>
+    where
+        I: Iterator<Item = &'d [u8]> + Clone,
+    {
+        let slot = self.build_last()?;
+        let b = self.build;
+        if b.kind & NO_INLINE != 0 {
+            return Err(PostError::InlineNotAllowed { opcode: b.opcode });
+        }
+        if b.kind & NO_PAYLOAD != 0 {
+            return Err(PostError::NoPayload { opcode: b.opcode });
+        }
+        let total: usize = parts.clone().map(<[u8]>::len).sum();
+        if total > self.limits.max_inline as usize {
+            return Err(PostError::InlineTooLong {
+                given: total,
+                max: self.limits.max_inline,
+            });
+        }
+        let mut w = self.q.slot_mut(slot);
+        let max = w.len();
+        let mut off = send::PAYLOAD;
+        for p in parts {
+            w.bytes(off, p).map_err(|r| too_large(r, max))?;
+            off += p.len();
+        }
+        // One piece, as a post's inline request (write_wqe says why).
+        w.u32(send::DMA_NUM_SGE, 1).map_err(|r| too_large(r, max))?;
+        w.u32(send::DMA_LENGTH, total as u32)
+            .map_err(|r| too_large(r, max))?;
+        w.u32(send::DMA_RESID, total as u32)
+            .map_err(|r| too_large(r, max))?;
+        w.u32(send::SEND_FLAGS, b.flags | INLINE)
+            .map_err(|r| too_large(r, max))?;
+        Ok(())
+    }
+
+    /// Gives the request started last its UD destination: `ah`, QP
+    /// `remote_qpn`, Q_Key `remote_qkey`, and answers its slot. The caller
+    /// keeps the AH alive until the request completes (the kernel reads the
+    /// AH by number).
+    #[inline(always)]
+    pub fn build_ud<A: AddressHandle>(
+        &mut self,
+        ah: &A,
+        remote_qpn: u32,
+        remote_qkey: u32,
+    ) -> Result<u32, PostError> {
+        let slot = self.build_last()?;
+        if self.limits.qp_type != rverbs_types::QpType::Ud {
+            return Err(PostError::UdMismatch { qp_is_ud: false });
+        }
+        let AhAddr::Number(ah_num) = *ah.address() else {
+            return Err(PostError::ForeignAddressHandle);
+        };
+        let mut w = self.q.slot_mut(slot);
+        let max = w.len();
+        w.u32(send::UD_REMOTE_QPN, remote_qpn)
+            .map_err(|r| too_large(r, max))?;
+        w.u32(send::UD_REMOTE_QKEY, remote_qkey)
+            .map_err(|r| too_large(r, max))?;
+        w.u32(send::UD_PKEY_INDEX, 0)
+            .map_err(|r| too_large(r, max))?;
+        w.u32(send::UD_AH_NUM, ah_num)
+            .map_err(|r| too_large(r, max))?;
+        self.build.needs &= !NEEDS_UD;
+        Ok(slot)
+    }
+
+    /// Ends the batch: if nothing failed it and its last request is
+    /// complete, publishes every request it started and answers how many
+    /// (the caller rings the doorbell if any); if not, rolls the batch back
+    /// and answers the first refusal with the index of its request.
+    #[inline(always)]
+    pub fn build_end(&mut self) -> Result<u32, (PostError, u32)> {
+        if let Some(f) = self.build.failed {
+            self.build_abort();
+            return Err(f);
+        }
+        if let Err(e) = self.build_check_last() {
+            let last = self.build_len() - 1;
+            self.build_abort();
+            return Err((e, last));
+        }
+        let n = self.build_len();
+        if n != 0 {
+            self.publish();
+        }
+        self.build.first = self.prod;
+        Ok(n)
+    }
+
+    /// Takes back every request the batch started: the producer, the
+    /// sequence number and the room are as before the batch, and the
+    /// device sees none of it (nothing was published).
+    #[inline(always)]
+    pub fn build_abort(&mut self) {
+        let n = self.build_len();
+        self.prod = self.build.first;
+        self.ssn = self.ssn.wrapping_sub(n);
+        self.room += n;
+    }
+}
+
+#[cfg(test)]
+#[allow(unsafe_code)] // the tests call the unsafe posts
+mod tests {
+    use super::*;
+    use crate::queue::testing::FakeRing;
+    use crate::queue::{DATA_OFFSET, PRODUCER_OFFSET};
+    use crate::wr::{Remote, Ud};
+    use rverbs_types::QpType;
+
+    const SIGNALED: u32 = 2;
+    const ELEM: usize = 256;
+
+    fn ring(qp_type: QpType) -> (FakeRing, SendQueue) {
+        let mut r = FakeRing::new(8, 8); // 256-byte slots: header + 3 SGEs
+        let q = r.queue(208);
+        let sq = SendQueue::new(q, 3, 48, qp_type).unwrap();
+        (r, sq)
+    }
+
+    fn slot(r: &FakeRing, i: usize) -> Vec<u8> {
+        r.bytes()[DATA_OFFSET + i * ELEM..DATA_OFFSET + (i + 1) * ELEM].to_vec()
+    }
+
+    const SGES: [Sge; 2] = [
+        Sge {
+            addr: 0x1000,
+            length: 10,
+            lkey: 7,
+        },
+        Sge {
+            addr: 0x2000,
+            length: 20,
+            lkey: 8,
+        },
+    ];
+
+    /// A request built piece by piece leaves the bytes a post of the same
+    /// request leaves, for SGEs, inline data and a UD destination; nothing
+    /// is seen before the end.
+    #[test]
+    fn a_built_request_is_the_posted_one() {
+        let remote = Remote {
+            addr: 0xdead_0000,
+            rkey: 0x55,
+        };
+        let ah = AhAddr::Number(3);
+        let cases: [(QpType, SendWr<'_, Sge, AhAddr>); 3] = [
+            (QpType::Rc, SendWr::new(11, SendOp::Write(remote), &SGES)),
+            (
+                QpType::Rc,
+                SendWr::inline(12, SendOp::Send, b"hello, inline"),
+            ),
+            (
+                QpType::Ud,
+                SendWr {
+                    ud: Some(Ud {
+                        ah: &ah,
+                        remote_qpn: 0x42,
+                        remote_qkey: 0x1111,
+                    }),
+                    ..SendWr::new(13, SendOp::SendWithImm(9), &SGES[..1])
+                },
+            ),
+        ];
+        for (t, wr) in cases {
+            let (posted, mut psq) = ring(t);
+            // SAFETY: a fake ring; the SGEs name no memory anyone reads.
+            unsafe { psq.post(&wr) }.unwrap();
+            let (mut built, mut bsq) = ring(t);
+            bsq.build_begin();
+            bsq.build_start(wr.wr_id, wr.op, wr.send_flags()).unwrap();
+            match wr.inline {
+                Some(d) => bsq.build_inline([&d[..5], &d[5..]].into_iter()),
+                // SAFETY: as above.
+                None => unsafe { bsq.build_sges(wr.sges) },
+            }
+            .unwrap();
+            if let Some(ud) = wr.ud {
+                bsq.build_ud(ud.ah, ud.remote_qpn, ud.remote_qkey).unwrap();
+            }
+            assert_eq!(built.get_u32(PRODUCER_OFFSET), 0, "seen before the end");
+            assert_eq!(bsq.build_end(), Ok(1));
+            assert_eq!(built.get_u32(PRODUCER_OFFSET), 1);
+            assert_eq!(slot(&built, 0), slot(&posted, 0), "{t:?} {:?}", wr.op);
+            // The queues go on in step.
+            // SAFETY: as above.
+            unsafe { bsq.post(&wr) }.unwrap();
+            assert_eq!(built.get_u32(PRODUCER_OFFSET), 2);
+            let _ = &mut built;
+        }
+    }
+
+    /// A batch whose last request lacks its UD destination fails at its
+    /// end and is rolled back whole: the next post takes its first slot,
+    /// with its sequence number.
+    #[test]
+    fn an_incomplete_batch_is_taken_back() {
+        let (r, mut sq) = ring(QpType::Ud);
+        let ah = AhAddr::Number(3);
+        sq.build_begin();
+        sq.build_start(1, SendOp::Send, SIGNALED).unwrap();
+        sq.build_ud(&ah, 5, 6).unwrap();
+        sq.build_start(2, SendOp::Send, SIGNALED).unwrap();
+        assert_eq!(sq.build_len(), 2);
+        assert_eq!(
+            sq.build_end(),
+            Err((PostError::UdMismatch { qp_is_ud: true }, 1))
+        );
+        assert_eq!(r.get_u32(PRODUCER_OFFSET), 0, "nothing published");
+        assert_eq!(sq.producer(), 0, "rolled back");
+        sq.build_begin();
+        assert_eq!(
+            sq.build_start(3, SendOp::Write(Remote { addr: 0, rkey: 1 }), 0),
+            Err(PostError::NotOnTransport {
+                opcode: SendOp::Write(Remote { addr: 0, rkey: 1 }).opcode(),
+                qp_type: QpType::Ud
+            })
+        );
+        assert_eq!(
+            sq.build_ud(&ah, 5, 6),
+            Err(PostError::NoRequest),
+            "no request started"
+        );
+        sq.build_abort();
+        assert_eq!(sq.producer(), 0);
+    }
+
+    /// Each piece is checked as a post checks the whole request.
+    #[test]
+    fn pieces_are_checked() {
+        let (_r, mut sq) = ring(QpType::Rc);
+        let remote = Remote {
+            addr: 0x100,
+            rkey: 1,
+        };
+        sq.build_begin();
+        sq.build_start(1, SendOp::Read(remote), SIGNALED).unwrap();
+        assert_eq!(
+            sq.build_inline([&b"x"[..]].into_iter()),
+            Err(PostError::InlineNotAllowed {
+                opcode: SendOp::Read(remote).opcode()
+            })
+        );
+        let four = [SGES[0]; 4];
+        // SAFETY: a fake ring.
+        let e = unsafe { sq.build_sges(&four) };
+        assert_eq!(e, Err(PostError::TooManySges { given: 4, max: 3 }));
+        sq.build_start(2, SendOp::Send, SIGNALED).unwrap();
+        let long = [0u8; 49];
+        assert_eq!(
+            sq.build_inline([&long[..]].into_iter()),
+            Err(PostError::InlineTooLong { given: 49, max: 48 })
+        );
+        let fa = SendOp::FetchAdd { remote, add: 1 };
+        sq.build_start(3, fa, SIGNALED).unwrap();
+        // SAFETY: a fake ring.
+        let e = unsafe { sq.build_sges(&SGES[..0]) };
+        assert_eq!(e, Err(PostError::BadAtomic), "no 8-byte buffer");
+        assert_eq!(
+            sq.build_start(4, SendOp::Send, SIGNALED),
+            Err(PostError::BadAtomic),
+            "the atomic before has no 8-byte buffer"
+        );
+        // SAFETY: a fake ring.
+        unsafe { sq.build_sges(&SGES[..1]) }.unwrap();
+        assert_eq!(sq.build_end(), Ok(3));
+        assert_eq!(sq.producer(), 3);
+    }
+}
