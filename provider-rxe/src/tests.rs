@@ -33,27 +33,36 @@ fn kernel_consume(r: &mut FakeRing, elem: usize) -> Vec<u8> {
 }
 
 fn sq_ring(slots: u32) -> (FakeRing, SendQueue) {
-    let mut r = FakeRing::new(slots, 8); // 256-byte slots: header + 3 SGEs
+    sq_ring_of(slots, QpType::Rc)
+}
+
+/// An SQ of `slots` 256-byte slots (a header and 3 SGEs, or 48 inline
+/// bytes) for a QP of `qp_type`.
+pub(crate) fn sq_ring_of(slots: u32, qp_type: QpType) -> (FakeRing, SendQueue) {
+    let mut r = FakeRing::new(slots, 8);
     let q = r.queue(208);
-    let sq = SendQueue::new(q, 3, 48, QpType::Rc).unwrap();
+    let sq = SendQueue::new(q, 3, 48, qp_type).unwrap();
     (r, sq)
 }
+
+/// Two SGEs, of 10 and 20 bytes.
+pub(crate) const TWO_SGES: [Sge; 2] = [
+    Sge {
+        addr: 0x1000,
+        length: 10,
+        lkey: 7,
+    },
+    Sge {
+        addr: 0x2000,
+        length: 20,
+        lkey: 8,
+    },
+];
 
 #[test]
 fn send_wqe_fields_land_where_the_kernel_reads_them() {
     let (mut r, mut sq) = sq_ring(4);
-    let sges = [
-        Sge {
-            addr: 0x1000,
-            length: 10,
-            lkey: 7,
-        },
-        Sge {
-            addr: 0x2000,
-            length: 20,
-            lkey: 8,
-        },
-    ];
+    let sges = TWO_SGES;
     let remote = Remote {
         addr: 0xdead_0000,
         rkey: 0x55,

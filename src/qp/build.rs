@@ -156,6 +156,21 @@ impl SendBuilder<'_> {
         }
     }
 
+    /// [`SendBuilder::to`] without the QP keeping `ah`: for a caller that
+    /// keeps it alive itself, as a C caller of `ibv_wr_set_ud_addr` must
+    /// (the AH-keeping costs each UD send a table update; callgrind).
+    ///
+    /// # Safety
+    /// `ah` (and its kernel AH, which the device looks up by number when it
+    /// sends) stays alive until the send has completed.
+    #[inline(always)]
+    #[allow(unsafe_code)] // the declaration only: the body is safe code
+    pub unsafe fn to_unkept(&mut self, ah: &Ah, remote_qpn: u32, remote_qkey: u32) {
+        if let Err(r) = self.q.sq.build_ud(ah, remote_qpn, remote_qkey) {
+            self.check_last(Err(r));
+        }
+    }
+
     /// Whether a call of this batch was refused (then [`SendBuilder::finish`]
     /// reports the first refusal and posts nothing).
     pub fn is_failed(&self) -> bool {

@@ -23,7 +23,7 @@ mod wc;
 mod wr;
 
 pub use access::Access;
-pub use post::{check_op, check_payload, check_preparable, check_send, PostError, SendLimits};
+pub use post::{check_payload, check_preparable, check_send, PostError, SendLimits};
 pub use qp::QpType;
 
 pub use wc::{Wc, WcFlags, WcOpcode, WcStatus};

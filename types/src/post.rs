@@ -251,17 +251,6 @@ pub fn check_send<S, A>(l: &SendLimits, wr: &SendWr<'_, S, A>) -> Result<(), Pos
     check_payload(l.max_sge, l.max_inline, wr.sges.len(), wr.inline)
 }
 
-/// Whether the QP's transport takes `op`, for a request whose payload and
-/// destination come later (a send built piece by piece): the operation
-/// part of [`check_send`].
-#[inline(always)]
-pub fn check_op(l: &SendLimits, op: &SendOp) -> Result<(), PostError> {
-    match l.qp_type {
-        QpType::Rc => Ok(()),
-        t => check_transport(t, op),
-    }
-}
-
 /// What a prepared send's shape must be, checked once when it is
 /// prepared (then [`check_send`] too): one of the five operations whose
 /// per-post variables are the work request id, one SGE and, for the

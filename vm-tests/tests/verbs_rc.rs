@@ -7,7 +7,7 @@ use common::rc::{self_av, side, wait, Pair, Side, ALL};
 
 use rverbs::{
     Access, Error, Mr, Mtu, Pd, PostError, QpAttr, QpCaps, QpInit, QpState, QpType, RecvWr, Remote,
-    SendLoop, SendOp, SendPush, SendWr, Wc, WcOpcode, WcStatus,
+    SendFlags, SendLoop, SendOp, SendPush, SendWr, Wc, WcOpcode, WcStatus,
 };
 use std::time::{Duration, Instant};
 
@@ -591,6 +591,30 @@ fn nothing_more(cq: &mut rverbs::Cq) {
     assert_eq!(cq.poll(&mut buf), 0, "each request completes once");
 }
 
+/// A connected pair that takes RDMA WRITEs, a source MR of 64 bytes of
+/// 0xcd and a destination MR of 64 zero bytes.
+struct Writes {
+    p: Pair,
+    src: Mr,
+    dst: Mr,
+}
+
+fn writes() -> Writes {
+    let p = pair_with(caps(), Access::LOCAL_WRITE | Access::REMOTE_WRITE);
+    let src = mr(&p.pd, 64);
+    let dst = mr(&p.pd, 64);
+    src.write(0, &[0xcd; 64]).unwrap();
+    Writes { p, src, dst }
+}
+
+/// The peer's view of byte `off` of `m`.
+fn remote(m: &Mr, off: u64) -> Remote {
+    Remote {
+        addr: m.addr() + off,
+        rkey: m.rkey(),
+    }
+}
+
 /// Pushes its requests through the list it is handed, and flushes if asked.
 struct Pushes<'a> {
     wrs: &'a [SendWr<'a>],
@@ -626,14 +650,8 @@ impl SendLoop for Pushes<'_> {
 /// written request completes once, with its data.
 #[test]
 fn a_send_list_runs_a_loop_of_pushes() {
-    let mut p = pair_with(caps(), Access::LOCAL_WRITE | Access::REMOTE_WRITE);
-    let src = mr(&p.pd, 64);
-    let dst = mr(&p.pd, 64);
-    src.write(0, &[0xcd; 64]).unwrap();
-    let at = |off: u64| Remote {
-        addr: dst.addr() + off,
-        rkey: dst.rkey(),
-    };
+    let Writes { mut p, src, dst } = writes();
+    let at = |off: u64| remote(&dst, off);
     let s = [src.slice(0, 8).unwrap()];
     let five = [s[0]; 5];
     let wrs = [
@@ -666,6 +684,78 @@ fn a_send_list_runs_a_loop_of_pushes() {
     drop(list);
     succeed(&mut p.a.cq, &[4]);
     nothing_more(&mut p.a.cq);
+}
+
+/// Sends built in place (`Qp::build_send`) go out as one batch at
+/// `finish`, each with its payload (an SGE, inline bytes); a batch with a
+/// refused piece (inline data on a READ), an atomic left without its
+/// buffer, or a builder dropped unfinished posts nothing, and `finish`
+/// names the first refusal by its request's index; the queue goes on as if
+/// none of it had been built.
+#[test]
+fn a_send_builder_posts_its_batch_all_or_nothing() {
+    let Writes { mut p, src, dst } = writes();
+    let at = |off: u64| remote(&dst, off);
+    let sig = SendFlags::SIGNALED;
+    let mut b = p.a.qp.build_send().unwrap();
+    b.start(1, SendOp::Write(at(0)), sig);
+    b.sge(src.slice(0, 8).unwrap());
+    b.start(2, SendOp::Write(at(8)), sig);
+    b.inline(&[0xab; 8]);
+    assert_eq!((b.len(), b.is_failed()), (2, false));
+    assert_eq!(b.finish().unwrap(), 2);
+    succeed(&mut p.a.cq, &[1, 2]);
+    let mut got = [0u8; 24];
+    dst.read(0, &mut got).unwrap();
+    assert_eq!(got[..16], [[0xcd; 8], [0xab; 8]].concat()[..]);
+
+    // A refused piece fails the whole batch.
+    let mut b = p.a.qp.build_send().unwrap();
+    b.start(3, SendOp::Write(at(16)), sig);
+    b.sge(src.slice(0, 8).unwrap());
+    b.start(4, SendOp::Read(at(0)), sig);
+    b.inline(b"x");
+    assert!(b.is_failed());
+    let read = SendOp::Read(at(0)).opcode();
+    match b.finish() {
+        Err(Error::InvalidWorkRequest {
+            index: 1,
+            reason: PostError::InlineNotAllowed { opcode },
+        }) if opcode == read => {}
+        other => panic!("{other:?}"),
+    }
+    // An atomic without its 8-byte buffer: refused at the end.
+    let mut b = p.a.qp.build_send().unwrap();
+    b.start(
+        5,
+        SendOp::FetchAdd {
+            remote: at(24),
+            add: 1,
+        },
+        sig,
+    );
+    match b.finish() {
+        Err(Error::InvalidWorkRequest {
+            index: 0,
+            reason: PostError::BadAtomic,
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    // Dropped unfinished: taken back.
+    let mut b = p.a.qp.build_send().unwrap();
+    b.start(6, SendOp::Write(at(16)), sig);
+    b.sge(src.slice(0, 8).unwrap());
+    drop(b);
+    // None of them reached the device: the next post is the next request
+    // it sees, and the only one that completes.
+    let s = [src.slice(0, 8).unwrap()];
+    p.a.qp
+        .post_send(&[SendWr::new(7, SendOp::Write(at(32)), &s)])
+        .unwrap();
+    succeed(&mut p.a.cq, &[7]);
+    nothing_more(&mut p.a.cq);
+    dst.read(0, &mut got).unwrap();
+    assert_eq!(got[16..], [0; 8], "nothing of 3 or 6 landed");
 }
 
 /// A peer that went away (its QP destroyed, as when its process is killed)

@@ -5,8 +5,8 @@ mod common;
 
 use common::rc::{connect, self_av, wait};
 use rverbs::{
-    Access, AhAttr, Cq, EventType, Pd, Qp, QpCaps, QpInit, QpType, RecvWr, SendLoop, SendOp,
-    SendPush, SendWr, Wc, WcFlags, WcOpcode, WcStatus,
+    Access, AhAttr, Cq, EventType, Pd, Qp, QpCaps, QpInit, QpType, RecvWr, SendFlags, SendLoop,
+    SendOp, SendPush, SendWr, Wc, WcFlags, WcOpcode, WcStatus,
 };
 
 /// A new RC QP on `cq` (`QpCaps::default`), on `srq` if given.
@@ -254,9 +254,9 @@ impl SendLoop for Datagrams3<'_> {
 }
 
 /// UD sends written through a send list (pushed by the program, then by a
-/// `SendLoop` it runs), and posted one at a time with
-/// `post_send_one`, each naming an AH the program drops right after the
-/// push or post and before the doorbell: every datagram arrives (the QP
+/// `SendLoop` it runs), posted with `post_send_one` and built in place
+/// (`Qp::build_send`), each naming an AH the program drops right after the
+/// push, post or `to` and before the doorbell: every datagram arrives (the QP
 /// keeps each AH until its send has completed).
 #[test]
 fn ud_sends_through_send_lists_keep_their_address_handles() {
@@ -288,13 +288,19 @@ fn ud_sends_through_send_lists_keep_their_address_handles() {
     });
     assert_eq!(list.len(), 6);
     list.finish().unwrap();
-    for i in 6..8usize {
-        let ah = pd.create_ah(&self_av(&ctx)).unwrap();
-        let s = [sbuf.slice(i * 256, 64).unwrap()];
-        a.post_send_one(&SendWr::new(i as u64, SendOp::Send, &s).to(&ah, b.qpn(), QKEY))
-            .unwrap();
-        drop(ah);
-    }
+    let ah = pd.create_ah(&self_av(&ctx)).unwrap();
+    let s = [sbuf.slice(6 * 256, 64).unwrap()];
+    a.post_send_one(&SendWr::new(6, SendOp::Send, &s).to(&ah, b.qpn(), QKEY))
+        .unwrap();
+    drop(ah);
+    // And built in place: the AH dropped before the batch is rung.
+    let mut build = a.build_send().unwrap();
+    build.start(7, SendOp::Send, SendFlags::SIGNALED);
+    build.sge(sbuf.slice(7 * 256, 64).unwrap());
+    let ah = pd.create_ah(&self_av(&ctx)).unwrap();
+    build.to(&ah, b.qpn(), QKEY);
+    drop(ah);
+    assert_eq!(build.finish().unwrap(), 1);
     check_eight_datagrams(&wait(&mut cq, 16), &rbuf, a.qpn());
 }
 

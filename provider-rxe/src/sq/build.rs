@@ -17,7 +17,7 @@
 use super::{write_wqe, SendQueue, INLINE};
 use crate::wqe::send;
 use crate::wr::{AddressHandle, AhAddr, SendOp, SendWr, Sge};
-use rverbs_types::{check_op, check_payload, PostError};
+use rverbs_types::{check_payload, PostError, QpType};
 
 /// The request still needs its UD destination (every request on a UD QP).
 const NEEDS_UD: u8 = 1;
@@ -143,12 +143,22 @@ impl SendQueue {
     #[inline(always)]
     pub fn build_start(&mut self, wr_id: u64, op: SendOp, flags: u32) -> Result<(), PostError> {
         self.build_check_last()?;
-        check_op(&self.limits, &op)?;
-        let mut needs = if self.limits.qp_type == rverbs_types::QpType::Ud {
-            NEEDS_UD
-        } else {
-            0
+        // The transport's rule (check_send's), with the refusal built here:
+        // one built out of line comes back through the stack, and every
+        // call would pay for the frame (callgrind).
+        let qp_type = self.limits.qp_type;
+        let taken = match qp_type {
+            QpType::Rc => true,
+            QpType::Ud => matches!(op, SendOp::Send | SendOp::SendWithImm(_)),
+            QpType::Uc => !op.reads_remote(),
         };
+        if !taken {
+            return Err(PostError::NotOnTransport {
+                opcode: op.opcode(),
+                qp_type,
+            });
+        }
+        let mut needs = if qp_type == QpType::Ud { NEEDS_UD } else { 0 };
         let kind = match op {
             SendOp::Send
             | SendOp::SendWithImm(_)
@@ -303,7 +313,7 @@ impl SendQueue {
         remote_qkey: u32,
     ) -> Result<u32, PostError> {
         let slot = self.build_last()?;
-        if self.limits.qp_type != rverbs_types::QpType::Ud {
+        if self.limits.qp_type != QpType::Ud {
             return Err(PostError::UdMismatch { qp_is_ud: false });
         }
         let AhAddr::Number(ah_num) = *ah.address() else {
@@ -371,28 +381,14 @@ mod tests {
     const ELEM: usize = 256;
 
     fn ring(qp_type: QpType) -> (FakeRing, SendQueue) {
-        let mut r = FakeRing::new(8, 8); // 256-byte slots: header + 3 SGEs
-        let q = r.queue(208);
-        let sq = SendQueue::new(q, 3, 48, qp_type).unwrap();
-        (r, sq)
+        crate::tests::sq_ring_of(8, qp_type)
     }
 
     fn slot(r: &FakeRing, i: usize) -> Vec<u8> {
         r.bytes()[DATA_OFFSET + i * ELEM..DATA_OFFSET + (i + 1) * ELEM].to_vec()
     }
 
-    const SGES: [Sge; 2] = [
-        Sge {
-            addr: 0x1000,
-            length: 10,
-            lkey: 7,
-        },
-        Sge {
-            addr: 0x2000,
-            length: 20,
-            lkey: 8,
-        },
-    ];
+    const SGES: [Sge; 2] = crate::tests::TWO_SGES;
 
     /// A request built piece by piece leaves the bytes a post of the same
     /// request leaves, for SGEs, inline data and a UD destination; nothing
