@@ -1,6 +1,7 @@
 //! The batch of `ibv_wr_*` requests a QP gathers between `wr_start` and
 //! `wr_complete` ([`Batch`], in the QP's `ibv_qp_ex` tail: `qp_ex.rs`),
-//! and its post.
+//! and its post: mlx5's QPs (`wr.rs`'s `Gather`; rxe's write each piece
+//! into the send queue as it comes, `wr.rs`'s `InRing`).
 //!
 //! `wr_start` opens a batch, each `wr_<op>` adds a request with the QP's
 //! `wr_id`/`wr_flags` at that moment, `wr_set_*` give the last one its

@@ -85,6 +85,18 @@ impl QpEx {
         }
     }
 
+    /// The tail of a QP created for `send_ops` whose builders write into
+    /// its send queue (`wr::InRing`): no batch storage. A batch without
+    /// room fails with `full`.
+    pub(crate) fn in_ring(ops: IbvQpExOps, send_ops: u64, full: c_int) -> QpEx {
+        QpEx {
+            enabled: true,
+            send_ops,
+            full,
+            ..QpEx::new(ops)
+        }
+    }
+
     /// Whether the QP was created with `send_ops_flags`: the only QPs
     /// `ibv_qp_to_qp_ex` hands out.
     pub(crate) fn enabled(&self) -> bool {
