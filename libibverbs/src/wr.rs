@@ -301,10 +301,14 @@ unsafe extern "C" fn wr_set_sge_list<M: Mode>(q: *mut IbvQpExC, n: usize, list: 
         }
         let list: &[IbvSge] = if n == 0 {
             &[]
-        } else {
+        } else if list.is_aligned() {
             // SAFETY: list holds n readable ibv_sge (C contract; checked
-            // non-NULL), unchanged during this call.
+            // non-NULL and aligned), unchanged during this call.
             unsafe { std::slice::from_raw_parts(list, n) }
+        } else {
+            // A C array of ibv_sge is aligned for it; one that is not
+            // cannot be viewed as a slice.
+            return M::fail(x, libc::EINVAL);
         };
         M::sges(x, list);
     })
@@ -458,8 +462,10 @@ impl InRing {
     #[inline(always)]
     #[allow(clippy::mut_from_ref)] // the QP's lock, held, makes it unique
     fn ring(x: &QpEx) -> &mut crate::qp_ex::InRing {
-        // SAFETY: called only from the slots C calls between wr_start and
-        // wr_complete / wr_abort, on the thread holding the QP's lock.
+        // SAFETY: called only from the slots, which C may call only between
+        // wr_start and wr_complete / wr_abort, on the thread that holds the
+        // QP's lock (the contract rdma-core's builders rely on too: a
+        // program that breaks it races there as here).
         unsafe { x.ring() }
     }
 }

@@ -55,8 +55,9 @@ impl SendFlags {
 /// left incomplete (a UD send without its destination, an atomic without
 /// its 8-byte buffer), [`SendBuilder::abort`] or dropping the builder
 /// takes the whole batch back: the device sees none of it. A leaked
-/// builder (`mem::forget`) leaves its requests written but unseen until
-/// the QP's next post. SGEs are MR slices, borrowed for the call only, as
+/// builder (`mem::forget`) leaves its requests, as built so far, written
+/// but unseen until the QP's next post, which sends them (as a leaked
+/// [`SendList`](super::SendList)'s). SGEs are MR slices, borrowed for the call only, as
 /// with [`Qp::post_send`]; a UD send's AH is kept by the QP until the send
 /// has completed.
 ///

@@ -12,7 +12,12 @@
 //! transport takes the operation, the payload fits the slot and the QP's
 //! caps, an atomic has its 8 bytes, a UD send its destination): a request
 //! left short of what it needs fails the batch at its end, and a failed
-//! batch is rolled back whole, so the device never sees a half-built WQE.
+//! batch is rolled back whole. Between [`SendQueue::build_begin`] and the
+//! batch's end no other post may be made on the queue (rverbs'
+//! `SendBuilder` borrows the QP for the batch). A batch never ended (its
+//! builder leaked) is in the ring past the producer: the queue's next post
+//! publishes it, as built so far, and the next `build_begin` leaves it
+//! there; it is never rolled back over later requests.
 
 use super::{write_wqe, SendQueue, INLINE};
 use crate::wqe::send;
@@ -41,6 +46,8 @@ const ATOMIC: u8 = 4;
 pub(super) struct Build {
     /// The producer when the batch began.
     first: u32,
+    /// A batch is open: begun, and neither ended nor aborted.
+    open: bool,
     /// The last request's send flags, without `IB_SEND_INLINE`.
     flags: u32,
     /// `enum ib_uverbs_wr_opcode` of the last request, for errors.
@@ -92,6 +99,7 @@ impl SendQueue {
     #[inline(always)]
     pub fn build_begin(&mut self) {
         self.build.first = self.prod;
+        self.build.open = true;
         self.build.failed = None;
     }
 
@@ -201,6 +209,8 @@ impl SendQueue {
             SendOp::Flush { len, .. } => len,
             _ => 0,
         };
+        // IB_SEND_INLINE is the payload's to set.
+        let flags = flags & !INLINE;
         w.u32(send::SEND_FLAGS, flags)
             .map_err(|r| too_large(r, max))?;
         w.u32(send::DMA_LENGTH, own)
@@ -234,8 +244,13 @@ impl SendQueue {
             None,
         )?;
         let b = self.build;
-        if b.kind & NO_PAYLOAD != 0 && !sges.is_empty() {
-            return Err(PostError::NoPayload { opcode: b.opcode });
+        if b.kind & NO_PAYLOAD != 0 {
+            // An empty list leaves the operation's own length (FLUSH's
+            // range, ATOMIC WRITE's 8 bytes) as it is.
+            return match sges.is_empty() {
+                true => Ok(()),
+                false => Err(PostError::NoPayload { opcode: b.opcode }),
+            };
         }
         let mut w = self.q.slot_mut(slot);
         let max = w.len();
@@ -339,6 +354,9 @@ impl SendQueue {
     /// and answers the first refusal with the index of its request.
     #[inline(always)]
     pub fn build_end(&mut self) -> Result<u32, (PostError, u32)> {
+        if !self.build.open {
+            return Ok(0);
+        }
         if let Some(f) = self.build.failed {
             self.build_abort();
             return Err(f);
@@ -353,6 +371,7 @@ impl SendQueue {
             self.publish();
         }
         self.build.first = self.prod;
+        self.build.open = false;
         Ok(n)
     }
 
@@ -361,6 +380,9 @@ impl SendQueue {
     /// device sees none of it (nothing was published).
     #[inline(always)]
     pub fn build_abort(&mut self) {
+        if !core::mem::take(&mut self.build.open) {
+            return;
+        }
         let n = self.build_len();
         self.prod = self.build.first;
         self.ssn = self.ssn.wrapping_sub(n);
@@ -374,6 +396,7 @@ mod tests {
     use super::*;
     use crate::queue::testing::FakeRing;
     use crate::queue::{DATA_OFFSET, PRODUCER_OFFSET};
+    use crate::wqe::get_u64;
     use crate::wr::{Remote, Ud};
     use rverbs_types::QpType;
 
@@ -479,6 +502,34 @@ mod tests {
         );
         sq.build_abort();
         assert_eq!(sq.producer(), 0);
+    }
+
+    /// A batch never ended (its builder leaked) goes out with the queue's
+    /// next post, as built so far; ending or aborting after that (no
+    /// batch open) moves nothing back over the posted requests.
+    #[test]
+    fn a_batch_never_ended_goes_out_with_the_next_post() {
+        let (r, mut sq) = ring(QpType::Rc);
+        sq.build_begin();
+        sq.build_start(1, SendOp::Send, SIGNALED).unwrap();
+        // SAFETY: a fake ring.
+        unsafe { sq.build_sges(&SGES[..1]) }.unwrap();
+        // Never ended: the next post publishes it with its own.
+        let wr: SendWr<'_, Sge, AhAddr> = SendWr::new(2, SendOp::Send, &SGES[..1]);
+        // SAFETY: as above.
+        unsafe { sq.post(&wr) }.unwrap();
+        assert_eq!(r.get_u32(PRODUCER_OFFSET), 2);
+        assert_eq!(get_u64(&slot(&r, 0), send::WR_ID), 1);
+        assert_eq!(get_u64(&slot(&r, 1), send::WR_ID), 2);
+        sq.build_begin();
+        sq.build_abort();
+        sq.build_abort();
+        assert_eq!(sq.build_end(), Ok(0));
+        assert_eq!(
+            (sq.producer(), r.get_u32(PRODUCER_OFFSET)),
+            (2, 2),
+            "nothing moved back"
+        );
     }
 
     /// Each piece is checked as a post checks the whole request.
