@@ -63,6 +63,13 @@ const PROOF_NETEM: &str = "delay 2ms reorder 5% 50% loss 5%";
 const PROOF_BYTES: &str = "64M";
 const PROOF_MIB: u32 = 64;
 
+/// After a client killed by a signal (exit status above 128): the
+/// kernel's own account of it, the "segfault at ... ip ... in
+/// rverbs[base+size]" and "Code:" lines, which the quiet guest logs but
+/// does not print. The proof's client once died of SIGSEGV with nothing
+/// else to go on; this names the instruction.
+const KILLED: &str = "if [ $rc -gt 128 ]; then dmesg | grep -E -A1 'segfault at|traps:|general protection' | tail -4 | sed 's/^/KERNEL /'; fi\n";
+
 /// rxe's counters of a resend: one of them must move in the proof.
 const RESEND_COUNTERS: [&str; 2] = ["completer_retry_err", "rcvd_seq_err"];
 
@@ -138,9 +145,11 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, scale: &Scale) {
     // client, the exit status last.
     let mut check = |t: String, ours: String, theirs: String| {
         client.push_str(&format!(
-            "echo BEGIN {t}\necho \"BEFORE $(counters)\"\n{ours}; echo \"RC $?\"\necho \"AFTER $(counters)\"\n"
+            "echo BEGIN {t}\necho \"BEFORE $(counters)\"\n{ours}; rc=$?; echo \"RC $rc\"\n{KILLED}echo \"AFTER $(counters)\"\n"
         ));
-        server.push_str(&format!("echo BEGIN {t}\n{theirs}; echo \"RC $?\"\n"));
+        server.push_str(&format!(
+            "echo BEGIN {t}\n{theirs}; rc=$?; echo \"RC $rc\"\n{KILLED}"
+        ));
     };
     if scale.proof {
         // Host 1's link only: the server's side stays clean.
@@ -237,7 +246,13 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, scale: &Scale) {
         if !ok(&c, &s) {
             tally.fail(
                 &format!("netem {name}: tc qdisc replace dev eth0 root netem {args}"),
-                &format!("client: {}; server: {}", last(&c), last(&s)),
+                &format!(
+                    "client: {}; server: {}{}{}",
+                    last(&c),
+                    last(&s),
+                    kernel(&c),
+                    kernel(&s)
+                ),
             );
             continue;
         }
@@ -258,7 +273,13 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, scale: &Scale) {
             } else {
                 tally.fail(
                     &what,
-                    &format!("client: {}; server: {}", last(&c), last(&s)),
+                    &format!(
+                        "client: {}; server: {}{}{}",
+                        last(&c),
+                        last(&s),
+                        kernel(&c),
+                        kernel(&s)
+                    ),
                 );
             }
         }
@@ -271,7 +292,13 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, scale: &Scale) {
             }
             _ => tally.fail(
                 &what,
-                &format!("client: {}; server: {}", last(&c), last(&s)),
+                &format!(
+                    "client: {}; server: {}{}{}",
+                    last(&c),
+                    last(&s),
+                    kernel(&c),
+                    kernel(&s)
+                ),
             ),
         }
         let what = format!("netem {name}: rdma_cm connect, {} verified rping round trips, disconnect (rverbs client, rdma-core server)", scale.rping_count);
@@ -281,7 +308,13 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, scale: &Scale) {
         } else {
             tally.fail(
                 &what,
-                &format!("client: {}; server: {}", last(&c), last(&s)),
+                &format!(
+                    "client: {}; server: {}{}{}",
+                    last(&c),
+                    last(&s),
+                    kernel(&c),
+                    kernel(&s)
+                ),
             );
         }
         let row = format!(" 65536      {} ", scale.perftest_iters);
@@ -300,7 +333,13 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, scale: &Scale) {
             } else {
                 tally.fail(
                     &what,
-                    &format!("client: {}; server: {}", last(&c), last(&s)),
+                    &format!(
+                        "client: {}; server: {}{}{}",
+                        last(&c),
+                        last(&s),
+                        kernel(&c),
+                        kernel(&s)
+                    ),
                 );
             }
         }
@@ -336,12 +375,26 @@ fn proof_verdict(tally: &mut Tally, c: &[String], s: &[String]) {
         _ => tally.fail(
             &what,
             &format!(
-                "resends counted: {resent}; counters {}; client: {}; server: {}",
+                "resends counted: {resent}; counters {}; client: {}; server: {}{}",
                 delta(c),
                 last(c),
-                last(s)
+                last(s),
+                kernel(c) + &kernel(s)
             ),
         ),
+    }
+}
+
+/// The kernel's lines about a killed client ([`KILLED`]), if any.
+fn kernel(section: &[String]) -> String {
+    let k: Vec<&str> = section
+        .iter()
+        .filter_map(|l| l.strip_prefix("KERNEL "))
+        .collect();
+    if k.is_empty() {
+        String::new()
+    } else {
+        format!("; the guest kernel: {}", k.join(" | "))
     }
 }
 
