@@ -306,12 +306,30 @@ unsafe extern "C" fn wr_set_sge_list<M: Mode>(q: *mut IbvQpExC, n: usize, list: 
             // non-NULL and aligned), unchanged during this call.
             unsafe { std::slice::from_raw_parts(list, n) }
         } else {
-            // A C array of ibv_sge is aligned for it; one that is not
-            // cannot be viewed as a slice.
-            return M::fail(x, libc::EINVAL);
+            // SAFETY: as above, but for the alignment, which it does not need.
+            return unsafe { sges_unaligned::<M>(x, n, list) };
         };
         M::sges(x, list);
     })
+}
+
+/// `wr_set_sge_list` of a misaligned C array, which cannot be viewed as
+/// a slice. C forbids one, but rdma-core's providers read it with plain
+/// loads (which x86 and arm64 take), and so a program that passes one runs
+/// there: its SGEs are copied out one by one and given as any list.
+/// Out of line, so that the aligned path carries no copy on its stack.
+///
+/// # Safety
+/// `list` holds `n <= MAX_SGE` readable `ibv_sge`, at any alignment.
+#[cold]
+#[inline(never)]
+unsafe fn sges_unaligned<M: Mode>(x: &QpEx, n: usize, list: *const IbvSge) {
+    let mut copy = [IbvSge::default(); rverbs::MAX_SGE];
+    for (i, c) in copy.iter_mut().take(n).enumerate() {
+        // SAFETY: i < n, inside the caller's list; an unaligned read.
+        *c = unsafe { list.add(i).read_unaligned() };
+    }
+    M::sges(x, &copy[..n.min(rverbs::MAX_SGE)]);
 }
 
 unsafe extern "C" fn wr_set_inline_data<M: Mode>(

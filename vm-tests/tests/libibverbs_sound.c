@@ -16,7 +16,8 @@
  *   cq_race    get_cq_event on one thread against create/destroy_cq on
  *              another, many rounds: every event names a live CQ.
  *   wr_batch   with sends outstanding, an ibv_wr_* batch larger than the
- *              room left fails and posts nothing; a batch that fits goes.
+ *              room left fails and posts nothing; a batch that fits goes;
+ *              so does a send whose SGE list lies at an odd address.
  *   dmabuf     ibv_reg_dmabuf_mr over a memfd, an empty one, a closed
  *              descriptor and a misplaced IOVA: what each answers (rxe
  *              has no dma-buf MRs), and the PD still goes.
@@ -462,6 +463,28 @@ static void wr_batch(void)
 	printf("wr_batch: receives of it: %d\n", count_wc(cr, 100) - 4);
 	printf("wr_batch: a batch that fits: %d\n", batch(qx, 200, n));
 	printf("wr_batch: its completions: %d\n", count_wc(cs, 2000));
+	/* An SGE list at an odd address: C forbids it, but rdma-core reads
+	 * it with plain loads, so the send goes and its 8 bytes land. */
+	{
+		_Alignas(16) char raw[sizeof(struct ibv_sge) + 1];
+		struct ibv_sge s = { (uintptr_t)buf + 8192, 8, mr->lkey };
+
+		count_wc(cr, 1000); /* the receives of the batch that fit */
+		memcpy(buf + 8192, "odd list", 8);
+		memset(buf + 4096, 0, 8); /* where b's receives land */
+		memcpy(raw + 1, &s, sizeof(s));
+		ibv_wr_start(qx);
+		qx->wr_id = 300;
+		qx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_send(qx);
+		ibv_wr_set_sge_list(qx, 1, (struct ibv_sge *)(raw + 1));
+		printf("wr_batch: a send whose SGE list is misaligned: %d\n",
+		       ibv_wr_complete(qx));
+		wait_wc(cs, 1, "the misaligned list's send");
+		printf("wr_batch: it landed: %d\n",
+		       count_wc(cr, 1000) == 1 &&
+			       !memcmp(buf + 4096, "odd list", 8));
+	}
 	destroy4(ibv_destroy_qp(a), ibv_destroy_qp(b), cs, cr);
 }
 

@@ -377,10 +377,20 @@ impl SendQueue {
 
     /// Takes back every request the batch started: the producer, the
     /// sequence number and the room are as before the batch, and the
-    /// device sees none of it (nothing was published).
+    /// device sees none of it (nothing was published). With no batch open,
+    /// or once a post has published the batch's requests with its own (a
+    /// batch left open, its builder leaked), it moves nothing: those are
+    /// the device's.
     #[inline(always)]
     pub fn build_abort(&mut self) {
         if !core::mem::take(&mut self.build.open) {
+            return;
+        }
+        // Only a post publishes, and inside an open batch the published
+        // producer is the batch's first slot until one does. (A producer
+        // scribbled by the kernel only keeps a checked batch from being
+        // taken back.)
+        if self.q.queue().load_producer() != self.build.first {
             return;
         }
         let n = self.build_len();
@@ -505,31 +515,156 @@ mod tests {
     }
 
     /// A batch never ended (its builder leaked) goes out with the queue's
-    /// next post, as built so far; ending or aborting after that (no
-    /// batch open) moves nothing back over the posted requests.
+    /// next post, as built so far; aborting or failing it after that
+    /// moves nothing back over the posted requests.
     #[test]
     fn a_batch_never_ended_goes_out_with_the_next_post() {
+        let wr: SendWr<'_, Sge, AhAddr> = SendWr::new(2, SendOp::Send, &SGES[..1]);
+        // Taken back by an abort, and by an end that fails (the batch's
+        // last request lacks its UD address).
+        for (t, take_back) in [
+            (QpType::Rc, SendQueue::build_abort as fn(&mut SendQueue)),
+            (QpType::Ud, |sq: &mut SendQueue| {
+                assert!(sq.build_end().is_err())
+            }),
+        ] {
+            let (r, mut sq) = ring(t);
+            sq.build_begin();
+            sq.build_start(1, SendOp::Send, SIGNALED).unwrap();
+            // SAFETY: a fake ring.
+            unsafe { sq.build_sges(&SGES[..1]) }.unwrap();
+            // Never ended: the next post publishes it with its own.
+            let ah = AhAddr::Number(3);
+            let ud = Some(Ud {
+                ah: &ah,
+                remote_qpn: 1,
+                remote_qkey: 1,
+            });
+            let wr = SendWr {
+                ud: ud.filter(|_| t == QpType::Ud),
+                ..wr
+            };
+            // SAFETY: as above.
+            unsafe { sq.post(&wr) }.unwrap();
+            assert_eq!(r.get_u32(PRODUCER_OFFSET), 2);
+            assert_eq!(get_u64(&slot(&r, 0), send::WR_ID), 1);
+            assert_eq!(get_u64(&slot(&r, 1), send::WR_ID), 2);
+            take_back(&mut sq);
+            assert_eq!(
+                (sq.producer(), r.get_u32(PRODUCER_OFFSET)),
+                (2, 2),
+                "{t:?}: nothing moved back over the posted requests"
+            );
+            // Nor with no batch open.
+            sq.build_abort();
+            assert_eq!(sq.build_end(), Ok(0));
+            assert_eq!(sq.producer(), 2, "{t:?}");
+            // The queue goes on: the next post takes slot 2.
+            // SAFETY: as above.
+            unsafe { sq.post(&wr) }.unwrap();
+            assert_eq!(r.get_u32(PRODUCER_OFFSET), 3, "{t:?}");
+        }
+    }
+
+    /// Ending or aborting twice moves nothing the second time: a batch
+    /// ended is the device's, and an abort after it takes nothing back.
+    #[test]
+    fn a_second_end_or_abort_moves_nothing() {
         let (r, mut sq) = ring(QpType::Rc);
         sq.build_begin();
         sq.build_start(1, SendOp::Send, SIGNALED).unwrap();
-        // SAFETY: a fake ring.
-        unsafe { sq.build_sges(&SGES[..1]) }.unwrap();
-        // Never ended: the next post publishes it with its own.
-        let wr: SendWr<'_, Sge, AhAddr> = SendWr::new(2, SendOp::Send, &SGES[..1]);
-        // SAFETY: as above.
-        unsafe { sq.post(&wr) }.unwrap();
-        assert_eq!(r.get_u32(PRODUCER_OFFSET), 2);
-        assert_eq!(get_u64(&slot(&r, 0), send::WR_ID), 1);
-        assert_eq!(get_u64(&slot(&r, 1), send::WR_ID), 2);
+        assert_eq!(sq.build_end(), Ok(1));
+        sq.build_abort();
+        assert_eq!(sq.build_end(), Ok(0));
+        assert_eq!((sq.producer(), r.get_u32(PRODUCER_OFFSET)), (1, 1));
+        // An aborted batch, aborted again, gives back its room once.
         sq.build_begin();
+        sq.build_start(2, SendOp::Send, SIGNALED).unwrap();
         sq.build_abort();
         sq.build_abort();
         assert_eq!(sq.build_end(), Ok(0));
+        assert_eq!((sq.producer(), r.get_u32(PRODUCER_OFFSET)), (1, 1));
+        // Room for six more (eight slots hold seven, one taken), and no
+        // more: the aborted request gave its slot back once.
+        sq.build_begin();
+        for i in 0..6 {
+            sq.build_start(10 + i, SendOp::Send, 0).unwrap();
+        }
         assert_eq!(
-            (sq.producer(), r.get_u32(PRODUCER_OFFSET)),
-            (2, 2),
-            "nothing moved back"
+            sq.build_start(20, SendOp::Send, 0),
+            Err(PostError::QueueFull)
         );
+    }
+
+    /// An empty SGE list given to an operation that carries its own length
+    /// (FLUSH's range, ATOMIC WRITE's 8 bytes) leaves that length; a
+    /// non-empty one is refused.
+    #[test]
+    fn an_empty_sge_list_keeps_an_operations_own_length() {
+        let remote = Remote {
+            addr: 0x100,
+            rkey: 1,
+        };
+        for (op, own) in [
+            (
+                SendOp::Flush {
+                    remote,
+                    len: 4096,
+                    placement: rverbs_types::FlushType::Global,
+                    level: rverbs_types::FlushLevel::Range,
+                },
+                4096,
+            ),
+            (
+                SendOp::AtomicWrite {
+                    remote,
+                    value: [7; 8],
+                },
+                8,
+            ),
+        ] {
+            let (_r, mut sq) = ring(QpType::Rc);
+            sq.build_begin();
+            sq.build_start(1, op, SIGNALED).unwrap();
+            // SAFETY: a fake ring.
+            unsafe { sq.build_sges(&[]) }.unwrap();
+            assert_eq!(
+                // SAFETY: as above.
+                unsafe { sq.build_sges(&SGES[..1]) },
+                Err(PostError::NoPayload {
+                    opcode: op.opcode()
+                })
+            );
+            let s = sq.q.queue().slot(0);
+            let mut b = [0u8; ELEM];
+            // SAFETY: slot 0 of the fake ring, ELEM bytes, alive in `_r`.
+            unsafe { core::ptr::copy_nonoverlapping(s, b.as_mut_ptr(), ELEM) };
+            let u32_at = |o: usize| u32::from_ne_bytes(b[o..o + 4].try_into().unwrap());
+            assert_eq!(
+                (u32_at(send::DMA_LENGTH), u32_at(send::DMA_RESID)),
+                (own, own),
+                "{op:?}"
+            );
+        }
+    }
+
+    /// `IB_SEND_INLINE` in `start`'s flags is not taken: only an inline
+    /// payload sets it, so a request started with it and given SGEs is an
+    /// SGE request.
+    #[test]
+    fn start_takes_no_inline_flag() {
+        let (r, mut sq) = ring(QpType::Rc);
+        sq.build_begin();
+        sq.build_start(1, SendOp::Send, SIGNALED | INLINE).unwrap();
+        // SAFETY: a fake ring.
+        unsafe { sq.build_sges(&SGES[..1]) }.unwrap();
+        assert_eq!(sq.build_end(), Ok(1));
+        let flags = u32::from_ne_bytes(
+            slot(&r, 0)[send::SEND_FLAGS..send::SEND_FLAGS + 4]
+                .try_into()
+                .unwrap(),
+        );
+        assert_eq!(flags, SIGNALED, "the inline flag masked off");
     }
 
     /// Each piece is checked as a post checks the whole request.
