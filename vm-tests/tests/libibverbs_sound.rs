@@ -99,8 +99,9 @@ fn events_and_destroys_race_without_a_stale_cq() {
 }
 
 /// rdma-core's providers post a batch all or nothing, and so does ours
-/// (`Qp::post_send_all`): a batch longer than the room left posts nothing
-/// and answers the provider's errno.
+/// (on rxe through `SendBuilder`): a batch longer than the room left posts
+/// nothing and answers the provider's errno. Then a send whose SGE list
+/// lies at an odd address goes, as over rdma-core.
 #[test]
 fn a_batch_longer_than_the_room_left_posts_nothing() {
     same_answers("wr_batch");
