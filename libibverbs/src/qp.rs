@@ -353,19 +353,25 @@ unsafe extern "C" fn query_qp(
             Err(e) => return ret_errno(errno_of(&e)),
         };
         let cap = c_qp_cap(&qp.caps());
-        let mut a = *lock(&b.attr);
+        // The attr lock is held to the state's store: ibv_modify_qp writes
+        // that member under it too (not under the QP's lock, which it has
+        // let go), so the two stores never race.
+        let keep = lock(&b.attr);
+        let mut a = *keep;
         a.qp_state = state.raw() as c_int;
         a.cur_qp_state = a.qp_state;
         a.cap = cap;
         let mut i = b.init;
         i.cap = cap;
         // SAFETY: out and init are writable (C contract, non-NULL); the state
-        // member is in the box's UnsafeCell, written under the QP's lock.
+        // member is in the box's UnsafeCell, written under the attr lock
+        // (`keep`), as ibv_modify_qp writes it.
         unsafe {
             out.write(a);
             init.write(i);
             (*b.c.get()).state = a.qp_state;
         }
+        drop(keep);
         0
     })
 }

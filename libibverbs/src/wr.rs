@@ -78,6 +78,10 @@ pub(crate) trait Mode {
 
 /// The extension of the QP `q` (an `ibv_qp_ex *`, which is its
 /// `ibv_qp *`), if it is one of ours.
+///
+/// # Safety
+/// `q` is NULL or a QP this library created and C has not destroyed; the
+/// reference lives no longer than that.
 unsafe fn ex_of<'a>(q: *mut IbvQpExC) -> Option<&'a QpEx> {
     // SAFETY: the ibv_qp_ex pointer C holds is the QP box's address (this
     // library hands out nothing else); C contract: not destroyed.
@@ -85,6 +89,9 @@ unsafe fn ex_of<'a>(q: *mut IbvQpExC) -> Option<&'a QpEx> {
 }
 
 /// Adds a request of `op` to the batch of the QP `q` ([`Mode::add`]).
+///
+/// # Safety
+/// As [`ex_of`].
 #[inline(always)]
 unsafe fn push<M: Mode>(q: *mut IbvQpExC, needs: u64, op: SendOp) {
     // SAFETY: forwarded C contract.
@@ -94,6 +101,9 @@ unsafe fn push<M: Mode>(q: *mut IbvQpExC, needs: u64, op: SendOp) {
 }
 
 /// Fails the batch of the QP `q` with `e`.
+///
+/// # Safety
+/// As [`ex_of`].
 unsafe fn fail<M: Mode>(q: *mut IbvQpExC, e: c_int) {
     // SAFETY: forwarded C contract.
     if let Some(x) = unsafe { ex_of(q) } {
@@ -362,14 +372,36 @@ unsafe extern "C" fn wr_set_inline_data_list<M: Mode>(
         }
         let bufs: &[IbvDataBuf] = if n == 0 {
             &[]
-        } else {
+        } else if list.is_aligned() {
             // SAFETY: list holds n readable ibv_data_buf (C contract; checked
-            // non-NULL).
+            // non-NULL and aligned), unchanged during this call.
             unsafe { std::slice::from_raw_parts(list, n) }
+        } else {
+            // SAFETY: as above, but for the alignment, which it does not need.
+            return unsafe { inline_unaligned::<M>(x, n, list) };
         };
         // SAFETY: each buffer is readable for its length (C contract).
         unsafe { M::inline(x, bufs) }
     })
+}
+
+/// `wr_set_inline_data_list` of a misaligned C array, as
+/// [`sges_unaligned`]: copied out, and given as any list. The count is
+/// the caller's and unbounded, so the copy is on the heap; C forbids the
+/// array (a program whose arrays are aligned never comes here).
+///
+/// # Safety
+/// `list` holds `n` readable `ibv_data_buf`, at any alignment, each buffer
+/// readable for its length.
+#[cold]
+#[inline(never)]
+unsafe fn inline_unaligned<M: Mode>(x: &QpEx, n: usize, list: *const IbvDataBuf) {
+    let copy: Vec<IbvDataBuf> = (0..n)
+        // SAFETY: i < n, inside the caller's list; an unaligned read.
+        .map(|i| unsafe { list.add(i).read_unaligned() })
+        .collect();
+    // SAFETY: each buffer is readable for its length (the caller's contract).
+    unsafe { M::inline(x, &copy) }
 }
 
 unsafe extern "C" fn wr_start<M: Mode>(q: *mut IbvQpExC) {

@@ -57,7 +57,8 @@ impl SendFlags {
 /// takes the whole batch back: the device sees none of it. A leaked
 /// builder (`mem::forget`) leaves its requests, as built so far, written
 /// but unseen until the QP's next post, which sends them (as a leaked
-/// [`SendList`](super::SendList)'s). SGEs are MR slices, borrowed for the call only, as
+/// [`SendList`](super::SendList)'s); a batch built after it is still taken
+/// back whole, to where it began. SGEs are MR slices, borrowed for the call only, as
 /// with [`Qp::post_send`]; a UD send's AH is kept by the QP until the send
 /// has completed.
 ///
@@ -129,12 +130,12 @@ impl SendBuilder<'_> {
     }
 
     /// Gives the request started last the inline payload made of `parts`,
-    /// in order, copied now.
+    /// in order, copied now (in one pass: each part is checked against the
+    /// room left before it is copied).
     #[inline(always)]
     pub fn inline_parts<'d, I>(&mut self, parts: I)
     where
         I: IntoIterator<Item = &'d [u8]>,
-        I::IntoIter: Clone,
     {
         let r = self.q.sq.build_inline(parts.into_iter());
         self.check_last(r);
@@ -190,7 +191,10 @@ impl SendBuilder<'_> {
 
     /// Hands the batch to the device and answers how many requests it
     /// held, or fails with the batch's first refusal, or for its last
-    /// request left incomplete: then none of it is posted.
+    /// request left incomplete: then none of it is posted. A doorbell the
+    /// kernel refuses (rxe's POST_SEND, `Error::Kernel`) comes after the
+    /// requests were published, as in rdma-core's `ibv_wr_complete`: they
+    /// stay in the queue, for the kernel to take at the QP's next doorbell.
     #[inline(always)]
     pub fn finish(mut self) -> Result<usize> {
         let r = self.end();

@@ -13,7 +13,9 @@
 //!   is pinned by the host tests in `libibverbs/src/async_event.rs`; these
 //!   hold the whole path to rdma-core's answers;
 //! - item 9, an `ibv_wr_*` batch that does not fit posts nothing:
-//!   `wr_batch`;
+//!   `wr_batch` (which also sends through an SGE list at an odd address,
+//!   as rdma-core does); an inline list at an odd address, over ours
+//!   only: `wr_batch_inline`;
 //! - `ibv_reg_dmabuf_mr` answers as rdma-core's does, errors included:
 //!   `dmabuf`.
 
@@ -105,6 +107,37 @@ fn events_and_destroys_race_without_a_stale_cq() {
 #[test]
 fn a_batch_longer_than_the_room_left_posts_nothing() {
     same_answers("wr_batch");
+}
+
+/// An `ibv_data_buf` array at an odd address (C forbids one, but
+/// rdma-core's providers read it with plain loads, so a program passing one
+/// runs there): our `ibv_wr_set_inline_data_list` copies it out and the
+/// bytes land. Over ours only: rdma-core 44's rxe builders send no inline
+/// bytes at all (`libibverbs_cm.rs` says so), so theirs cannot be compared.
+/// Before, the array was viewed as a slice unchecked (undefined
+/// behaviour in Rust).
+#[test]
+fn an_inline_list_at_an_odd_address_is_copied_out() {
+    let e = env();
+    let gid = e.gid.to_string();
+    let o = run({
+        let mut c = ours(program());
+        c.args([e.dev.as_str(), gid.as_str(), "wr_batch_inline"]);
+        c
+    });
+    let t = stdout(&o);
+    assert!(o.status.success() && t.ends_with("done\n"), "{}", show(&o));
+    for line in [
+        "wr_batch: an inline send whose list is misaligned: 0",
+        "the misaligned inline list's send: wr 301 success",
+        "wr_batch: its bytes landed: 1",
+    ] {
+        assert!(
+            t.lines().any(|l| l == line),
+            "{line:?} missing: {}",
+            show(&o)
+        );
+    }
 }
 
 /// `ibv_reg_dmabuf_mr` (a stub before issue 29, now `Pd::reg_dmabuf_mr`

@@ -46,6 +46,10 @@ const ATOMIC: u8 = 4;
 pub(super) struct Build {
     /// The producer when the batch began.
     first: u32,
+    /// The producer after the batch's last request: the batch's own view
+    /// of it. A post that moved the producer since has taken the batch's
+    /// requests as its own (see [`SendQueue::build_abort`]).
+    end: u32,
     /// A batch is open: begun, and neither ended nor aborted.
     open: bool,
     /// The last request's send flags, without `IB_SEND_INLINE`.
@@ -99,6 +103,7 @@ impl SendQueue {
     #[inline(always)]
     pub fn build_begin(&mut self) {
         self.build.first = self.prod;
+        self.build.end = self.prod;
         self.build.open = true;
         self.build.failed = None;
     }
@@ -219,6 +224,7 @@ impl SendQueue {
         self.ssn = self.ssn.wrapping_add(1);
         self.prod = next;
         self.room -= 1;
+        self.build.end = next;
         self.build.flags = flags;
         self.build.opcode = op.opcode();
         self.build.kind = kind;
@@ -279,9 +285,9 @@ impl SendQueue {
     /// Gives the request started last the inline payload made of `parts`,
     /// copied now (replacing any payload it had).
     #[inline(always)]
-    pub fn build_inline<'d, I>(&mut self, parts: I) -> Result<(), PostError>
+    pub fn build_inline<'d, I>(&mut self, mut parts: I) -> Result<(), PostError>
     where
-        I: Iterator<Item = &'d [u8]> + Clone,
+        I: Iterator<Item = &'d [u8]>,
     {
         let slot = self.build_last()?;
         let b = self.build;
@@ -291,19 +297,27 @@ impl SendQueue {
         if b.kind & NO_PAYLOAD != 0 {
             return Err(PostError::NoPayload { opcode: b.opcode });
         }
-        let total: usize = parts.clone().map(<[u8]>::len).sum();
-        if total > self.limits.max_inline as usize {
-            return Err(PostError::InlineTooLong {
-                given: total,
-                max: self.limits.max_inline,
-            });
-        }
+        let max_inline = self.limits.max_inline as usize;
         let mut w = self.q.slot_mut(slot);
         let max = w.len();
-        let mut off = send::PAYLOAD;
-        for p in parts {
-            w.bytes(off, p).map_err(|r| too_large(r, max))?;
-            off += p.len();
+        // One pass over the parts: the length written is the length of
+        // what was copied (an iterator need not yield the same parts
+        // twice), and each part is checked before it is copied.
+        let mut total = 0usize;
+        while let Some(p) = parts.next() {
+            let end = total.saturating_add(p.len());
+            if end > max_inline {
+                // The whole request's length, for the error: the rest is
+                // counted, not copied. (The batch fails, and is taken back.)
+                let given = parts.fold(end, |n, p| n.saturating_add(p.len()));
+                return Err(PostError::InlineTooLong {
+                    given,
+                    max: self.limits.max_inline,
+                });
+            }
+            w.bytes(send::PAYLOAD + total, p)
+                .map_err(|r| too_large(r, max))?;
+            total = end;
         }
         // One piece, as a post's inline request (write_wqe says why).
         w.u32(send::DMA_NUM_SGE, 1).map_err(|r| too_large(r, max))?;
@@ -378,19 +392,19 @@ impl SendQueue {
     /// Takes back every request the batch started: the producer, the
     /// sequence number and the room are as before the batch, and the
     /// device sees none of it (nothing was published). With no batch open,
-    /// or once a post has published the batch's requests with its own (a
-    /// batch left open, its builder leaked), it moves nothing: those are
-    /// the device's.
+    /// or once a post has moved the producer past the batch (a batch left
+    /// open, its builder leaked, then a post), it moves nothing: the
+    /// batch's requests are the post's, published with it or by the next.
+    /// Requests a leaked builder or list left unpublished before the batch
+    /// began stay, for the next post to publish.
     #[inline(always)]
     pub fn build_abort(&mut self) {
         if !core::mem::take(&mut self.build.open) {
             return;
         }
-        // Only a post publishes, and inside an open batch the published
-        // producer is the batch's first slot until one does. (A producer
-        // scribbled by the kernel only keeps a checked batch from being
-        // taken back.)
-        if self.q.queue().load_producer() != self.build.first {
+        // The batch's own record, not the shared producer word (which the
+        // kernel can write, and which lags a leaked list's requests).
+        if self.prod != self.build.end {
             return;
         }
         let n = self.build_len();
@@ -564,6 +578,90 @@ mod tests {
             unsafe { sq.post(&wr) }.unwrap();
             assert_eq!(r.get_u32(PRODUCER_OFFSET), 3, "{t:?}");
         }
+    }
+
+    /// A batch left unfinished (its builder, or a list, leaked) keeps its
+    /// requests for the next post; a batch begun after it and aborted, or
+    /// failed, is taken back to where it began, leftovers untouched.
+    #[test]
+    fn a_batch_after_a_leaked_one_is_still_taken_back() {
+        for leak_a_list in [false, true] {
+            let (r, mut sq) = ring(QpType::Rc);
+            let wr: SendWr<'_, Sge, AhAddr> = SendWr::new(1, SendOp::Send, &SGES[..1]);
+            if leak_a_list {
+                // SAFETY: a fake ring. Not published, as a leaked list's.
+                unsafe { sq.post_unpublished(&wr) }.unwrap();
+            } else {
+                sq.build_begin();
+                sq.build_start(1, SendOp::Send, SIGNALED).unwrap();
+            }
+            assert_eq!((sq.producer(), r.get_u32(PRODUCER_OFFSET)), (1, 0));
+            sq.build_begin();
+            sq.build_start(2, SendOp::Send, SIGNALED).unwrap();
+            sq.build_start(3, SendOp::Send, SIGNALED).unwrap();
+            sq.build_abort();
+            assert_eq!(sq.producer(), 1, "leak_a_list {leak_a_list}: taken back");
+            sq.build_begin();
+            let fa = SendOp::FetchAdd {
+                remote: Remote { addr: 0, rkey: 1 },
+                add: 1,
+            };
+            sq.build_start(4, fa, SIGNALED).unwrap();
+            assert_eq!(sq.build_end(), Err((PostError::BadAtomic, 0)));
+            assert_eq!(
+                sq.producer(),
+                1,
+                "leak_a_list {leak_a_list}: failed, taken back"
+            );
+            // The leftover goes out with the next post, in slot 0.
+            // SAFETY: as above.
+            unsafe { sq.post(&SendWr { wr_id: 5, ..wr }) }.unwrap();
+            assert_eq!(r.get_u32(PRODUCER_OFFSET), 2);
+            assert_eq!(get_u64(&slot(&r, 0), send::WR_ID), 1);
+            assert_eq!(get_u64(&slot(&r, 1), send::WR_ID), 5);
+        }
+    }
+
+    /// The inline length written is that of the bytes copied, from one pass
+    /// over the parts: an iterator whose clone yields other parts cannot
+    /// make the request claim bytes it does not carry.
+    #[test]
+    fn inline_parts_are_read_once() {
+        /// Yields `b"hi"`; a clone yields 40 bytes.
+        #[derive(Default)]
+        struct TwoFaced(bool, bool);
+        impl Clone for TwoFaced {
+            fn clone(&self) -> Self {
+                TwoFaced(true, false)
+            }
+        }
+        impl Iterator for TwoFaced {
+            type Item = &'static [u8];
+            fn next(&mut self) -> Option<&'static [u8]> {
+                if core::mem::replace(&mut self.1, true) {
+                    return None;
+                }
+                Some(if self.0 { &[7; 40] } else { b"hi" })
+            }
+        }
+        let (r, mut sq) = ring(QpType::Rc);
+        sq.build_begin();
+        sq.build_start(1, SendOp::Send, SIGNALED).unwrap();
+        sq.build_inline(TwoFaced::default()).unwrap();
+        assert_eq!(sq.build_end(), Ok(1));
+        let s = slot(&r, 0);
+        let u32_at = |o: usize| u32::from_ne_bytes(s[o..o + 4].try_into().unwrap());
+        assert_eq!((u32_at(send::DMA_LENGTH), u32_at(send::DMA_RESID)), (2, 2));
+        assert_eq!(&s[send::PAYLOAD..send::PAYLOAD + 2], b"hi");
+        // Too long: refused, the whole length named.
+        let (_r, mut sq) = ring(QpType::Rc);
+        sq.build_begin();
+        sq.build_start(1, SendOp::Send, SIGNALED).unwrap();
+        let parts = [&[0u8; 30][..], &[0u8; 30][..], &[0u8; 5][..]];
+        assert_eq!(
+            sq.build_inline(parts.into_iter()),
+            Err(PostError::InlineTooLong { given: 65, max: 48 })
+        );
     }
 
     /// Ending or aborting twice moves nothing the second time: a batch
