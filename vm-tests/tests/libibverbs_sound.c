@@ -416,6 +416,28 @@ static int batch(struct ibv_qp_ex *qx, uint64_t first, int n)
 	return ibv_wr_complete(qx);
 }
 
+/* Opens a batch of one signaled SEND, id `id`, whose payload the caller
+ * gives; b's receive for it lands at buf + 4096, cleared here. */
+static void odd_begin(struct ibv_qp_ex *qx, uint64_t id)
+{
+	memset(buf + 4096, 0, 8);
+	ibv_wr_start(qx);
+	qx->wr_id = id;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qx);
+}
+
+/* Completes the batch odd_begin opened and prints what it answered, its
+ * completion, and whether one receive took `bytes`. */
+static void odd_end(struct ibv_qp_ex *qx, struct ibv_cq *cs,
+		    struct ibv_cq *cr, const char *what, const char *bytes)
+{
+	printf("wr_batch: %s: %d\n", what, ibv_wr_complete(qx));
+	wait_wc(cs, 1, what);
+	printf("wr_batch: %s, its bytes landed: %d\n", what,
+	       count_wc(cr, 1000) == 1 && !memcmp(buf + 4096, bytes, 8));
+}
+
 static void wr_batch(void)
 {
 	struct ibv_cq *cs = cq_on(64, NULL, NULL), *cr = cq_on(64, NULL, NULL);
@@ -477,19 +499,11 @@ static void wr_batch(void)
 
 		count_wc(cr, 1000); /* the receives of the batch that fit */
 		memcpy(buf + 8192, "odd list", 8);
-		memset(buf + 4096, 0, 8); /* where b's receives land */
 		memcpy(raw + 1, &s, sizeof(s));
-		ibv_wr_start(qx);
-		qx->wr_id = 300;
-		qx->wr_flags = IBV_SEND_SIGNALED;
-		ibv_wr_send(qx);
+		odd_begin(qx, 300);
 		ibv_wr_set_sge_list(qx, 1, (struct ibv_sge *)(raw + 1));
-		printf("wr_batch: a send whose SGE list is misaligned: %d\n",
-		       ibv_wr_complete(qx));
-		wait_wc(cs, 1, "the misaligned list's send");
-		printf("wr_batch: it landed: %d\n",
-		       count_wc(cr, 1000) == 1 &&
-			       !memcmp(buf + 4096, "odd list", 8));
+		odd_end(qx, cs, cr, "a send whose SGE list is misaligned",
+			"odd list");
 	}
 	/* The same for an inline list (struct ibv_data_buf) at an odd
 	 * address: two pieces, 8 bytes. Case wr_batch_inline only, run over
@@ -499,20 +513,12 @@ static void wr_batch(void)
 		_Alignas(16) char raw[2 * sizeof(struct ibv_data_buf) + 1];
 		struct ibv_data_buf d[2] = { { "odd ", 4 }, { "data", 4 } };
 
-		memset(buf + 4096, 0, 8);
 		memcpy(raw + 1, d, sizeof(d));
-		ibv_wr_start(qx);
-		qx->wr_id = 301;
-		qx->wr_flags = IBV_SEND_SIGNALED;
-		ibv_wr_send(qx);
+		odd_begin(qx, 301);
 		ibv_wr_set_inline_data_list(qx, 2,
 					    (struct ibv_data_buf *)(raw + 1));
-		printf("wr_batch: an inline send whose list is misaligned: %d\n",
-		       ibv_wr_complete(qx));
-		wait_wc(cs, 1, "the misaligned inline list's send");
-		printf("wr_batch: its bytes landed: %d\n",
-		       count_wc(cr, 1000) == 1 &&
-			       !memcmp(buf + 4096, "odd data", 8));
+		odd_end(qx, cs, cr, "an inline send whose list is misaligned",
+			"odd data");
 	}
 	destroy4(ibv_destroy_qp(a), ibv_destroy_qp(b), cs, cr);
 }

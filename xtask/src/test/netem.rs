@@ -246,13 +246,7 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, scale: &Scale) {
         if !ok(&c, &s) {
             tally.fail(
                 &format!("netem {name}: tc qdisc replace dev eth0 root netem {args}"),
-                &format!(
-                    "client: {}; server: {}{}{}",
-                    last(&c),
-                    last(&s),
-                    kernel(&c),
-                    kernel(&s)
-                ),
+                &why(&c, &s),
             );
             continue;
         }
@@ -271,16 +265,7 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, scale: &Scale) {
                     delta(&c)
                 );
             } else {
-                tally.fail(
-                    &what,
-                    &format!(
-                        "client: {}; server: {}{}{}",
-                        last(&c),
-                        last(&s),
-                        kernel(&c),
-                        kernel(&s)
-                    ),
-                );
+                tally.fail(&what, &why(&c, &s));
             }
         }
         let what = format!("netem {name}: UD over 8 QPs, every datagram received intact or counted lost, none corrupt{}", if args.contains("duplicate") { " (copies made by the link counted)" } else { ", none twice" });
@@ -290,32 +275,14 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, scale: &Scale) {
                 tally.pass(&what);
                 println!("xtask: netem {name}, ud: {l}");
             }
-            _ => tally.fail(
-                &what,
-                &format!(
-                    "client: {}; server: {}{}{}",
-                    last(&c),
-                    last(&s),
-                    kernel(&c),
-                    kernel(&s)
-                ),
-            ),
+            _ => tally.fail(&what, &why(&c, &s)),
         }
         let what = format!("netem {name}: rdma_cm connect, {} verified rping round trips, disconnect (rverbs client, rdma-core server)", scale.rping_count);
         let (c, s) = sections("rping");
         if ok(&c, &s) {
             tally.pass(&what);
         } else {
-            tally.fail(
-                &what,
-                &format!(
-                    "client: {}; server: {}{}{}",
-                    last(&c),
-                    last(&s),
-                    kernel(&c),
-                    kernel(&s)
-                ),
-            );
+            tally.fail(&what, &why(&c, &s));
         }
         let row = format!(" 65536      {} ", scale.perftest_iters);
         for (what, theirs, ours) in PERFTEST {
@@ -331,16 +298,7 @@ pub(super) fn checks(tally: &mut Tally, base: &vm::Options, scale: &Scale) {
                     delta(&c)
                 );
             } else {
-                tally.fail(
-                    &what,
-                    &format!(
-                        "client: {}; server: {}{}{}",
-                        last(&c),
-                        last(&s),
-                        kernel(&c),
-                        kernel(&s)
-                    ),
-                );
+                tally.fail(&what, &why(&c, &s));
             }
         }
     }
@@ -383,6 +341,18 @@ fn proof_verdict(tally: &mut Tally, c: &[String], s: &[String]) {
             ),
         ),
     }
+}
+
+/// A failed check's account: the last lines of each side, and the guest
+/// kernel's lines about either side killed by a signal.
+fn why(c: &[String], s: &[String]) -> String {
+    format!(
+        "client: {}; server: {}{}{}",
+        last(c),
+        last(s),
+        kernel(c),
+        kernel(s)
+    )
 }
 
 /// The kernel's lines about a killed client ([`KILLED`]), if any.
