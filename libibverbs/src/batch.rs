@@ -33,7 +33,6 @@ use rverbs::{Ah, Qp, QpState, SendOp, SendWr, Slice};
 use std::ffi::c_int;
 
 /// One request of a batch, until `wr_complete`.
-#[derive(Clone, Copy)]
 struct Req {
     wr_id: u64,
     flags: u32,
@@ -42,10 +41,10 @@ struct Req {
     sges: (usize, usize),
     /// Its inline payload, if any: `Batch::bytes[start..start + len]`.
     inline: Option<(usize, usize)>,
-    /// `wr_set_ud_addr`: the AH (of a C `ibv_ah *` of ours, which the C
-    /// caller keeps alive until the request completes, as with
-    /// `ibv_post_send`'s `wr.ud.ah`), remote QPN and Q_Key.
-    ud: Option<(*const Ah, u32, u32)>,
+    /// `wr_set_ud_addr`: the AH (a clone of the C `ibv_ah *`'s: C may
+    /// destroy its AH before `wr_complete`, as rdma-core's mlx5 copies the
+    /// address at the call), remote QPN and Q_Key.
+    ud: Option<(Ah, u32, u32)>,
 }
 
 /// The requests between `wr_start` and `wr_complete`, and the first
@@ -67,6 +66,9 @@ pub(crate) struct Batch {
     /// What the provider answers for a batch it has no room for.
     full: c_int,
     error: Option<c_int>,
+    /// Between `wr_start` and `wr_complete`/`wr_abort`: the session lock
+    /// (`QpEx::open_session`) is held.
+    pub(crate) open: bool,
 }
 
 impl Batch {
@@ -84,15 +86,17 @@ impl Batch {
             max_inline: inline,
             full,
             error: None,
+            open: false,
         }
     }
 
     /// Empties the batch, keeping its storage.
     pub(crate) fn reset(&mut self) {
+        // The translated requests first: they view the others.
+        self.wrs.clear();
         self.reqs.clear();
         self.sges.clear();
         self.bytes.clear();
-        self.wrs.clear();
         self.error = None;
     }
 
@@ -109,7 +113,8 @@ impl Batch {
 
     /// The request `r` in rverbs' form.
     ///
-    /// Lifetime erasure: the result views `sges` and `bytes`; it lives in
+    /// Lifetime erasure: the result views `sges`, `bytes` and the AH in
+    /// `r`; it lives in
     /// `wrs` (emptied by `reset`, under the same lock, before either
     /// vector changes again) or, in [`Batch::post`], only until the post
     /// returns.
@@ -146,10 +151,13 @@ impl Batch {
                 ),
             }
         };
-        let w = match r.ud {
-            // SAFETY: an AH of ours that the C caller keeps alive until
-            // the request completes (wr_set_ud_addr's contract).
-            Some((ah, qpn, qkey)) => w.to(unsafe { &*ah }, qpn, qkey),
+        let w = match &r.ud {
+            Some((ah, qpn, qkey)) => {
+                // SAFETY: the AH lives in `reqs`, which neither reallocates
+                // nor changes while the result lives (the erasure above).
+                let ah: &'static Ah = unsafe { &*std::ptr::from_ref(ah) };
+                w.to(ah, *qpn, *qkey)
+            }
             None => w,
         };
         with_flags(w, r.flags)
@@ -170,6 +178,12 @@ impl Batch {
             Ok(()) => 0,
             Err(e) => refused(self.full, e),
         }
+    }
+
+    /// The ids of the requests gathered so far, in order.
+    #[cfg(test)]
+    pub(crate) fn reqs_ids(&self) -> Vec<u64> {
+        self.reqs.iter().map(|r| r.wr_id).collect()
     }
 
     /// Records the first error of the batch.
@@ -262,7 +276,9 @@ impl Batch {
     /// `remote_qpn` with `remote_qkey`.
     pub(crate) fn set_ud(&mut self, ah: &Ah, qpn: u32, qkey: u32) -> Result<(), c_int> {
         let r = self.reqs.last_mut().ok_or(libc::EINVAL)?;
-        r.ud = Some((std::ptr::from_ref(ah), qpn, qkey));
+        // A clone (a reference count, no allocation): the request keeps
+        // the AH to its post, whatever C destroys meanwhile.
+        r.ud = Some((ah.clone(), qpn, qkey));
         Ok(())
     }
 

@@ -183,8 +183,13 @@ unsafe fn read_cq_init_ex(a: *const IbvCqInitAttrEx) -> Result<CqInit, c_int> {
     if wc_flags & !WC_STANDARD_FLAGS != 0 || mask & !CQ_INIT_ATTR_FLAGS != 0 {
         return Err(libc::EOPNOTSUPP);
     }
-    // SAFETY: read only when comp_mask names it (short-circuit).
-    if mask & CQ_INIT_ATTR_FLAGS != 0 && unsafe { member!(a, flags) } != 0 {
+    // IBV_CREATE_CQ_ATTR_SINGLE_THREADED is taken (rdma-core's rxe
+    // ignores it, its mlx5 drops its lock for it; ours keeps the lock,
+    // which serves one thread as well); IGNORE_OVERRUN is not offered.
+    if mask & CQ_INIT_ATTR_FLAGS != 0
+        // SAFETY: read only when comp_mask names it (short-circuit).
+        && unsafe { member!(a, flags) } & !CREATE_CQ_SINGLE_THREADED != 0
+    {
         return Err(libc::EOPNOTSUPP);
     }
     let cqe = c_int::try_from(cqe).map_err(|_| libc::EINVAL)?;
@@ -364,7 +369,16 @@ mod tests {
         unsafe { crate::put!(p, comp_mask = CQ_INIT_ATTR_FLAGS, flags = 1) };
         // SAFETY: comp_mask names flags, which is set.
         let got = unsafe { read_cq_init_ex(p) };
-        assert_eq!(got, Err(libc::EOPNOTSUPP), "creation flags are refused");
+        assert_eq!(
+            got,
+            Ok((16, null, null.cast(), 0)),
+            "SINGLE_THREADED is taken"
+        );
+        // SAFETY: as above.
+        unsafe { crate::put!(p, comp_mask = CQ_INIT_ATTR_FLAGS, flags = 2) };
+        // SAFETY: as above.
+        let got = unsafe { read_cq_init_ex(p) };
+        assert_eq!(got, Err(libc::EOPNOTSUPP), "IGNORE_OVERRUN is refused");
     }
 
     /// The tail lies in a CQ box where C finds `struct ibv_cq_ex`'s

@@ -31,11 +31,10 @@ pub(crate) unsafe extern "C" fn poll_cq(c: *mut IbvCq, n: c_int, out: *mut IbvWc
         let Some(b) = (unsafe { CqBox::of(c) }) else {
             return -libc::EINVAL;
         };
-        // An empty poll answers 0 (whatever `out`), a negative count or a
-        // NULL array EINVAL. Two tests and branches: one `||` was computed
-        // into flags first (callgrind: 3 instructions a call more).
+        // No room answers 0 (whatever `out`), as rdma-core's providers
+        // (their loops run while `npolled < ne`), a NULL array EINVAL.
         if n <= 0 {
-            return if n == 0 { 0 } else { -libc::EINVAL };
+            return 0;
         }
         if out.is_null() {
             return -libc::EINVAL;
@@ -94,22 +93,34 @@ pub(crate) fn cq_ex_ops() -> IbvCqExOps {
     }
 }
 
-/// Polls one completion into the current one: 0, or `ENOENT` if the CQ
-/// is empty (as `ibv_start_poll`/`ibv_next_poll` report).
-unsafe fn poll_one(c: *mut IbvCqExC) -> c_int {
-    // SAFETY: the ibv_cq_ex pointer C holds is the CQ box's address (C
-    // contract: not destroyed).
-    let Some(b) = (unsafe { CqBox::of(c.cast::<IbvCq>()) }) else {
-        return libc::EINVAL;
-    };
+/// The CQ box of the `ibv_cq_ex` pointer `c`.
+///
+/// # Safety
+/// The pointer C holds is the CQ box's address (this library hands out
+/// nothing else); C contract: not destroyed.
+unsafe fn box_of<'a>(c: *mut IbvCqExC) -> Option<&'a CqBox> {
+    // SAFETY: the caller's contract.
+    unsafe { CqBox::of(c.cast::<IbvCq>()) }
+}
+
+/// Polls one completion of `cq` (the box `b`'s, whose lock the caller
+/// holds) into the current one: 0, or `ENOENT` if the CQ is empty (as
+/// `ibv_start_poll`/`ibv_next_poll` report).
+fn poll_one(b: &CqBox, cq: &mut rverbs::Cq) -> c_int {
     let mut w = [Wc::default()];
-    if lock(&b.cq).poll(&mut w) == 0 {
+    if cq.poll(&mut w) == 0 {
         return libc::ENOENT;
     }
     b.ex.publish(&w[0]);
     0
 }
 
+/// `start_poll`: takes the CQ's lock and keeps it to `end_poll`, as
+/// rdma-core's providers hold their CQ lock from `ibv_start_poll` to
+/// `ibv_end_poll`: threads polling one CQ so each see their own
+/// completions, and the members C reads (`status`, `wr_id`) are written
+/// by the holder alone. An empty CQ answers `ENOENT` and lets go: C then
+/// calls no `end_poll` (`verbs.h`'s contract).
 unsafe extern "C" fn start_poll(c: *mut IbvCqExC, attr: *const u32) -> c_int {
     guard::errno(|| {
         // SAFETY: NULL or a readable ibv_poll_cq_attr (C contract), whose
@@ -118,21 +129,48 @@ unsafe extern "C" fn start_poll(c: *mut IbvCqExC, attr: *const u32) -> c_int {
             return libc::EINVAL;
         }
         // SAFETY: forwarded C contract.
-        unsafe { poll_one(c) }
+        let Some(b) = (unsafe { box_of(c) }) else {
+            return libc::EINVAL;
+        };
+        // SAFETY: released below when empty, else by end_poll (C calls
+        // it exactly once after a start_poll that answered 0); the value
+        // is used by this thread's next_poll calls only until then.
+        let cq = unsafe { b.cq.hold() };
+        let r = poll_one(b, cq);
+        if r != 0 {
+            // SAFETY: taken above; `cq` is not used again.
+            unsafe { b.cq.release() };
+        }
+        r
     })
 }
 
+/// `next_poll`: the next completion, under the lock `start_poll` took.
 unsafe extern "C" fn next_poll(c: *mut IbvCqExC) -> c_int {
     guard::errno(|| {
         // SAFETY: forwarded C contract.
-        unsafe { poll_one(c) }
+        let Some(b) = (unsafe { box_of(c) }) else {
+            return libc::EINVAL;
+        };
+        // SAFETY: C calls next_poll only between a start_poll that
+        // answered 0 and its end_poll, on that thread (verbs.h's
+        // contract, rdma-core's too: its providers touch the CQ there
+        // under the lock start_poll took), so this thread holds the lock.
+        let cq = unsafe { b.cq.held() };
+        poll_one(b, cq)
     })
 }
 
-/// `end_poll`: nothing held between the calls (each poll takes the CQ's
-/// lock for itself).
-extern "C" fn end_poll(_c: *mut IbvCqExC) {
-    guard::void(|| {})
+/// `end_poll`: lets go of the lock `start_poll` took.
+unsafe extern "C" fn end_poll(c: *mut IbvCqExC) {
+    guard::void(|| {
+        // SAFETY: forwarded C contract.
+        if let Some(b) = unsafe { box_of(c) } {
+            // SAFETY: C calls end_poll once after a start_poll that
+            // answered 0, on its thread, which holds the lock since.
+            unsafe { b.cq.release() };
+        }
+    })
 }
 
 /// The current completion of `c`.
@@ -165,11 +203,18 @@ unsafe extern "C" fn read_byte_len(c: *mut IbvCqExC) -> u32 {
     })
 }
 
-/// `read_imm_data`: big-endian, as in `struct ibv_wc`.
+/// `read_imm_data`, which `ibv_wc_read_invalidated_rkey` calls too (a
+/// `verbs.h` inline): the completion's `ex` member as `struct ibv_wc`
+/// carries it, the immediate big-endian or the invalidated rkey, whatever
+/// the flags (rdma-core's providers read it so).
 unsafe extern "C" fn read_imm_data(c: *mut IbvCqExC) -> u32 {
     guard::value(0, || {
         // SAFETY: forwarded C contract.
-        unsafe { cur(c) }.imm_data().map_or(0, u32::to_be)
+        let w = unsafe { cur(c) };
+        let mut out = IbvWc::default();
+        // SAFETY: a local, wholly initialised struct.
+        unsafe { put_wc(&mut out, w) };
+        out.imm_data
     })
 }
 
@@ -208,9 +253,13 @@ unsafe extern "C" fn read_sl(c: *mut IbvCqExC) -> u8 {
     })
 }
 
-/// `read_dlid_path_bits`: 0, as `ibv_poll_cq` reports it here.
-extern "C" fn read_dlid_path_bits(_c: *mut IbvCqExC) -> u8 {
-    guard::value(0, || 0)
+/// `read_dlid_path_bits`: as `ibv_poll_cq` reports it (0 on rxe, the
+/// CQE's path bits on mlx5).
+unsafe extern "C" fn read_dlid_path_bits(c: *mut IbvCqExC) -> u8 {
+    guard::value(0, || {
+        // SAFETY: forwarded C contract.
+        unsafe { cur(c) }.dlid_path_bits
+    })
 }
 
 extern "C" fn read_zero(_c: *mut IbvCqExC) -> u64 {

@@ -29,6 +29,11 @@ pub(crate) struct QpEx {
     /// A spin lock, as the queues' (`spin.rs` says why not std's Mutex):
     /// each `ibv_wr_*` call takes it once.
     batch: Spin<Batch>,
+    /// A gathered batch's session: held from `wr_start` to `wr_complete`
+    /// or `wr_abort` (`wr::Gather`), as rdma-core's mlx5 holds its SQ
+    /// lock, so that a second thread's batch waits instead of resetting
+    /// this one's.
+    session: Spin<()>,
     /// The batch of a QP whose builders write into its send queue as they
     /// go (rxe: `wr::InRing`), held by the thread that holds the QP.
     ring: UnsafeCell<InRing>,
@@ -62,6 +67,7 @@ impl QpEx {
             send_ops: 0,
             full: libc::ENOMEM,
             batch: Spin::new(Batch::default()),
+            session: Spin::new(()),
             ring: UnsafeCell::new(InRing::default()),
         }
     }
@@ -95,6 +101,35 @@ impl QpEx {
             full,
             ..QpEx::new(ops)
         }
+    }
+
+    /// Opens a gathered batch (`wr_start` of `wr::Gather`): waits for any
+    /// other thread's to end, as rdma-core's mlx5 holds its SQ lock from
+    /// `wr_start`, then empties the batch and marks it open.
+    pub(crate) fn gather_start(&self) {
+        // SAFETY: released once, in gather_end, for the batch marked open
+        // here; nothing is borrowed through it.
+        unsafe { self.session.hold() };
+        let mut b = self.batch();
+        b.reset();
+        b.open = true;
+    }
+
+    /// Ends the gathered batch `gather_start` opened (`wr_complete`,
+    /// `wr_abort`): answers what `f` makes of it (the post, or nothing),
+    /// empties it and lets the next batch in. With no batch open, answers
+    /// `EINVAL` and touches nothing.
+    pub(crate) fn gather_end(&self, f: impl FnOnce(&mut Batch) -> c_int) -> c_int {
+        let mut b = self.batch();
+        if !std::mem::take(&mut b.open) {
+            return libc::EINVAL;
+        }
+        let r = f(&mut b);
+        b.reset();
+        drop(b);
+        // SAFETY: the batch was open, so gather_start holds the session.
+        unsafe { self.session.release() };
+        r
     }
 
     /// Whether the QP was created with `send_ops_flags`: the only QPs
@@ -238,6 +273,63 @@ mod tests {
         assert_eq!(x.batch().error(), Some(guard::PANICKED));
         x.batch().reset();
         assert_eq!(x.batch().error(), None, "the next batch starts clean");
+    }
+
+    /// A gathered batch holds the QP from `wr_start` to its end, as
+    /// rdma-core's mlx5 holds its SQ lock: a second thread's `wr_start`
+    /// waits, instead of emptying the first's batch under it (which then
+    /// posted the second's requests as its own). Ending a batch never
+    /// opened touches nothing.
+    #[test]
+    fn a_gathered_batch_holds_the_qp_until_its_end() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let cap = IbvQpCap {
+            max_send_wr: 4,
+            max_send_sge: 1,
+            ..IbvQpCap::default()
+        };
+        let x = QpEx::extended(no_ops(), send_ops::SEND, &cap, libc::ENOSPC);
+        /// The QP's tail shared by two threads, as C shares a QP's box.
+        struct Across<'a>(&'a QpEx);
+        // SAFETY: as C programs share a QP: the threads reach the tail
+        // through its locks, and write `wr_id` in turn (the second only
+        // after the first's batch ended, ordered by the session lock).
+        unsafe impl Sync for Across<'_> {}
+        let across = Across(&x);
+        let x = across.0;
+        assert_eq!(x.gather_end(|_| 0), libc::EINVAL, "no batch open");
+        let ids = |b: &Batch| b.reqs_ids();
+        let second_started = AtomicBool::new(false);
+        x.gather_start();
+        // SAFETY: the tail's own member, through its cell (the program's
+        // store).
+        unsafe { std::ptr::addr_of_mut!((*x.c.get()).wr_id).write(1) };
+        x.add(send_ops::SEND, SendOp::Send);
+        std::thread::scope(|s| {
+            let (a, started) = (&across, &second_started);
+            let t = s.spawn(move || {
+                let x = a.0;
+                x.gather_start();
+                started.store(true, Ordering::SeqCst);
+                // SAFETY: as above.
+                unsafe { std::ptr::addr_of_mut!((*x.c.get()).wr_id).write(2) };
+                x.add(send_ops::SEND, SendOp::Send);
+                x.gather_end(|b| {
+                    assert_eq!(ids(b), [2], "the second batch is its own");
+                    0
+                })
+            });
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            assert!(!second_started.load(Ordering::SeqCst), "the second waits");
+            assert_eq!(
+                x.gather_end(|b| {
+                    assert_eq!(ids(b), [1], "the first batch is its own");
+                    7
+                }),
+                7
+            );
+            assert_eq!(t.join().unwrap(), 0);
+        });
     }
 
     /// The program sets `wr_id` and `wr_flags` through its own pointer

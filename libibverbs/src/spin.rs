@@ -94,6 +94,21 @@ impl<T> Spin<T> {
         unsafe { &mut *self.value.get() }
     }
 
+    /// The value of a lock this thread holds through [`Spin::hold`], for a
+    /// later call of the same hold (`ibv_next_poll` after
+    /// `ibv_start_poll`).
+    ///
+    /// # Safety
+    /// The lock was taken by [`Spin::hold`] on this thread and not yet
+    /// released, and no other reference to the value handed out since is
+    /// used while the result lives.
+    #[inline(always)]
+    pub(crate) unsafe fn held<'a>(&self) -> &'a mut T {
+        // SAFETY: held by this thread (caller's contract), so the value is
+        // its alone.
+        unsafe { &mut *self.value.get() }
+    }
+
     /// Lets go of a lock taken by [`Spin::hold`].
     ///
     /// # Safety

@@ -451,7 +451,7 @@ impl Gather {
 
 impl Mode for Gather {
     fn start(b: &QpBox) {
-        b.ex.batch().reset();
+        b.ex.gather_start();
     }
 
     fn add(x: &QpEx, needs: u64, op: SendOp) {
@@ -479,14 +479,11 @@ impl Mode for Gather {
     }
 
     fn complete(b: &QpBox) -> c_int {
-        let mut batch = b.ex.batch();
-        let r = batch.post(&b.qp);
-        batch.reset();
-        r
+        b.ex.gather_end(|batch| batch.post(&b.qp))
     }
 
     fn abort(b: &QpBox) {
-        b.ex.batch().reset();
+        b.ex.gather_end(|_| 0);
     }
 }
 

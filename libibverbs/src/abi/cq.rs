@@ -71,6 +71,9 @@ pub const WC_STANDARD_FLAGS: u64 = 0x7f;
 /// `enum ibv_cq_init_attr_mask`: `IBV_CQ_INIT_ATTR_MASK_FLAGS`.
 pub const CQ_INIT_ATTR_FLAGS: u32 = 1;
 
+/// `IBV_CREATE_CQ_ATTR_SINGLE_THREADED` of `enum ibv_create_cq_attr_flags`.
+pub const CREATE_CQ_SINGLE_THREADED: u32 = 1 << 0;
+
 /// The function slots of `struct ibv_cq_ex`, in the header's order (each
 /// has its own C signature; stored untyped, as C sees a slot).
 #[repr(C)]
