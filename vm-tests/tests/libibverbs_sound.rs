@@ -118,22 +118,31 @@ fn a_batch_longer_than_the_room_left_posts_nothing() {
 /// behaviour in Rust).
 #[test]
 fn an_inline_list_at_an_odd_address_is_copied_out() {
+    ours_prints(
+        "wr_batch_inline",
+        &[
+            "wr_batch: an inline send whose list is misaligned: 0",
+            "an inline send whose list is misaligned: wr 301 success",
+            "wr_batch: an inline send whose list is misaligned, its bytes landed: 1",
+        ],
+    );
+}
+
+/// Runs case `what` over ours only: it must end with `done` and print
+/// each of `lines`.
+fn ours_prints(what: &str, lines: &[&str]) {
     let e = env();
     let gid = e.gid.to_string();
     let o = run({
         let mut c = ours(program());
-        c.args([e.dev.as_str(), gid.as_str(), "wr_batch_inline"]);
+        c.args([e.dev.as_str(), gid.as_str(), what]);
         c
     });
     let t = stdout(&o);
     assert!(o.status.success() && t.ends_with("done\n"), "{}", show(&o));
-    for line in [
-        "wr_batch: an inline send whose list is misaligned: 0",
-        "an inline send whose list is misaligned: wr 301 success",
-        "wr_batch: an inline send whose list is misaligned, its bytes landed: 1",
-    ] {
+    for line in lines {
         assert!(
-            t.lines().any(|l| l == line),
+            t.lines().any(|l| l == *line),
             "{line:?} missing: {}",
             show(&o)
         );
@@ -152,29 +161,17 @@ fn an_inline_list_at_an_odd_address_is_copied_out() {
 /// extended CQ's completions as zeros.
 #[test]
 fn poll_sessions_hold_the_cq_as_rdma_cores_do() {
-    let e = env();
-    let gid = e.gid.to_string();
-    let o = run({
-        let mut c = ours(program());
-        c.args([e.dev.as_str(), gid.as_str(), "cq_ex"]);
-        c
-    });
-    let t = stdout(&o);
-    assert!(o.status.success() && t.ends_with("done\n"), "{}", show(&o));
-    for line in [
-        "cq_ex: SINGLE_THREADED: created",
-        "cq_ex: ibv_poll_cq of -1: 0",
-        "cq_ex: the second session waits for the first: 1",
-        "cq_ex: the first still sees its own completion: 1",
-        "cq_ex: the second got the other: 1",
-        "cq_ex: destroy_cq 0",
-    ] {
-        assert!(
-            t.lines().any(|l| l == line),
-            "{line:?} missing: {}",
-            show(&o)
-        );
-    }
+    ours_prints(
+        "cq_ex",
+        &[
+            "cq_ex: SINGLE_THREADED: created",
+            "cq_ex: ibv_poll_cq of -1: 0",
+            "cq_ex: the second session waits for the first: 1",
+            "cq_ex: the first still sees its own completion: 1",
+            "cq_ex: the second got the other: 1",
+            "cq_ex: destroy_cq 0",
+        ],
+    );
 }
 
 /// `ibv_reg_dmabuf_mr` (a stub before issue 29, now `Pd::reg_dmabuf_mr`
