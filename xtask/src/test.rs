@@ -500,6 +500,13 @@ fn checkers(tally: &mut Tally) {
 /// libibverbs, ~25 s) compares two libraries on one kernel: the kernel
 /// paths it reaches run on every kernel through the Rust API's own tests.
 ///
+/// `libibverbs_sound.rs` (the C ABI's soundness cases over both
+/// libraries, ~30 s) holds our library's answers to rdma-core's, and its
+/// locking: the library's code is the same on every kernel, and the
+/// destroys, events and posts under it run on every kernel through the
+/// Rust API's tests (`verbs_*.rs`, `soundness.rs`) and
+/// `libibverbs_core.rs`.
+///
 /// `perf.rs` (`rverbs perf` against perftest, ~50 s) and `libibverbs_cm.rs`
 /// (rdma-core's librdmacm tools and perftest over our libibverbs, ~50 s)
 /// compare userspace programs' wire exchanges and output; the verbs and
@@ -523,6 +530,7 @@ const DEFAULT_KERNEL_ONLY: &[&str] = &[
     "tests/libibverbs_pyverbs.rs",
     "tests/perf.rs",
     "tests/libibverbs_cm.rs",
+    "tests/libibverbs_sound.rs",
     "tests/scale.rs",
 ];
 
