@@ -67,7 +67,7 @@ pub(crate) struct Batch {
     full: c_int,
     error: Option<c_int>,
     /// Between `wr_start` and `wr_complete`/`wr_abort`: the session lock
-    /// (`QpEx::open_session`) is held.
+    /// (`QpEx::gather_start`) is held.
     pub(crate) open: bool,
 }
 
