@@ -30,7 +30,7 @@ use std::time::Duration;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  vm-run [--kernel 6.1|6.12|7.2|6.12-arm64] [--two-hosts [--peer-arm64]] [--bare | --bare-musl] [--rdma-core] [--timeout SECS] [-v] -- CMD [ARGS...]
+  vm-run [--kernel 6.1|6.12|7.2|6.12-arm64] [--two-hosts [--peer-arm64]] [--bare | --bare-musl] [--rdma-core] [--timeout SECS] [--out DIR] [-v] -- CMD [ARGS...]
         boot a fresh VM with rxe0 and run CMD inside it (host paths), on
         Debian's kernel of that series (default 6.12);
         with --two-hosts, RVERBS_PEER_CMD (if set) runs on the second VM;
@@ -40,7 +40,8 @@ commands:
         rverbs of its architecture (no host share, no rxe0: create it with
         rverbs link add); --bare-musl: the same with the musl build;
         6.12-arm64 runs bare only (QEMU's virt board under TCG);
-        --rdma-core gives a bare arm64 VM rdma-core's arm64 tools by name
+        --rdma-core gives a bare arm64 VM rdma-core's arm64 tools by name;
+        --out DIR: the guest's writable $RVERBS_VM_OUT, kept after the run
   vm-prepare [--kernel K|all]
                fetch the kernel and build the initramfs (cached in target/vm)
   test [--kernel K|all] [--host-only | --vm-only]
@@ -232,6 +233,10 @@ fn vm_run(args: &[String]) -> host::Result<ExitCode> {
             "--bare" => bare = Some(0),
             "--bare-musl" => bare = Some(1),
             "-v" | "--verbose" => opts.verbose = true,
+            "--out" => {
+                let d = it.next().ok_or("--out needs a directory")?;
+                opts.out_dir = Some(d.into());
+            }
             "--kernel" => {
                 let k = it
                     .next()
