@@ -15,7 +15,7 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
-use provider_mlx5::{AhAddr, SendOp, SendWr, Sge};
+use provider_mlx5::{AhAddr, PostError, Remote, SendOp, SendWr, Sge};
 use rverbs_mlx5_oracle::{opcode, qp_type, Ah, Oracle, OracleReq, QpCfg};
 
 /// A case: a QP, its address vector (UD), and lists of requests.
@@ -256,3 +256,82 @@ fn refusals() {
         );
     }
 }
+
+/// A QP's CQ is sized for its granted `max_send_wr` (rdma-core's
+/// `sq.max_post`), and one-block WQEs would fit many more in the ring:
+/// both count requests, and refuse the same one of a list, again after
+/// the completions took the first ones back.
+#[test]
+fn requests_past_max_post_are_refused_as_rdma_core_refuses_them() {
+    let c = QpCfg {
+        qp_type: qp_type::RC,
+        qpn: 0x321,
+        wqe_cnt: 64,
+        max_sge: 1,
+        max_inline: 0,
+        bf_size: 256,
+        blueflame: false,
+        prefer_bf: false,
+        sig_all: false,
+    };
+    const MAX_POST: u32 = 5;
+    let mut ours = Ours::with_max_wr(&c, MAX_POST).unwrap();
+    let mut theirs = Oracle::new(&c, MAX_POST);
+    let sge = [Sge {
+        addr: 0x1000,
+        length: 8,
+        lkey: 1,
+    }];
+    let remote = Remote {
+        addr: 0x2000,
+        rkey: 2,
+    };
+    for round in 0..3u64 {
+        let mut ours_refused = None;
+        let mut last = None;
+        let mut reqs = Vec::new();
+        for i in 0..8u64 {
+            let wr_id = round * 8 + i;
+            let wr: SendWr<'_, Sge, AhAddr> = SendWr::new(wr_id, SendOp::Write(remote), &sge);
+            let start = ours.sq.cur_post();
+            // SAFETY: nothing reads the SGE's memory.
+            match unsafe { ours.sq.post(&wr) } {
+                Ok(()) if ours_refused.is_none() => last = Some(start),
+                Ok(()) => panic!("round {round}: request {i} posted after a refusal"),
+                Err(e) => {
+                    assert!(matches!(e, PostError::QueueFull), "{e:?}");
+                    ours_refused.get_or_insert(i as usize);
+                }
+            }
+            reqs.push(OracleReq {
+                wr_id,
+                remote_addr: remote.addr,
+                compare_add: 0,
+                swap: 0,
+                sges: sge.as_ptr(),
+                ah: std::ptr::null_mut(),
+                opcode: opcode::RDMA_WRITE,
+                send_flags: 0,
+                imm_or_inv: 0,
+                num_sge: 1,
+                rkey: remote.rkey,
+                remote_qpn: 0,
+                remote_qkey: 0,
+                pad: 0,
+            });
+        }
+        ours.sq.ring();
+        // SAFETY: the SGE is alive; nothing reads its memory.
+        let (errno, bad) = unsafe { theirs.post(&reqs) };
+        assert_eq!(errno, ENOMEM, "round {round}: rdma-core's refusal");
+        assert_eq!(bad, Some(MAX_POST as usize), "round {round}: rdma-core");
+        assert_eq!(ours_refused, bad, "round {round}: the same request refused");
+        assert_eq!(ours.sq.cur_post(), theirs.cur_post(), "round {round}");
+        // The device completes the last posted one: all go back.
+        assert!(ours.sq.complete(last.unwrap() as u16).is_some());
+        theirs.retire();
+    }
+}
+
+/// rdma-core's errno for a full queue (`mlx5_post_send`).
+const ENOMEM: i32 = 12;

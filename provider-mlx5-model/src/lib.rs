@@ -294,6 +294,7 @@ impl Device {
                 (false, false) => QpType::Rc,
             },
             wqe_cnt: m.sq_cnt,
+            max_wr: m.sq_cnt,
             max_sge,
             max_inline,
             bf_size: m.bf_size,

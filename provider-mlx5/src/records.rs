@@ -52,7 +52,8 @@ pub struct SendRetired {
 #[derive(Debug, Default)]
 struct SendSlot {
     wr_id: AtomicU64,
-    /// `start | bbs << 32 | opcode << 40`.
+    /// `start | bbs << 32 | opcode << 40 | seq << 48`, `seq` the low 16
+    /// bits of the request's number (read by the producer only).
     meta: AtomicU64,
 }
 
@@ -77,14 +78,28 @@ impl SendRecords {
         }
     }
 
-    /// Producer: records the WQE starting at block `start`. Its slot lies in
-    /// the free part of the ring, which the consumer refuses to read.
+    /// Producer: records the WQE starting at block `start`, request number
+    /// `seq`. Its slot lies in the free part of the ring, which the
+    /// consumer refuses to read.
     #[inline]
-    pub(crate) fn record(&self, start: u32, bbs: u32, wr_id: u64, opcode: u8) {
+    pub(crate) fn record(&self, start: u32, bbs: u32, wr_id: u64, opcode: u8, seq: u32) {
         let slot = &self.slots[(start & self.mask) as usize];
         slot.wr_id.store(wr_id, Ordering::Relaxed);
-        let meta = start as u64 | (bbs as u64 & 0xff) << 32 | (opcode as u64) << 40;
+        let meta = start as u64
+            | (bbs as u64 & 0xff) << 32
+            | (opcode as u64) << 40
+            | (seq as u16 as u64) << 48;
         slot.meta.store(meta, Ordering::Relaxed);
+    }
+
+    /// Producer: the low 16 bits of the number of the request it recorded
+    /// at block `start` (its own store: no other thread writes a record).
+    #[inline]
+    pub(crate) fn seq_at(&self, start: u32) -> u16 {
+        (self.slots[(start & self.mask) as usize]
+            .meta
+            .load(Ordering::Relaxed)
+            >> 48) as u16
     }
 
     /// Producer: every block before `cur_post` is published (the doorbell
@@ -308,7 +323,7 @@ mod tests {
                     while cur.wrapping_sub(recs.tail()) + bbs > 16 {
                         std::hint::spin_loop();
                     }
-                    recs.record(cur, bbs, k, (k % 7) as u8);
+                    recs.record(cur, bbs, k, (k % 7) as u8, k as u32);
                     let start = cur;
                     cur = cur.wrapping_add(bbs);
                     recs.publish(cur);

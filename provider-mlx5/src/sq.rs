@@ -40,6 +40,12 @@ pub struct SqConfig {
     pub qp_type: QpType,
     /// Basic blocks in the ring: a power of two, at most 32768.
     pub wqe_cnt: u32,
+    /// Most requests outstanding, from 1 to `wqe_cnt`: the QP's granted
+    /// `max_send_wr` (rdma-core's `sq.max_post`), which its CQs are sized
+    /// for. Small WQEs would fit more in the ring; a post past this many is
+    /// refused as full, as rdma-core's `mlx5_wq_overflow` refuses it, or
+    /// their completions could overrun a CQ.
+    pub max_wr: u32,
     /// Most SGEs per request.
     pub max_sge: u32,
     /// Most inline bytes per request.
@@ -68,6 +74,10 @@ pub struct SendQueue {
     limits: Limits,
     records: Arc<SendRecords>,
     cur_post: u32,
+    /// The number of the next request (free-running), and the number it
+    /// may not reach: `max_wr` past the first request not known retired.
+    cur_seq: u32,
+    seq_limit: u32,
     pending: u32,
     last: (u32, Plan),
     bf_offset: u32,
@@ -115,6 +125,8 @@ impl SendQueue {
             limits,
             records: Arc::new(SendRecords::new(cfg.wqe_cnt)),
             cur_post: 0,
+            cur_seq: 0,
+            seq_limit: cfg.max_wr,
             pending: 0,
             last: (
                 0,
@@ -154,6 +166,39 @@ impl SendQueue {
     #[inline]
     pub fn free_wqebbs(&self) -> u32 {
         self.cfg.wqe_cnt - self.outstanding_wqebbs()
+    }
+
+    /// Whether a WQE of `bbs` blocks may be posted: the ring has the
+    /// blocks, and fewer than [`SqConfig::max_wr`] requests are
+    /// outstanding. The producer's count of outstanding requests is only
+    /// ever too high (the poller retires blocks, not requests); it is
+    /// brought up to date only when it says full, so that neither the
+    /// post nor the poll pays for it otherwise.
+    #[inline(always)]
+    fn has_room(&mut self, bbs: u32) -> bool {
+        let tail = self.records.tail();
+        let free = self.cfg.wqe_cnt - self.cur_post.wrapping_sub(tail);
+        bbs <= free && (self.cur_seq != self.seq_limit || self.retire_requests(tail))
+    }
+
+    /// Brings the first outstanding request's number up to the block
+    /// `tail` the poller has retired up to, and answers whether fewer than
+    /// `max_wr` requests remain outstanding.
+    #[cold]
+    #[inline(never)]
+    fn retire_requests(&mut self, tail: u32) -> bool {
+        let seq_tail = if tail == self.cur_post {
+            self.cur_seq
+        } else {
+            // WQEs lie end to end and the poller retires whole ones, so
+            // the first outstanding request starts at `tail`, and its
+            // record (this queue's own store) holds its number's low 16
+            // bits; it is at most `max_wr` (<= 2^15) behind `cur_seq`.
+            let behind = (self.cur_seq as u16).wrapping_sub(self.records.seq_at(tail));
+            self.cur_seq.wrapping_sub(u32::from(behind))
+        };
+        self.seq_limit = seq_tail.wrapping_add(self.cfg.max_wr);
+        self.cur_seq != self.seq_limit
     }
 
     /// The basic-block counter of the next WQE.
@@ -205,7 +250,7 @@ impl SendQueue {
         wr: &SendWr<'_, S, A>,
     ) -> Result<(), PostError> {
         let (plan, av) = self.check(wr)?;
-        if plan.bbs > self.free_wqebbs() {
+        if !self.has_room(plan.bbs) {
             return Err(PostError::QueueFull);
         }
         let start = self.cur_post;
@@ -233,7 +278,7 @@ impl SendQueue {
     #[inline]
     pub fn post_nop(&mut self, wr_id: u64, signaled: bool) -> Result<(), PostError> {
         let plan = Plan::NOP;
-        if plan.bbs > self.free_wqebbs() {
+        if !self.has_room(plan.bbs) {
             return Err(PostError::QueueFull);
         }
         let start = self.cur_post;
@@ -267,8 +312,10 @@ impl SendQueue {
     /// Records the WQE just written at `start` and moves past it.
     #[inline(always)]
     fn posted(&mut self, start: u32, plan: Plan, wr_id: u64, op: u8) {
-        self.records.record(start, plan.bbs, wr_id, op);
+        self.records
+            .record(start, plan.bbs, wr_id, op, self.cur_seq);
         self.cur_post = start.wrapping_add(plan.bbs);
+        self.cur_seq = self.cur_seq.wrapping_add(1);
         self.pending += 1;
         self.last = (start, plan);
     }
@@ -376,6 +423,9 @@ fn check_layout(
 ) -> Result<(), LayoutError> {
     if !cfg.wqe_cnt.is_power_of_two() || cfg.wqe_cnt > 1 << 15 {
         return Err(LayoutError::BadCount { count: cfg.wqe_cnt });
+    }
+    if cfg.max_wr == 0 || cfg.max_wr > cfg.wqe_cnt {
+        return Err(LayoutError::BadCount { count: cfg.max_wr });
     }
     let need = cfg.wqe_cnt as usize * WQEBB;
     if len < need {

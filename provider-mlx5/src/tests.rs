@@ -22,6 +22,7 @@ fn sq_cfg() -> SqConfig {
         qpn: 1,
         qp_type: QpType::Rc,
         wqe_cnt: 16,
+        max_wr: 16,
         max_sge: 4,
         max_inline: 64,
         bf_size: 256,
@@ -72,6 +73,22 @@ fn send_queue_layouts() {
         make(0, 4096, 0, 0x800, bad(|c| c.wqe_cnt = 12)),
         Err(LayoutError::BadCount { count: 12 })
     );
+    for n in [0, 17] {
+        assert_eq!(
+            make(
+                0,
+                4096,
+                0,
+                0x800,
+                SqConfig {
+                    max_wr: n,
+                    ..sq_cfg()
+                }
+            ),
+            Err(LayoutError::BadCount { count: n }),
+            "max_wr {n} of 16 blocks"
+        );
+    }
     assert_eq!(
         make(0, 4096, 0, 0x800, bad(|c| c.bf_size = 100)),
         Err(LayoutError::BadBlueFlameSize { size: 100 })
@@ -93,11 +110,66 @@ fn send_queue_layouts() {
             0x800,
             bad(|c| {
                 c.wqe_cnt = 1;
+                c.max_wr = 1;
                 c.qp_type = QpType::Ud
             })
         ),
         Err(LayoutError::CapsTooLarge { ds: 9 })
     );
+}
+
+/// A QP's CQs are sized for its `max_send_wr` requests, and small WQEs
+/// would fit more in the ring: the queue counts requests too, as
+/// rdma-core's `mlx5_wq_overflow` does, and a completion gives back every
+/// request it retires (the unsignaled ones before it included).
+#[test]
+fn sends_are_bounded_by_max_wr_not_only_by_blocks() {
+    let (mut ring, mut db, mut uar) = (page(), page(), page());
+    let cfg = SqConfig {
+        max_wr: 4,
+        ..sq_cfg()
+    };
+    // SAFETY: three live pages that outlive the queue (dropped at the end
+    // of this test); nothing else touches them.
+    let mut sq = unsafe {
+        SendQueue::new(
+            ptr(&mut ring, 0),
+            1024,
+            ptr(&mut db, 0).cast(),
+            ptr(&mut uar, 0x800),
+            cfg,
+        )
+    }
+    .unwrap();
+    // One-block NOPs: 16 would fit the ring; 4 are taken.
+    let mut taken = 0u32;
+    while sq.post_nop(u64::from(taken), taken % 2 == 1).is_ok() {
+        taken += 1;
+        assert!(taken <= 16, "the ring's blocks bound it, not max_wr");
+    }
+    assert_eq!(taken, 4);
+    assert_eq!(sq.post_nop(9, true), Err(PostError::QueueFull));
+    assert_eq!(
+        sq.free_wqebbs(),
+        12,
+        "the blocks are free; the requests not"
+    );
+    sq.ring();
+    // The device completes the second NOP (signaled): it and the first go.
+    let r = sq.complete(1).expect("outstanding");
+    assert_eq!(r.wr_id, 1);
+    assert_eq!(sq.records().tail(), 2);
+    assert!(sq.post_nop(10, true).is_ok());
+    assert!(sq.post_nop(11, true).is_ok());
+    assert_eq!(sq.post_nop(12, true), Err(PostError::QueueFull));
+    sq.ring();
+    // The last of them (block 5) retires all four outstanding.
+    assert_eq!(sq.complete(5).map(|r| r.wr_id), Some(11));
+    assert_eq!(sq.records().tail(), 6);
+    for k in 0..4 {
+        assert!(sq.post_nop(20 + k, false).is_ok(), "request {k}");
+    }
+    assert_eq!(sq.post_nop(24, true), Err(PostError::QueueFull));
 }
 
 #[test]

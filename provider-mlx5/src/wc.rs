@@ -432,7 +432,7 @@ mod tests {
                 let mut got = [Wc::default(); 2];
                 for (i, fast) in [false, true].into_iter().enumerate() {
                     let recs = SendRecords::new(8);
-                    recs.record(3, 1, 0xabc, op);
+                    recs.record(3, 1, 0xabc, op, 0);
                     recs.publish(4);
                     let mut qs = [QpQueues {
                         qpn,

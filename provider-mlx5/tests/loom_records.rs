@@ -103,6 +103,7 @@ fn send_records_one_poster_one_poller() {
             qpn: 1,
             qp_type: QpType::Rc,
             wqe_cnt: 2,
+            max_wr: 2,
             max_sge: 1,
             max_inline: 0,
             bf_size: 0,

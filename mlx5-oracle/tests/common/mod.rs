@@ -239,6 +239,13 @@ pub struct Ours {
 
 impl Ours {
     pub fn new(c: &QpCfg) -> Result<Ours, String> {
+        Ours::with_max_wr(c, c.wqe_cnt)
+    }
+
+    /// A queue of at most `max_wr` outstanding requests (the oracle's
+    /// `max_post`).
+    #[allow(dead_code)] // not every test file asks for one
+    pub fn with_max_wr(c: &QpCfg, max_wr: u32) -> Result<Ours, String> {
         let ring = Mem::new(c.wqe_cnt as usize * 64);
         let dbrec = Mem::new(8);
         let uar = Mem::new(c.bf_size as usize * 2);
@@ -250,6 +257,7 @@ impl Ours {
                 _ => QpType::Ud,
             },
             wqe_cnt: c.wqe_cnt,
+            max_wr,
             max_sge: c.max_sge,
             max_inline: c.max_inline,
             bf_size: c.bf_size,

@@ -95,6 +95,7 @@ impl QpLayout {
             qpn,
             qp_type: self.qp_type,
             wqe_cnt: self.sq_wqe_cnt,
+            max_wr: self.max_send_wr,
             max_sge: self.sq_max_sge,
             max_inline: self.max_inline,
             bf_size: bf.bf_size,

@@ -131,7 +131,7 @@ impl SendQueue {
             bbs: (ds * OCTOWORD as u32).div_ceil(crate::seg::WQEBB as u32),
             inline: false,
         };
-        if plan.bbs > self.free_wqebbs() {
+        if !self.has_room(plan.bbs) {
             return Err(PostError::QueueFull);
         }
         let start = self.cur_post;

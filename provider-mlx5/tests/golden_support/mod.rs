@@ -377,6 +377,7 @@ fn sq(scratch: &mut Scratch, w: &WrInput) -> SendQueue {
             QpType::Rc
         },
         wqe_cnt: 16,
+        max_wr: 16,
         max_sge: 8,
         max_inline: 160,
         bf_size: 256,
