@@ -200,7 +200,13 @@ pub(crate) fn read_counted<T>(
     }
 }
 
-/// Waits until `fd` is readable (signals retried, as rverbs' reads do).
+/// Waits until `fd` is readable. A signal handler that interrupts the
+/// wait ends it with `EINTR` unless the handlers restart system calls
+/// ([`handlers_restart`]): rdma-core blocks in `read(2)` on the fd, which
+/// the kernel restarts after a handler installed with `SA_RESTART` and
+/// fails with `EINTR` after one without (a program's way out of its event
+/// loop); `poll(2)`, which waits here so that the read can be made under
+/// the lock, is never restarted.
 fn wait_readable(fd: std::os::fd::RawFd) -> Result<(), c_int> {
     let mut p = libc::pollfd {
         fd,
@@ -215,10 +221,32 @@ fn wait_readable(fd: std::os::fd::RawFd) -> Result<(), c_int> {
         let e = std::io::Error::last_os_error()
             .raw_os_error()
             .unwrap_or(libc::EIO);
-        if e != libc::EINTR {
+        if e != libc::EINTR || !handlers_restart() {
             return Err(e);
         }
     }
+}
+
+/// Whether every signal handler the process has installed restarts
+/// system calls (`SA_RESTART`; `signal(3)` installs them so): which
+/// signal interrupted a wait is not known, so one handler without it
+/// makes the wait end as rdma-core's read would. Out of line: only an
+/// interrupted wait asks.
+#[cold]
+fn handlers_restart() -> bool {
+    (1..=libc::SIGRTMAX()).all(|sig| {
+        // SAFETY: sigaction only reads the action (no new one is given)
+        // into a zeroed struct of the right type.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; a signal number the C library refuses (its own
+        // internal ones) answers -1 and is skipped.
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
+            return true;
+        }
+        old.sa_sigaction == libc::SIG_DFL
+            || old.sa_sigaction == libc::SIG_IGN
+            || old.sa_flags & libc::SA_RESTART != 0
+    })
 }
 
 /// Which kind of object an `enum ibv_event_type` names; `None` for port

@@ -151,8 +151,11 @@ unsafe extern "C" fn query_port_compat(
 }
 export!("ibv_query_port" = query_port_compat);
 
-/// `ibv_query_gid`: 0, or -1 with errno. An empty entry reads as the zero
-/// GID, as rdma-core keeps for its API.
+/// `ibv_query_gid`: 0, or -1 with errno. An empty entry (the kernel's
+/// `ENODATA`) reads as the zero GID, as rdma-core keeps for its API; an
+/// index past the table or a port the device lacks (`EINVAL`) is an
+/// error, which ends the scans that look for a GID index
+/// (`ibv_find_gid_index`'s).
 unsafe extern "C" fn query_gid(
     c: *mut IbvContext,
     port: u8,
@@ -169,7 +172,7 @@ unsafe extern "C" fn query_gid(
         }
         let raw = match b.ctx.query_gid(port, index as u32) {
             Ok(g) => g,
-            Err(e) if matches!(errno_of(&e), libc::ENODATA | libc::EINVAL) => [0; 16],
+            Err(e) if errno_of(&e) == libc::ENODATA => [0; 16],
             Err(e) => return minus1_errno(errno_of(&e)),
         };
         // SAFETY: gid is a writable union ibv_gid (C contract, non-NULL).
@@ -200,17 +203,15 @@ unsafe extern "C" fn query_gid_ex(
         let Ok(port8) = u8::try_from(port) else {
             return libc::EINVAL;
         };
-        let table = match b.ctx.gid_table(port8) {
-            Ok(t) => t,
-            Err(e) => return errno_of(&e),
-        };
-        match table.iter().find(|e| e.index == index) {
-            Some(e) => {
+        // The kernel's answer (QUERY_GID_ENTRY): ENODATA for an empty
+        // entry, EINVAL for an index past the table or a missing port.
+        match b.ctx.query_gid_entry(port8, index) {
+            Ok(e) => {
                 // SAFETY: out has room for entry_size >= size_of bytes (C contract).
-                unsafe { out.write_unaligned(gid_entry(e)) };
+                unsafe { out.write_unaligned(gid_entry(&e)) };
                 0
             }
-            None => libc::ENODATA,
+            Err(e) => errno_of(&e),
         }
     })
 }

@@ -238,20 +238,25 @@ export!("ibv_destroy_cq" = destroy_cq);
 /// `DESTROY_CQ` has dropped those still queued (the guards returned).
 fn retire(b: &CqBox) -> Result<impl Sized, c_int> {
     b.users.none()?;
-    // The channel outlives its CQs' destroys (its own destroy refuses while
-    // this CQ is counted, and the program destroys it after this returns).
-    let chan = b.chan.as_ref().map(Held::ptr);
+    // A second hold on the channel, let go after the channel's lock (the
+    // tuple's fields drop in order): the box's own hold goes with the box,
+    // before the locks, and a destroy of the channel on another thread,
+    // which it would then no longer refuse, could free the lock this
+    // thread still has to let go.
+    let chan = b.chan.as_ref().map(|h| Held::new(h.get()));
     // SAFETY: the context outlives its CQs (C contract: closed last); its
     // pointer is written once, at creation.
     let ctx = unsafe { CtxBox::of((*b.c.get()).context) };
-    Ok(retire_holding(Kind::Cq, b.handle, || {
-        // SAFETY: the channel is live (above).
-        let chan = chan.map(|ch| unsafe { &*ch });
+    let chan_ptr = chan.as_ref().map(Held::ptr);
+    let locks = retire_holding(Kind::Cq, b.handle, || {
+        // SAFETY: the channel is live: `chan` holds it until these go.
+        let ch = chan_ptr.map(|ch| unsafe { &*ch });
         (
-            chan.map(|ch| lock(&ch.reading)),
+            ch.map(|ch| lock(&ch.reading)),
             ctx.map(|x| lock(&x.async_reading)),
         )
-    }))
+    });
+    Ok((locks, chan))
 }
 
 /// `ibv_resize_cq` (`RESIZE_CQ`): 0 or an errno; on success `cq->cqe` is

@@ -77,9 +77,14 @@ impl DevBox {
 }
 
 /// `ibv_get_device_list`: a NULL-terminated array, freed by
-/// `ibv_free_device_list`; NULL + errno if the uverbs class is missing.
+/// `ibv_free_device_list`; NULL + errno if the uverbs class is missing,
+/// with `*num` 0 (rdma-core clears it first).
 unsafe extern "C" fn get_device_list(num: *mut c_int) -> *mut *mut IbvDevice {
     guard::null(|| {
+        if !num.is_null() {
+            // SAFETY: num is NULL or a writable int (C contract).
+            unsafe { num.write(0) };
+        }
         let devs = match Device::list() {
             Ok(d) => d,
             Err(e) => {

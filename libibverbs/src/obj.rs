@@ -177,6 +177,90 @@ mod tests {
         .into_c()
     }
 
+    /// A destroy that holds its parent's lock past the box (as
+    /// `ibv_destroy_cq` holds its channel's `reading`) holds the parent
+    /// too, in what it hands back, after the lock: between the box's free
+    /// (which lets go of the box's own hold) and the lock's release,
+    /// another thread's destroy of the parent is refused, so the lock is
+    /// never let go in freed memory (Miri would flag it).
+    #[test]
+    fn a_lock_held_past_the_box_keeps_its_parent() {
+        use crate::lock;
+        use std::sync::{mpsc, Mutex};
+        #[repr(C)]
+        struct Parent {
+            c: u64,
+            users: Users,
+            lock: Mutex<()>,
+        }
+        // SAFETY: repr(C), `c` first; the test hands out only into_c's.
+        unsafe impl CObject for Parent {
+            type C = u64;
+        }
+        impl super::Parent for Parent {
+            fn users(&self) -> &Users {
+                &self.users
+            }
+        }
+        #[repr(C)]
+        struct Child {
+            c: u64,
+            parent: Held<Parent>,
+        }
+        // SAFETY: as above.
+        unsafe impl CObject for Child {
+            type C = u64;
+        }
+        /// Dropped first of what the child's destroy holds: lets the other
+        /// thread try the parent's destroy, and waits for its answer.
+        struct Between(mpsc::Sender<()>, mpsc::Receiver<c_int>);
+        impl Drop for Between {
+            fn drop(&mut self) {
+                self.0.send(()).unwrap();
+                let answer = self.1.recv().unwrap();
+                assert_eq!(answer, libc::EBUSY, "the parent went under the lock");
+            }
+        }
+        let p = Parent {
+            c: 1,
+            users: Users::default(),
+            lock: Mutex::new(()),
+        }
+        .into_c() as usize;
+        // SAFETY: p is live (made above).
+        let parent = unsafe { Parent::of(p as *mut u64) }.expect("live");
+        let c = Child {
+            c: 2,
+            parent: Held::new(parent),
+        }
+        .into_c();
+        let (go_tx, go_rx) = mpsc::channel();
+        let (ans_tx, ans_rx) = mpsc::channel();
+        let other = std::thread::spawn(move || {
+            go_rx.recv().unwrap();
+            let busy = |b: &Parent| b.users.none();
+            // SAFETY: a live parent, destroyed once (if it goes, here).
+            ans_tx
+                .send(unsafe { destroy::<Parent, _>(p as *mut u64, busy) })
+                .unwrap();
+            go_rx.recv().unwrap();
+            // SAFETY: as above; the child is gone now.
+            unsafe { destroy::<Parent, _>(p as *mut u64, busy) }
+        });
+        let decide = |b: &Child| {
+            let keep = Held::new(b.parent.get());
+            let ptr = keep.ptr();
+            // SAFETY: the parent is live while `keep` counts it.
+            let guard = lock(&unsafe { &*ptr }.lock);
+            Ok((Between(go_tx.clone(), ans_rx), guard, keep))
+        };
+        // SAFETY: a live child, destroyed once.
+        let r = unsafe { destroy::<Child, _>(c, decide) };
+        assert_eq!(r, 0);
+        go_tx.send(()).unwrap();
+        assert_eq!(other.join().unwrap(), 0, "the parent goes after the child");
+    }
+
     /// A parent refuses (`EBUSY`) while a child holds it, and goes once the
     /// child has; NULL is `EINVAL`; a refusal keeps the object.
     #[test]

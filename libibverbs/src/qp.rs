@@ -333,10 +333,14 @@ export!("ibv_modify_qp" = modify_qp);
 
 /// `ibv_query_qp`: the state from the kernel (`QUERY_QP`), the granted
 /// caps, and the other attributes as last set through `ibv_modify_qp`.
+/// A mask with `IBV_QP_RATE_LIMIT` or a later attribute is `EOPNOTSUPP`,
+/// as rdma-core's `ibv_cmd_query_qp` answers (those go through the
+/// extended command only); the C-visible `state` is refreshed when the
+/// mask asks for the state, as rdma-core refreshes it.
 unsafe extern "C" fn query_qp(
     q: *mut IbvQp,
     out: *mut IbvQpAttr,
-    _mask: c_int,
+    mask: c_int,
     init: *mut IbvQpInitAttr,
 ) -> c_int {
     guard::errno(|| {
@@ -344,6 +348,10 @@ unsafe extern "C" fn query_qp(
         let Some(b) = (unsafe { QpBox::of(q) }) else {
             return ret_errno(libc::EINVAL);
         };
+        const RATE_LIMIT: c_int = 1 << 25;
+        if mask & !(RATE_LIMIT - 1) != 0 {
+            return ret_errno(libc::EOPNOTSUPP);
+        }
         if out.is_null() || init.is_null() {
             return ret_errno(libc::EINVAL);
         }
@@ -369,7 +377,9 @@ unsafe extern "C" fn query_qp(
         unsafe {
             out.write(a);
             init.write(i);
-            (*b.c.get()).state = a.qp_state;
+            if mask & crate::abi::qp_mask::STATE != 0 {
+                (*b.c.get()).state = a.qp_state;
+            }
         }
         drop(keep);
         0

@@ -51,7 +51,6 @@ extern "C" fn is_fork_initialized() -> c_int {
 export!("ibv_is_fork_initialized" = is_fork_initialized);
 
 // Constructors: NULL + errno.
-export!("ibv_rereg_mr" = errno_eopnotsupp);
 export!("ibv_import_device" = null_eopnotsupp);
 export!("ibv_import_mr" = null_eopnotsupp);
 export!("ibv_import_pd" = null_eopnotsupp);
@@ -59,9 +58,10 @@ export!("ibv_import_dm" = null_eopnotsupp);
 // Calls that return an errno.
 export!("ibv_query_ece" = errno_eopnotsupp);
 export!("ibv_set_ece" = errno_eopnotsupp);
-export!("ibv_resolve_eth_l2_from_gid" = errno_eopnotsupp);
 export!("ibv_query_qp_data_in_order" = nothing);
-// Calls that return -1 (or a negative errno) on failure.
+// Calls that return -1 (or a negative errno) on failure: a caller tests
+// for a negative answer.
+export!("ibv_resolve_eth_l2_from_gid" = minus1_eopnotsupp);
 // void, or nothing to do.
 export!("ibv_unimport_mr" = nothing);
 export!("ibv_unimport_pd" = nothing);

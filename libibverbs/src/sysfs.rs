@@ -49,8 +49,11 @@ unsafe extern "C" fn query_pkey(
 export!("ibv_query_pkey" = query_pkey);
 
 /// `ibv_query_gid_type` (IBVERBS_PRIVATE_34, which `ibv_devinfo` calls):
-/// `enum ibv_gid_type_sysfs` from sysfs `gid_attrs/types/I`, as rdma-core
-/// reads it. An entry the kernel reports no type for (empty) is RoCE v1.
+/// `enum ibv_gid_type_sysfs` from sysfs `gid_attrs/types/I`. An entry the
+/// kernel reports no type for (empty: the read fails with `EINVAL`) is
+/// RoCE v1, as rdma-core answers for an empty one; an index past the table
+/// or a missing port (no such file) is -1 with `EINVAL`, rdma-core's
+/// answer (the kernel's, through `QUERY_GID_ENTRY`).
 unsafe extern "C" fn query_gid_type(
     c: *mut IbvContext,
     port: u8,
@@ -66,7 +69,8 @@ unsafe extern "C" fn query_gid_type(
             Ok(s) if s == "RoCE v2" => 1,
             Ok(s) if s == "IB/RoCE v1" => 0,
             Ok(_) => return minus1_errno(libc::EOPNOTSUPP),
-            Err(libc::EINVAL) | Err(libc::ENOENT) => 0,
+            Err(libc::EINVAL) => 0,
+            Err(libc::ENOENT) => return minus1_errno(libc::EINVAL),
             Err(e) => return minus1_errno(e),
         };
         if out.is_null() {

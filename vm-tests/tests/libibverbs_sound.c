@@ -25,6 +25,15 @@
  *   dmabuf     ibv_reg_dmabuf_mr over a memfd, an empty one, a closed
  *              descriptor and a misplaced IOVA: what each answers (rxe
  *              has no dma-buf MRs), and the PD still goes.
+ *   eintr      ibv_get_cq_event blocked when a signal handler runs: one
+ *              installed without SA_RESTART ends it with EINTR; with
+ *              SA_RESTART the wait goes on, to the CQ's event.
+ *   answers    what the control path answers where the kernel or the
+ *              library refuses: GID queries of an empty entry, of an index
+ *              past the table and of a missing port (a scan for a GID
+ *              index must end); ibv_rereg_mr (rxe has none) with good and
+ *              bad arguments; ibv_query_qp of an attribute only the
+ *              extended command takes.
  *
  * No QP numbers, keys or addresses are printed.
  */
@@ -38,7 +47,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -636,6 +647,150 @@ static void dmabuf(void)
 	printf("dmabuf: dealloc_pd %d\n", ibv_dealloc_pd(pd));
 }
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+static struct ibv_qp *late_qp;
+static struct ibv_ah *late_ah;
+
+static void *late_send(void *arg)
+{
+	(void)arg;
+	usleep(700000); /* past the timer's signal, at 200 ms */
+	ud_send(late_qp, late_ah, 7);
+	return NULL;
+}
+
+static void eintr(void)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+	struct itimerval it = { .it_value = { .tv_usec = 200000 } };
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_ah_attr aa = to_self();
+	struct ibv_cq *c, *ev;
+	struct ibv_wc wc;
+	void *evctx;
+	pthread_t t;
+	int rc;
+
+	CHECK(ch, "ibv_create_comp_channel");
+	c = cq_on(4, ch, NULL);
+	sigemptyset(&sa.sa_mask);
+	CHECK(!sigaction(SIGALRM, &sa, NULL), "sigaction");
+	CHECK(!ibv_req_notify_cq(c, 0), "ibv_req_notify_cq");
+	CHECK(!setitimer(ITIMER_REAL, &it, NULL), "setitimer");
+	errno = 0;
+	rc = ibv_get_cq_event(ch, &ev, &evctx);
+	printf("eintr: without SA_RESTART %d errno %d\n", rc, errno);
+	sa.sa_flags = SA_RESTART;
+	CHECK(!sigaction(SIGALRM, &sa, NULL), "sigaction");
+	late_ah = ibv_create_ah(pd, &aa);
+	CHECK(late_ah, "ibv_create_ah");
+	late_qp = qp_new(IBV_QPT_UD, c, 4);
+	to_rts(late_qp, 0);
+	CHECK(!pthread_create(&t, NULL, late_send, NULL), "pthread_create");
+	CHECK(!setitimer(ITIMER_REAL, &it, NULL), "setitimer");
+	errno = 0;
+	rc = ibv_get_cq_event(ch, &ev, &evctx);
+	printf("eintr: with SA_RESTART %d errno %d, the CQ's event %d\n", rc,
+	       rc ? errno : 0, !rc && ev == c);
+	CHECK(!pthread_join(t, NULL), "pthread_join");
+	if (!rc)
+		ibv_ack_cq_events(c, 1);
+	while (ibv_poll_cq(c, 1, &wc) == 0)
+		usleep(10000);
+	printf("eintr: the send completed %d\n", wc.status == IBV_WC_SUCCESS);
+	CHECK(!ibv_destroy_qp(late_qp) && !ibv_destroy_ah(late_ah), "destroy");
+	CHECK(!ibv_destroy_cq(c) && !ibv_destroy_comp_channel(ch), "destroy");
+}
+
+/* ibv_query_gid_type (IBVERBS_PRIVATE_34, which ibv_devinfo calls; its
+ * enum is in driver.h, which Debian does not ship). */
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
+		       unsigned int index, int *type);
+
+static void answers(void)
+{
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry ge;
+	union ibv_gid g;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	struct ibv_cq *c;
+	struct ibv_qp *q;
+	int rc, t, zero, found, last;
+	unsigned int len;
+
+	CHECK(!ibv_query_port(ctx, 1, &pa), "ibv_query_port");
+	len = pa.gid_tbl_len;
+	/* The last entry of rxe's table is empty. */
+	memset(&g, 0xff, sizeof(g));
+	errno = 0;
+	rc = ibv_query_gid(ctx, 1, len - 1, &g);
+	zero = 1;
+	for (int i = 0; i < 16; i++)
+		zero &= g.raw[i] == 0;
+	printf("answers: query_gid empty %d errno %d zero %d\n", rc, rc ? errno : 0,
+	       zero);
+	errno = 0;
+	rc = ibv_query_gid(ctx, 1, len, &g);
+	printf("answers: query_gid past the table %d errno %d\n", rc,
+	       rc ? errno : 0);
+	errno = 0;
+	rc = ibv_query_gid(ctx, 2, 0, &g);
+	printf("answers: query_gid port 2 %d errno %d\n", rc, rc ? errno : 0);
+	/* ibv_find_gid_index's scan: it ends, past the last entry. */
+	found = 0;
+	last = -1;
+	for (int i = 0; !ibv_query_gid(ctx, 1, i, &g) && i <= (int)len; i++) {
+		found += !memcmp(&g, &gid, sizeof(g));
+		last = i;
+	}
+	printf("answers: scan found our GID %d, ended at the table's end %d\n",
+	       found > 0, last == (int)len - 1);
+	printf("answers: query_gid_ex empty %d\n",
+	       ibv_query_gid_ex(ctx, 1, len - 1, &ge, 0));
+	printf("answers: query_gid_ex past the table %d\n",
+	       ibv_query_gid_ex(ctx, 1, len, &ge, 0));
+	printf("answers: query_gid_ex port 2 %d\n",
+	       ibv_query_gid_ex(ctx, 2, 0, &ge, 0));
+	t = -1;
+	errno = 0;
+	rc = ibv_query_gid_type(ctx, 1, len - 1, &t);
+	printf("answers: query_gid_type empty %d type %d\n", rc, t);
+	errno = 0;
+	rc = ibv_query_gid_type(ctx, 1, len, &t);
+	printf("answers: query_gid_type past the table %d errno %d\n", rc,
+	       rc ? errno : 0);
+
+	errno = 0;
+	rc = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			  IBV_ACCESS_LOCAL_WRITE);
+	printf("answers: rereg_mr access %d errno %d\n", rc, errno);
+	errno = 0;
+	rc = ibv_rereg_mr(mr, 0x80, NULL, NULL, 0, 0);
+	printf("answers: rereg_mr unknown flag %d errno %d\n", rc, errno);
+	errno = 0;
+	rc = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, NULL, 0, 0);
+	printf("answers: rereg_mr translation to nothing %d errno %d\n", rc,
+	       errno);
+	errno = 0;
+	rc = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd, NULL, 0,
+			  IBV_ACCESS_LOCAL_WRITE);
+	printf("answers: rereg_mr access without its flag %d errno %d\n", rc,
+	       errno);
+
+	c = cq_on(4, NULL, NULL);
+	q = qp_new(IBV_QPT_RC, c, 2);
+	printf("answers: query_qp rate limit %d\n",
+	       ibv_query_qp(q, &qa, IBV_QP_RATE_LIMIT, &qi));
+	rc = ibv_query_qp(q, &qa, IBV_QP_STATE, &qi);
+	printf("answers: query_qp state %d state %d\n", rc, qa.qp_state);
+	CHECK(!ibv_destroy_qp(q) && !ibv_destroy_cq(c), "destroy");
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **list;
@@ -680,6 +835,10 @@ int main(int argc, char **argv)
 		dmabuf();
 	else if (!strcmp(what, "cq_ex"))
 		cq_ex();
+	else if (!strcmp(what, "answers"))
+		answers();
+	else if (!strcmp(what, "eintr"))
+		eintr();
 	else
 		CHECK(0, "no such case");
 	printf("done\n");

@@ -17,7 +17,13 @@
 //!   as rdma-core does); an inline list at an odd address, over ours
 //!   only: `wr_batch_inline`;
 //! - `ibv_reg_dmabuf_mr` answers as rdma-core's does, errors included:
-//!   `dmabuf`.
+//!   `dmabuf`;
+//! - the control path's refusals answer as rdma-core's do: GID queries of
+//!   an empty entry, past the table and of a missing port (where a scan
+//!   for a GID index ends), `ibv_rereg_mr`, `ibv_query_qp` of an
+//!   attribute only the extended command takes: `answers`;
+//! - a signal ends a blocked `ibv_get_cq_event` with `EINTR` only if its
+//!   handler was installed without `SA_RESTART`: `eintr`.
 
 mod common;
 
@@ -182,4 +188,14 @@ fn poll_sessions_hold_the_cq_as_rdma_cores_do() {
 #[test]
 fn reg_dmabuf_mr_answers_as_rdma_core_does() {
     same_answers("dmabuf");
+}
+
+#[test]
+fn control_path_refusals_answer_as_rdma_cores_do() {
+    same_answers("answers");
+}
+
+#[test]
+fn a_signal_ends_a_blocked_event_read_as_it_ends_rdma_cores() {
+    same_answers("eintr");
 }
