@@ -318,6 +318,7 @@ impl CompletionQueue {
         }
         self.ci = ci;
         if ci != start {
+            wqs.releasing(ci);
             self.update_ci();
         }
         match bad {

@@ -40,6 +40,12 @@ pub trait WorkQueues {
     /// was written (a QP number reused after a destroy).
     #[inline(always)]
     fn at(&mut self, _ci: u32) {}
+    /// Called once per batch, after its CQEs are resolved and before the
+    /// SET_CI doorbell record hands the entries before `ci` back to the
+    /// device (which may then overwrite them), with that new consumer
+    /// index.
+    #[inline(always)]
+    fn releasing(&mut self, _ci: u32) {}
 }
 
 /// The queues of one QP, for [`CompletionQueue::poll`](crate::cq::CompletionQueue::poll); a slice of these

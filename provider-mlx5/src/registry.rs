@@ -17,7 +17,8 @@
 //! becomes a tombstone instead ([`Registry::retire`]): after DESTROY_QP,
 //! nothing more is written for it, so its CQEs all lie before the end of
 //! what the device has handed to software at that moment (scanned from the
-//! consumer index the poller publishes). CQEs of that QP number before
+//! consumer index the poller publishes before each SET_CI, again if it
+//! moved during the scan: see [`Registry::retire`]). CQEs of that QP number before
 //! that position resolve against the dead QP's own records — so SRQ
 //! receives it consumed go back to the SRQ — and are dropped (counted in
 //! [`Poller::discarded`]); later ones belong to the live QP of that number,
@@ -89,7 +90,7 @@ fn before(pos: u32, until: u32) -> bool {
 pub struct Registry {
     entries: Mutex<Vec<QpEntry>>,
     generation: AtomicU64,
-    /// The poller's consumer index, published after each poll.
+    /// The poller's consumer index, published before each SET_CI.
     consumed: AtomicU32,
     /// Reads the ring's ownership bits (the ring outlives every user of
     /// the registry: see [`Registry::new`]).
@@ -150,10 +151,24 @@ impl Registry {
         self.generation.fetch_add(1, Ordering::Release);
     }
 
-    /// Where the CQEs written so far end.
+    /// Where the CQEs written so far end: scanned from the consumer index
+    /// the poller published, again if it moved meanwhile. The poller
+    /// publishes each batch's index before its SET_CI hands the entries
+    /// before it back to the device ([`Table::releasing`]), so while the
+    /// published index stays put no entry the scan reads can have been
+    /// overwritten by a later lap (a scan from a stale index could stop
+    /// at once on such an entry, and leave the dead QP's later CQEs to
+    /// the live QP of its number).
     fn end_of_written(&self) -> u32 {
-        self.scan
-            .software_owned_end(self.consumed.load(Ordering::Acquire))
+        loop {
+            let from = self.consumed.load(Ordering::Acquire);
+            let end = self.scan.software_owned_end(from);
+            // The scan's reads before the second look at the index.
+            core::sync::atomic::fence(Ordering::Acquire);
+            if self.consumed.load(Ordering::Relaxed) == from {
+                return end;
+            }
+        }
     }
 
     /// Drops tombstones the poller has passed.
@@ -241,6 +256,16 @@ impl WorkQueues for Table {
     #[inline(always)]
     fn at(&mut self, ci: u32) {
         self.pos = ci;
+    }
+    /// Publishes the consumer index before SET_CI gives the entries
+    /// before it back to the device ([`Registry::end_of_written`] relies
+    /// on the order).
+    #[inline(always)]
+    fn releasing(&mut self, ci: u32) {
+        self.registry.consumed.store(ci, Ordering::Release);
+        // That store before the doorbell record's, as another CPU sees
+        // them (a Release store orders what comes before it only).
+        crate::barrier::to_device();
     }
 }
 
@@ -330,10 +355,7 @@ impl Poller {
                 Err(_) => self.discarded += 1,
             }
         }
-        self.table
-            .registry
-            .consumed
-            .store(self.cq.consumer_index(), Ordering::Release);
+        // Each batch published its consumer index (`Table::releasing`).
         n
     }
 

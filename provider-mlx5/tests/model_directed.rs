@@ -473,3 +473,64 @@ fn uc_drops_what_the_responder_refuses_and_fails_reads_locally() {
     assert_eq!((out[0].wr_id, out[0].status), (7, WcStatus::LOC_QP_OP_ERR));
     assert!(p.dev.qps[p.a].error);
 }
+
+/// A CQ's lookup hears each batch's new consumer index before SET_CI hands
+/// the batch's entries back to the device (which may then overwrite
+/// them): a CQ's registry publishes it there, so that a QP's destroy,
+/// scanning the ring from it on another thread, never starts behind
+/// entries the device may already have rewritten.
+#[test]
+fn a_batch_is_announced_before_its_entries_go_back() {
+    use provider_mlx5::{SendRecords, WorkQueues};
+    use provider_mlx5_model::cq::ModelCq;
+
+    struct Watch<'a> {
+        qs: [QpQueues<'a>; 1],
+        cq: &'a ModelCq,
+        /// (the index announced, SET_CI as the device saw it then)
+        heard: Vec<(u32, u32)>,
+    }
+    impl WorkQueues for Watch<'_> {
+        fn send_queue(&mut self, qpn: u32, u: u32) -> Option<&SendRecords> {
+            self.qs.send_queue(qpn, u)
+        }
+        fn recv_queue(&mut self, qpn: u32, u: u32) -> Option<RecvTarget<'_>> {
+            self.qs.recv_queue(qpn, u)
+        }
+        fn releasing(&mut self, ci: u32) {
+            self.heard.push((ci, self.cq.ci()));
+        }
+    }
+
+    let mut p = Pair::new(PairCfg::default());
+    let src = [Sge {
+        addr: p.addr(p.a_mr, 0),
+        length: 8,
+        lkey: p.lkey(p.a_mr),
+    }];
+    let remote = provider_mlx5::Remote {
+        addr: p.addr(p.b_mr, 0),
+        rkey: p.rkey(p.b_mr),
+    };
+    for i in 0..12 {
+        send(&mut p, &Wr::new(i, SendOp::Write(remote), &src));
+    }
+    p.ring();
+    assert_eq!(p.dev.cqs.len(), 1);
+    let qpn = p.qpn(p.a);
+    let mut w = Watch {
+        qs: [QpQueues {
+            qpn,
+            sq: Some(p.a_sq.records()),
+            rq: None,
+        }],
+        cq: &p.dev.cqs[0],
+        heard: Vec::new(),
+    };
+    let mut out = [Wc::default(); 8];
+    assert_eq!(p.cq.poll(&mut w, &mut out), Ok(8));
+    assert_eq!(p.cq.poll(&mut w, &mut out), Ok(4));
+    assert_eq!(p.cq.poll(&mut w, &mut out), Ok(0));
+    assert_eq!(w.heard, [(8, 0), (12, 8)], "announced before SET_CI moved");
+    assert_eq!(w.cq.ci(), 12);
+}
