@@ -183,9 +183,10 @@ impl SendQueue {
 
     /// Brings the first outstanding request's number up to the block
     /// `tail` the poller has retired up to, and answers whether fewer than
-    /// `max_wr` requests remain outstanding.
-    #[cold]
-    #[inline(never)]
+    /// `max_wr` requests remain outstanding. Inline although it is rarely
+    /// run: as a call, the values live across it cost the post spills
+    /// (callgrind: prepared post 158 -> 154).
+    #[inline(always)]
     fn retire_requests(&mut self, tail: u32) -> bool {
         let seq_tail = if tail == self.cur_post {
             self.cur_seq
