@@ -104,6 +104,18 @@ pub struct CompletionQueue {
     cons: u32,
 }
 
+/// The kernel's producer index as [`CompletionQueue::load_producer`]
+/// read it: acquire-loaded and masked, so that [`CompletionQueue::next`]
+/// stops at it (a raw word, unmasked or made up, could run the consumer
+/// past it and round the ring, handing back stale entries without end).
+/// Only `load_producer` makes one:
+///
+/// ```compile_fail
+/// let made_up = provider_rxe::Producer(8);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Producer(u32);
+
 impl CompletionQueue {
     /// Wraps a validated CQ ring, whose slots must hold an `ib_uverbs_wc`
     /// (`WC_SIZE` bytes; a ring of smaller slots is refused).
@@ -126,7 +138,7 @@ impl CompletionQueue {
     #[inline]
     pub fn poll(&mut self, out: &mut [Wc]) -> usize {
         // One acquire load of the producer covers every slot before it.
-        let prod = self.q.queue().load_producer();
+        let prod = self.load_producer();
         let mut n = 0;
         while n < out.len() {
             match self.next(prod) {
@@ -146,8 +158,8 @@ impl CompletionQueue {
     /// back: call [`CompletionQueue::commit`] after a batch. Lets the caller
     /// convert entries in place with no intermediate buffer.
     #[inline]
-    pub fn next(&mut self, prod: u32) -> Option<Wc> {
-        if self.cons == prod {
+    pub fn next(&mut self, prod: Producer) -> Option<Wc> {
+        if self.cons == prod.0 {
             return None;
         }
         // The caller's acquire load of `prod` (load_producer) ordered this
@@ -160,8 +172,8 @@ impl CompletionQueue {
     /// [`CompletionQueue::next`], undecoded: the entry's bytes, for a
     /// poller that reads only some members ([`RawWc`]).
     #[inline]
-    pub fn next_raw(&mut self, prod: u32) -> Option<RawWc> {
-        if self.cons == prod {
+    pub fn next_raw(&mut self, prod: Producer) -> Option<RawWc> {
+        if self.cons == prod.0 {
             return None;
         }
         // As in next(): ordered after the caller's acquire load of `prod`.
@@ -172,8 +184,8 @@ impl CompletionQueue {
 
     /// Acquire-loads the producer index, for [`CompletionQueue::next`].
     #[inline]
-    pub fn load_producer(&self) -> u32 {
-        self.q.queue().load_producer()
+    pub fn load_producer(&self) -> Producer {
+        Producer(self.q.queue().load_producer())
     }
 
     /// Hands every slot read by [`CompletionQueue::next`] back to the kernel.

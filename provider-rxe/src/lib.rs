@@ -24,7 +24,7 @@ pub mod sq;
 pub mod wqe;
 pub mod wr;
 
-pub use cq::{CompletionQueue, RawWc};
+pub use cq::{CompletionQueue, Producer, RawWc};
 pub use queue::{Queue, QueueError};
 pub use rq::RecvQueue;
 pub use rverbs_types::{Wc, WcFlags, WcOpcode, WcStatus};

@@ -154,11 +154,12 @@ impl Queue {
         if log2_elem_size > 20 || (1usize << log2_elem_size) < min_elem_size {
             return Err(QueueError::BadElemSize { log2_elem_size });
         }
-        let need = ((mask as usize) + 1)
-            .checked_shl(log2_elem_size)
-            .and_then(|s| s.checked_add(DATA_OFFSET))
-            .unwrap_or(usize::MAX);
-        if need > len {
+        // In u64, where (mask + 1) << log2_elem_size (at most 2^52) cannot
+        // overflow: a 32-bit usize could, and `checked_shl` does not see
+        // bits shifted out (0x8000_0000 << 6 is 0 there).
+        let need = ((u64::from(mask) + 1) << log2_elem_size) + DATA_OFFSET as u64;
+        if need > len as u64 {
+            let need = usize::try_from(need).unwrap_or(usize::MAX);
             return Err(QueueError::SlotsOutsideMapping { need, len });
         }
         Ok(Queue {

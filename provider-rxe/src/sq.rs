@@ -207,6 +207,10 @@ impl SendQueue {
         w.u32(send::DMA_RESID, length).map_err(refused)?;
         self.ssn = self.ssn.wrapping_add(1);
         self.prod = next;
+        // A batch's requests start past what a post wrote: its `build_*`
+        // pieces never reach a slot a post filled (and may have published),
+        // and its abort never takes one back.
+        self.build.posted(next);
         self.room -= 1;
         if PUBLISH {
             self.q.queue().store_producer(next);

@@ -112,6 +112,8 @@ impl SendQueue {
             .map_err(fits)?;
         self.ssn = self.ssn.wrapping_add(1);
         self.prod = next;
+        // As `post` does: a batch's pieces never reach this slot.
+        self.build.posted(next);
         self.room -= 1;
         Ok(())
     }
