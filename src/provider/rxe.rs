@@ -122,6 +122,11 @@ impl CqRing {
     /// `RESIZE_CQ`: rxe moves the completions not yet polled into a new
     /// ring, which we map in place of the old one.
     pub(crate) fn resize(&mut self, dev: &Dev, cq: u32, cqe: u32) -> Result<u32> {
+        // The kernel copies the entries from its view of the consumer
+        // index on: hand back first whatever was read but not yet handed
+        // back (a `poll_each` whose reader unwound skips its commit), or
+        // the new ring would hold them again.
+        self.cq.commit();
         let mut udata = rxe::RxeResizeCqResp::new_zeroed();
         let granted = cmd::cq::resize(dev, cq, cqe, udata.as_mut_bytes())?;
         let (q, map) = map_ring(

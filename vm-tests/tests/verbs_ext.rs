@@ -589,3 +589,54 @@ fn the_extended_cq_reader_reads_what_poll_decodes() {
     }
     assert_eq!(p.a.cq.poll_each(n, |_| panic!("nothing left")), 0);
 }
+
+/// A `poll_each` whose reader panics has taken the completions it handed
+/// out: a resize after it, which makes rxe copy the entries the kernel
+/// still counts as unpolled into the new ring, hands none of them out
+/// again (the consumer index is published before `RESIZE_CQ`).
+#[test]
+fn a_resize_after_a_panicking_reader_repeats_nothing() {
+    let mut p = pair();
+    let n = 4usize;
+    let src = p.pd.alloc_mr(64, RW).unwrap();
+    let dst = p.pd.alloc_mr(n * 64, RW).unwrap();
+    for i in 0..n {
+        let rs = [dst.slice(i * 64, 64).unwrap()];
+        p.b.qp
+            .post_recv(&[rverbs::RecvWr {
+                wr_id: 100 + i as u64,
+                sges: &rs,
+            }])
+            .unwrap();
+    }
+    let ss = [src.slice(0, 8).unwrap()];
+    for i in 0..n {
+        p.a.qp
+            .post_send(&[SendWr::new(i as u64, SendOp::Send, &ss)])
+            .unwrap();
+    }
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // The reader panics on the first completion it is handed.
+    let mut first = None;
+    while first.is_none() {
+        let cq = &mut p.a.cq;
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            cq.poll_each(n, |e| panic!("reader gave up at {}", e.wr_id()))
+        }));
+        if r.is_err() {
+            first = Some(0u64);
+        }
+        assert!(std::time::Instant::now() < until, "no completion");
+    }
+    // Let the other three land, then resize.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    p.a.cq.resize(64).unwrap();
+    let mut rest = Vec::new();
+    while rest.len() < n - 1 {
+        p.a.cq.poll_each(n, |e| rest.push(e.wr_id()));
+        assert!(std::time::Instant::now() < until, "{rest:?}");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    p.a.cq.poll_each(n, |e| rest.push(e.wr_id()));
+    assert_eq!(rest, [1, 2, 3], "the first was handed out once, before");
+}
