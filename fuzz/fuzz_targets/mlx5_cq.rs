@@ -67,6 +67,7 @@ fuzz_target!(|data: &[u8]| {
                 qpn: QPN,
                 qp_type: QpType::Rc,
                 wqe_cnt: WQE_CNT,
+                max_wr: WQE_CNT,
                 max_sge: 1,
                 max_inline: 0,
                 bf_size: 256,
