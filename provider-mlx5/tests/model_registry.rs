@@ -238,3 +238,80 @@ fn srq_receives_resolve_through_the_registry_of_each_cq() {
 fn srq_room(srq: &SharedRecvQueue) -> u64 {
     (srq.capacity() - srq.outstanding()) as u64
 }
+
+/// A device that writes CQEs naming no QP as fast as the poller consumes
+/// them (a broken or hostile one): the poller drops them, and returns
+/// once it has dropped a ring's worth in one call, instead of polling for
+/// as long as the device keeps writing. The device here is a second
+/// thread that keeps every entry from the published consumer index on
+/// owned by software; it gives up after ten seconds, so that a poller
+/// without the bound ends too (having dropped far more than a ring).
+#[test]
+#[cfg_attr(miri, ignore)] // a second thread writing the ring as a device does: a race by design
+fn a_flood_of_cqes_naming_nothing_ends_the_poll_after_a_ring() {
+    use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+    use std::time::{Duration, Instant};
+    const NCQE: u32 = 64;
+    let mut dev = Device::new();
+    let c = dev.add_cq(NCQE, 64);
+    let cq = dev.provider_cq(c);
+    let registry = registry_of(&cq);
+    let mut poller = Poller::new(cq, registry);
+    // Every entry a requester CQE of QP 0xabcde, which no one registered;
+    // only the owner byte (opcode and owner bit) changes from lap to lap.
+    for slot in 0..NCQE as usize {
+        let mut b = [0u8; 64];
+        b[56..60].copy_from_slice(&0xabcde_u32.to_be_bytes());
+        b[63] = 0xf0; // invalid until the device hands it over
+        dev.cqs[c].buf.write(slot * 64, &b);
+    }
+    let ring = dev.cqs[c].buf.ptr().as_ptr() as usize;
+    let dbrec = dev.cqs[c].dbrec.ptr32().as_ptr() as usize;
+    // Hands software the entries up to a lap past the published consumer
+    // index, from `*done` on (only those the poller gave back since).
+    let hand_over = move |done: &mut u32| {
+        // SAFETY: the model's doorbell record, alive for the test; the
+        // provider writes it with volatile stores.
+        let ci = u32::from_be(unsafe { (dbrec as *const u32).read_volatile() }) & 0xff_ffff;
+        let end = ci + NCQE;
+        for p in std::mem::replace(done, end)..end {
+            let owner = ((p & NCQE) != 0) as u8;
+            let at = ring + (p & (NCQE - 1)) as usize * 64 + 63;
+            // SAFETY: byte 63 of an entry of the model's ring, alive for
+            // the test; stored atomically, as the device's last store.
+            unsafe { AtomicU8::from_ptr(at as *mut u8) }.store(owner, Ordering::Release);
+        }
+    };
+    let mut done = 0;
+    hand_over(&mut done);
+    let (stop, running) = (AtomicBool::new(false), AtomicBool::new(false));
+    let (stop, running) = (&stop, &running);
+    let gave_up = std::thread::scope(|s| {
+        let device = s.spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !stop.load(Ordering::Relaxed) {
+                if Instant::now() > deadline {
+                    return true;
+                }
+                hand_over(&mut done);
+                running.store(true, Ordering::Relaxed);
+            }
+            false
+        });
+        // The poll starts with the device at work.
+        while !running.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+        let mut out = [Wc::default(); 4];
+        let n = poller.poll(&mut out);
+        stop.store(true, Ordering::Relaxed);
+        assert_eq!(n, 0, "nothing to report");
+        device.join().unwrap()
+    });
+    assert!(!gave_up, "the poll returned only once the device stopped");
+    assert!(
+        (1..=NCQE as u64).contains(&poller.discarded()),
+        "dropped {} CQEs in one poll; at most a ring's worth ({NCQE})",
+        poller.discarded()
+    );
+}
