@@ -20,6 +20,8 @@ pub struct RecvQueue {
     q: SlotRing<HEADER>,
     prod: u32,
     max_sge: u32,
+    /// Receives the queue may hold at once ([`RecvQueue::limit_depth`]).
+    depth: u32,
 }
 
 impl RecvQueue {
@@ -34,12 +36,26 @@ impl RecvQueue {
         }
         let q = SlotRing::new(q).map_err(|_| too_small)?;
         let prod = q.queue().load_producer();
-        Ok(RecvQueue { q, prod, max_sge })
+        let depth = q.queue().mask();
+        Ok(RecvQueue {
+            q,
+            prod,
+            max_sge,
+            depth,
+        })
     }
 
-    /// Slots that can hold work requests.
+    /// Receives the queue may hold at once: the ring's slots less the one
+    /// that stays empty, or the granted depth ([`RecvQueue::limit_depth`]).
     pub fn capacity(&self) -> u32 {
-        self.q.queue().mask()
+        self.depth
+    }
+
+    /// Holds at most `max_wr` receives at once, where the ring holds more:
+    /// the granted `max_recv_wr` (or an SRQ's `max_wr`), which is what the
+    /// CQs were sized for (Linux 6.1's rxe makes the ring larger).
+    pub fn limit_depth(&mut self, max_wr: u32) {
+        self.depth = max_wr.min(self.q.queue().mask());
     }
 
     /// Receives posted and not yet consumed by the kernel.
@@ -80,7 +96,8 @@ impl RecvQueue {
         let length = self.validate(sges)?;
         let q = self.q.queue();
         let next = q.next(self.prod);
-        if next == q.load_consumer() {
+        // Masked: the kernel's consumer index is untrusted.
+        if self.prod.wrapping_sub(q.load_consumer()) & q.mask() >= self.depth {
             return Err(PostError::QueueFull);
         }
         let mut w = self.q.slot_mut(self.prod);

@@ -33,6 +33,9 @@ pub struct SendQueue {
     /// out, not on every post (the kernel only ever frees more, so this is
     /// never more than the truth).
     room: u32,
+    /// Requests the queue may hold at once: the QP's granted
+    /// `max_send_wr` where the ring holds more ([`SendQueue::limit_depth`]).
+    depth: u32,
     ssn: u32,
     limits: SendLimits,
     /// Whether the kernel takes ATOMIC WRITE, and FLUSH (Linux 6.2).
@@ -64,10 +67,12 @@ impl SendQueue {
         // Start where the ring is: a fresh QP's indices are 0, but taking
         // the header's value keeps us in step with the kernel either way.
         let prod = q.queue().load_producer();
+        let depth = q.queue().mask();
         Ok(SendQueue {
             q,
             prod,
             room: 0,
+            depth,
             ssn: 0,
             limits: SendLimits::new(qp_type, max_sge, max_inline),
             atomic_write: true,
@@ -88,6 +93,20 @@ impl SendQueue {
     /// Slots that can hold work requests (one of the ring's stays empty).
     pub fn capacity(&self) -> u32 {
         self.q.queue().mask()
+    }
+
+    /// Holds at most `max_wr` requests at once, where the ring holds more:
+    /// the QP's granted `max_send_wr`, which is what its CQ was sized
+    /// for. (Linux 6.1's rxe grants the depth asked for and makes the
+    /// ring the next power of two less one: 16 asked, 31 slots.)
+    pub fn limit_depth(&mut self, max_wr: u32) {
+        self.depth = max_wr.min(self.capacity());
+        self.room = self.room.min(self.free_slots());
+    }
+
+    /// Requests the queue may hold at once.
+    pub fn depth(&self) -> u32 {
+        self.depth
     }
 
     /// The slot the next work request goes into (0..=capacity). A slot is
@@ -237,7 +256,10 @@ impl SendQueue {
     #[inline(always)]
     fn free_slots(&self) -> u32 {
         let q = self.q.queue();
-        q.mask() - (self.prod.wrapping_sub(q.load_consumer()) & q.mask())
+        // Saturating: the kernel's consumer index is untrusted, and may put
+        // more than `depth` in flight.
+        let used = self.prod.wrapping_sub(q.load_consumer()) & q.mask();
+        self.depth.saturating_sub(used)
     }
 }
 

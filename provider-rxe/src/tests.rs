@@ -589,3 +589,65 @@ fn a_cq_ring_of_slots_smaller_than_a_wc_is_refused() {
     let mut r = FakeRing::new(4, 6);
     assert!(CompletionQueue::new(r.queue(8)).is_ok());
 }
+
+/// A queue limited to the depth the kernel granted (Linux 6.1's rxe makes
+/// the ring larger than it grants) refuses the request past it on every
+/// path: a post, a built batch, a prepared send, a receive; the kernel's
+/// consuming makes room again, and a consumer index that claims more in
+/// flight than the depth (untrusted) leaves no room rather than wrapping.
+#[test]
+fn a_queue_takes_no_more_than_its_granted_depth() {
+    let (mut r, mut sq) = sq_ring(16);
+    sq.limit_depth(5);
+    assert_eq!((sq.depth(), sq.capacity()), (5, 15));
+    let sge = [Sge::default()];
+    let wr = Wr::new(0, SendOp::Send, &sge);
+    for _ in 0..5 {
+        // SAFETY: nothing dereferences the SGE.
+        unsafe { sq.post(&wr) }.unwrap();
+    }
+    // SAFETY: as above.
+    assert_eq!(unsafe { sq.post(&wr) }, Err(PostError::QueueFull));
+    sq.build_begin();
+    assert_eq!(
+        sq.build_start(1, SendOp::Send, 0),
+        Err(PostError::QueueFull)
+    );
+    sq.build_abort();
+    let t = sq.prepare(&wr).unwrap();
+    // SAFETY: as above.
+    let e = unsafe { sq.post_prepared_unpublished(&t, 2, Sge::default(), None) };
+    assert_eq!(e, Err(PostError::QueueFull));
+    // The kernel consumes two: two more fit, not three.
+    r.set_u32(CONSUMER_OFFSET, 2);
+    for _ in 0..2 {
+        // SAFETY: as above.
+        unsafe { sq.post(&wr) }.unwrap();
+    }
+    // SAFETY: as above.
+    assert_eq!(unsafe { sq.post(&wr) }, Err(PostError::QueueFull));
+    // A consumer index behind what was ever posted: 7 - 15 & 15 = 8 in
+    // flight, more than the depth.
+    r.set_u32(CONSUMER_OFFSET, 15);
+    // SAFETY: as above.
+    assert_eq!(unsafe { sq.post(&wr) }, Err(PostError::QueueFull));
+
+    let mut r = FakeRing::new(16, 7);
+    let mut rq = RecvQueue::new(r.queue(48), 2).unwrap();
+    rq.limit_depth(5);
+    assert_eq!(rq.capacity(), 5);
+    for i in 0..5 {
+        // SAFETY: nothing dereferences the SGE.
+        unsafe { rq.post(i, &sge) }.unwrap();
+    }
+    // SAFETY: as above.
+    assert_eq!(unsafe { rq.post(5, &sge) }, Err(PostError::QueueFull));
+    r.set_u32(CONSUMER_OFFSET, 1);
+    // SAFETY: as above.
+    unsafe { rq.post(6, &sge) }.unwrap();
+    // SAFETY: as above.
+    assert_eq!(unsafe { rq.post(7, &sge) }, Err(PostError::QueueFull));
+    // A depth above the ring's is the ring's.
+    rq.limit_depth(100);
+    assert_eq!(rq.capacity(), 15);
+}

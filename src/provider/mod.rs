@@ -294,7 +294,7 @@ impl SendRing {
                 for (index, wr) in wrs.iter().enumerate() {
                     q.sq.validate(wr).map_err(|r| refused(r, QUEUE, index))?;
                 }
-                let room = (q.sq.capacity() - q.sq.outstanding()) as usize;
+                let room = q.sq.depth().saturating_sub(q.sq.outstanding()) as usize;
                 if wrs.len() > room {
                     return Err(refused(PostError::QueueFull, QUEUE, room));
                 }

@@ -59,6 +59,19 @@ fn map_ring(dev: &Dev, what: &'static str, mi: &Mminfo, elem: usize) -> Result<(
     Ok((q, map))
 }
 
+/// A CQ's granted size against its ring: rxe grants `slots - 1` entries
+/// (one slot stays empty), the ring's `index_mask`. The QPs on the CQ
+/// reserve their depths from the granted size, so a size the ring cannot
+/// hold would let completions overrun it.
+fn cq_fits(what: &str, cqe: u32, mask: u32) -> Result<()> {
+    if cqe > mask {
+        return Err(Error::bad_answer(format!(
+            "{what}: the kernel granted {cqe} entries, its ring holds {mask}"
+        )));
+    }
+    Ok(())
+}
+
 /// The consumer side of an rxe CQ: the ring and its mapping.
 pub(crate) struct CqRing {
     cq: CompletionQueue,
@@ -74,6 +87,7 @@ pub(crate) fn create_cq(dev: &Arc<Dev>, req: &CqRequest) -> Result<CqParts> {
         &udata.mi,
         provider_rxe::wqe::WC_SIZE,
     )?;
+    cq_fits("CREATE_CQ", cqe, q.mask())?;
     Ok(CqParts {
         handle,
         cqe,
@@ -135,6 +149,7 @@ impl CqRing {
             &udata.mi,
             provider_rxe::wqe::WC_SIZE,
         )?;
+        cq_fits("RESIZE_CQ", granted, q.mask())?;
         // The kernel no longer touches the old ring: it is unmapped here.
         *self = CqRing {
             cq: completion_queue(q)?,
@@ -188,6 +203,7 @@ pub(crate) fn create_qp(
     let mut sq = SendQueue::new(sq_q, caps.max_send_sge, caps.max_inline_data, init.qp_type)
         .map_err(|e| bad("SQ ring", &e))?;
     sq.set_offered(atomic_write, flush);
+    sq.limit_depth(caps.max_send_wr);
     // With an SRQ, rxe gives the QP no receive ring of its own.
     let recv = match init.srq {
         Some(_) => None,
@@ -198,7 +214,8 @@ pub(crate) fn create_qp(
                 &udata.rq_mi,
                 provider_rxe::wqe::recv::SGES,
             )?;
-            let rq = RecvQueue::new(rq_q, caps.max_recv_sge).map_err(|e| bad("RQ ring", &e))?;
+            let mut rq = RecvQueue::new(rq_q, caps.max_recv_sge).map_err(|e| bad("RQ ring", &e))?;
+            rq.limit_depth(caps.max_recv_wr);
             Some(RecvRing::Rxe(Rq { rq, _map: rq_map }))
         }
     };
@@ -225,8 +242,9 @@ pub(crate) fn create_srq(dev: &Arc<Dev>, req: &SrqRequest) -> Result<SrqParts> {
         &udata.mi,
         provider_rxe::wqe::recv::SGES,
     )?;
-    let rq = RecvQueue::new(q, resp.max_sge)
+    let mut rq = RecvQueue::new(q, resp.max_sge)
         .map_err(|e| Error::bad_answer(format!("CREATE_SRQ ring: {e}")))?;
+    rq.limit_depth(resp.max_wr);
     Ok(SrqParts {
         handle,
         srqn: resp.srqn,
@@ -298,4 +316,26 @@ pub(crate) fn post_recv(
 ) -> std::result::Result<(), PostError> {
     // SAFETY: as in post_send: MR slices only.
     unsafe { rq.post(wr.wr_id, as_sges(wr.sges)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cq_fits;
+    use crate::Error;
+
+    /// rxe's answers: a ring of 2^n slots holds 2^n - 1, which is what it
+    /// grants (or less, on Linux 6.1); a CQ granted more than its ring
+    /// holds is a bad answer naming both.
+    #[test]
+    fn a_cq_granted_more_than_its_ring_holds_is_a_bad_answer() {
+        assert!(cq_fits("CREATE_CQ", 255, 255).is_ok());
+        assert!(cq_fits("CREATE_CQ", 100, 255).is_ok());
+        let e = cq_fits("CREATE_CQ", 256, 255).unwrap_err();
+        assert!(matches!(e, Error::BadKernelAnswer { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .contains("granted 256 entries, its ring holds 255"),
+            "{e}"
+        );
+    }
 }

@@ -246,3 +246,71 @@ fn post_send_all_posts_a_whole_list_or_nothing() {
     let done = wait(&mut p.a.cq, 4);
     assert!(done.iter().all(|w| w.is_ok()), "{done:?}");
 }
+
+/// A QP's queues hold no more requests than the kernel granted, which is
+/// what the QP reserved on its CQs: Linux 6.1's rxe grants the depth asked
+/// for but makes each ring the next power of two less one (16 asked, 31
+/// slots), and the queues took requests until the ring was full, so a CQ
+/// sized for the granted depths could overrun. The QP here sends to a QP
+/// number nobody has: nothing is acknowledged, so every request stays in
+/// the queue while the test posts.
+#[test]
+fn a_queue_holds_no_more_than_its_granted_depth() {
+    let (ctx, _) = common::open();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq = ctx.create_cq(64, None, 0).unwrap();
+    let mut qp = pd
+        .create_qp(&QpInit {
+            caps: caps(16),
+            ..QpInit::new(QpType::Rc, &cq)
+        })
+        .unwrap();
+    let granted = qp.caps();
+    assert!(
+        granted.max_send_wr >= 16 && granted.max_recv_wr >= 16,
+        "{granted:?}"
+    );
+    let buf = pd.alloc_mr(4096, RW).unwrap();
+    let s = [buf.slice(0, 8).unwrap()];
+    let full = |e: Error| matches!(e, Error::QueueFull { .. });
+    for i in 0..granted.max_recv_wr as u64 {
+        qp.post_recv(&[RecvWr { wr_id: i, sges: &s }])
+            .unwrap_or_else(|e| panic!("receive {i} of {granted:?}: {e}"));
+    }
+    let e = qp
+        .post_recv(&[RecvWr {
+            wr_id: 99,
+            sges: &s,
+        }])
+        .unwrap_err();
+    assert!(
+        full(e),
+        "one receive past max_recv_wr {}",
+        granted.max_recv_wr
+    );
+    qp.connect(1, RW, self_av(&ctx), 0xfff_ff0).unwrap();
+    let r = Remote {
+        addr: buf.iova(),
+        rkey: buf.rkey(),
+    };
+    for i in 0..granted.max_send_wr as u64 {
+        qp.post_send(&[SendWr::new(i, SendOp::Write(r), &s)])
+            .unwrap_or_else(|e| panic!("send {i} of {granted:?}: {e}"));
+    }
+    let e = qp
+        .post_send(&[SendWr::new(99, SendOp::Write(r), &s)])
+        .unwrap_err();
+    assert!(full(e), "one send past max_send_wr {}", granted.max_send_wr);
+    let e = qp.build_send().map(|mut b| {
+        b.start(100, SendOp::Write(r), Default::default());
+        b.sge(s[0]);
+        b.finish()
+    });
+    assert!(
+        matches!(e, Ok(Err(Error::QueueFull { .. }))),
+        "built: {e:?}"
+    );
+    drop(qp);
+    let mut out = [rverbs::Wc::default(); 64];
+    let _ = cq.poll(&mut out);
+}
