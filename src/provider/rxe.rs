@@ -13,7 +13,7 @@ use crate::cmd::qp::Doorbell;
 use crate::cmd::srq::SrqRequest;
 use crate::cmd::{self, CommandPath, Dev};
 use crate::error::{Error, Result};
-use crate::sys::Mapping;
+use crate::sys::{Mapping, Reservation};
 use crate::wc::Wc;
 use crate::wr::Slice;
 use provider_rxe::{CompletionQueue, Queue, RecvQueue, SendQueue};
@@ -44,12 +44,39 @@ pub(crate) fn open(
 /// Maps the ring `mi` describes and checks its geometry for `elem` bytes
 /// per slot.
 fn map_ring(dev: &Dev, what: &'static str, mi: &Mminfo, elem: usize) -> Result<(Queue, Mapping)> {
+    ring_of(what, mi, elem, |len, off| {
+        Mapping::shared(dev.fd.as_fd(), what, len, off)
+    })
+}
+
+/// [`map_ring`] into address space held before the command that made
+/// the ring ([`Reservation`]).
+fn map_ring_in(
+    room: Reservation,
+    dev: &Dev,
+    what: &'static str,
+    mi: &Mminfo,
+    elem: usize,
+) -> Result<(Queue, Mapping)> {
+    ring_of(what, mi, elem, |len, off| {
+        room.map_shared(dev.fd.as_fd(), what, len, off)
+    })
+}
+
+/// The ring `mi` describes, mapped by `map(len, offset)`, its geometry
+/// checked for `elem` bytes per slot.
+fn ring_of(
+    what: &'static str,
+    mi: &Mminfo,
+    elem: usize,
+    map: impl FnOnce(usize, u64) -> Result<Mapping>,
+) -> Result<(Queue, Mapping)> {
     if mi.size == 0 {
         return Err(Error::bad_answer(format!(
             "{what}: the driver returned an empty queue mapping"
         )));
     }
-    let map = Mapping::shared(dev.fd.as_fd(), what, mi.size as usize, mi.offset)?;
+    let map = map(mi.size as usize, mi.offset)?;
     // SAFETY: the mapping is `size` bytes, page aligned, and is returned
     // with the Queue: every owner keeps both together and drops the Queue
     // first (the kernel's own ring memory stays valid for the kernel
@@ -57,6 +84,21 @@ fn map_ring(dev: &Dev, what: &'static str, mi: &Mminfo, elem: usize) -> Result<(
     let q = unsafe { Queue::new(map.as_ptr(), map.len(), elem) }
         .map_err(|e| Error::bad_answer(format!("{what}: {e}")))?;
     Ok((q, map))
+}
+
+/// Address space enough for an rxe CQ ring of `cqe` entries, generously:
+/// rxe makes `cqe + 1` slots, rounded up to a power of two, of its own
+/// `struct rxe_cqe` rounded up to a power of two (a kernel union at least
+/// as large as ours), after a header of three cache-line groups, and
+/// maps it in whole pages. Four times that, with a page for the header,
+/// covers what any of our kernels answers; a larger answer is mapped
+/// outside the reservation ([`Reservation::map_shared`]). Sizes past 1 GiB
+/// are capped there: rxe refuses such depths (its `max_cqe` is 32,767).
+fn ring_bytes(cqe: u32) -> usize {
+    let slots = (u64::from(cqe) + 1).next_power_of_two();
+    let elem = (provider_rxe::wqe::WC_SIZE as u64).next_power_of_two();
+    let bytes = slots.saturating_mul(elem).saturating_mul(4) + 4096;
+    bytes.min(1 << 30) as usize
 }
 
 /// A CQ's granted size against its ring: rxe grants `slots - 1` entries
@@ -141,9 +183,15 @@ impl CqRing {
         // back (a `poll_each` whose reader unwound skips its commit), or
         // the new ring would hold them again.
         self.cq.commit();
+        // Once the command succeeds the kernel writes only the new ring: a
+        // mapping that failed then would leave this CQ reading a ring
+        // nothing writes, its completions lost. So the address space is
+        // held first, where a failure still leaves the CQ as it was.
+        let room = Reservation::new("RESIZE_CQ: address space for the new ring", ring_bytes(cqe))?;
         let mut udata = rxe::RxeResizeCqResp::new_zeroed();
         let granted = cmd::cq::resize(dev, cq, cqe, udata.as_mut_bytes())?;
-        let (q, map) = map_ring(
+        let (q, map) = map_ring_in(
+            room,
             dev,
             "mmap of the resized CQ ring",
             &udata.mi,

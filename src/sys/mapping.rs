@@ -193,6 +193,109 @@ impl Mapping {
     }
 }
 
+/// Address space held for a mapping the kernel will offer only after a
+/// command that cannot be taken back (rxe's `RESIZE_CQ` swaps the rings
+/// before it answers where the new one is): private, anonymous,
+/// `PROT_NONE` and `MAP_NORESERVE`, so it costs address space and no
+/// memory. Reserving first moves the likely failure (`ENOMEM`: the
+/// address-space limit, the map count) to before the command.
+#[derive(Debug)]
+pub struct Reservation {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: as Mapping's: an address range owned by this value.
+unsafe impl Send for Reservation {}
+
+impl Reservation {
+    /// Holds `len` bytes of address space.
+    pub fn new(op: &'static str, len: usize) -> Result<Reservation> {
+        if len == 0 {
+            return Err(Error::invalid(format!("{op}: zero-length reservation")));
+        }
+        // SAFETY: a fresh private anonymous mapping at an address of the
+        // kernel's choosing aliases nothing in this process.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        let m = Mapping::from_mmap(p, len, op)?;
+        let r = Reservation { ptr: m.ptr, len };
+        std::mem::forget(m); // owned by the reservation now
+        Ok(r)
+    }
+
+    /// Maps `len` bytes of `fd` at `offset`, shared and read-write, in the
+    /// reserved range (`MAP_FIXED` over our own reservation), and gives the
+    /// rest of the range back; a mapping larger than the reservation is
+    /// made elsewhere, as [`Mapping::shared`] makes it.
+    pub fn map_shared(
+        self,
+        fd: BorrowedFd<'_>,
+        op: &'static str,
+        len: usize,
+        offset: u64,
+    ) -> Result<Mapping> {
+        let page = super::page_size();
+        let Some(used) = len
+            .checked_next_multiple_of(page)
+            .filter(|&u| u <= self.len)
+        else {
+            drop(self);
+            return Mapping::shared(fd, op, len, offset);
+        };
+        if len == 0 {
+            return Err(Error::bad_answer(format!("{op}: zero-length mapping")));
+        }
+        let off = libc::off_t::try_from(offset).map_err(|_| {
+            Error::bad_answer(format!("{op}: mmap offset {offset:#x} out of range"))
+        })?;
+        let (base, total) = (self.ptr, self.len);
+        // The range is ours from here on: either the new mapping's and the
+        // tail given back below, or (on failure) left held.
+        std::mem::forget(self);
+        // SAFETY: MAP_FIXED replaces only [base, base + len), which is our
+        // own PROT_NONE reservation: nothing in the process refers to it.
+        let p = unsafe {
+            libc::mmap(
+                base.as_ptr().cast(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_FIXED,
+                fd.as_raw_fd(),
+                off,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            // A failed MAP_FIXED may have unmapped the range already, and
+            // another thread may map there at once: unmapping it now could
+            // take that thread's mapping. The range is left as it is (at
+            // worst address space held until exit).
+            return Err(Error::kernel(op, Errno::last()));
+        }
+        if used < total {
+            // SAFETY: the reservation's tail, past the new mapping: ours,
+            // and nothing refers to it.
+            unsafe { libc::munmap(base.as_ptr().add(used).cast(), total - used) };
+        }
+        Mapping::from_mmap(p, len, op)
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        // SAFETY: the reserved range this value owns; nothing refers to it.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: ptr/len describe a mapping this value owns; nothing borrows
@@ -200,5 +303,70 @@ impl Drop for Mapping {
         unsafe {
             libc::munmap(self.ptr.as_ptr().cast(), self.len);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+
+    /// A memfd of `len` bytes whose first byte is `tag`.
+    fn memfd(len: usize, tag: u8) -> OwnedFd {
+        // SAFETY: plain calls; the fd is owned once created.
+        unsafe {
+            let fd = libc::memfd_create(c"reservation-test".as_ptr(), 0);
+            assert!(fd >= 0);
+            let fd = OwnedFd::from_raw_fd(fd);
+            assert_eq!(libc::ftruncate(fd.as_raw_fd(), len as _), 0);
+            assert_eq!(libc::pwrite(fd.as_raw_fd(), [tag].as_ptr().cast(), 1, 0), 1);
+            fd
+        }
+    }
+
+    /// Whether `addr` is mapped (`mincore` answers ENOMEM for a page that
+    /// is not).
+    fn mapped(addr: *mut u8) -> bool {
+        let mut v = 0u8;
+        // SAFETY: mincore only inspects the page table for this page.
+        unsafe { libc::mincore(addr.cast(), 1, &mut v) == 0 }
+    }
+
+    /// A ring mapped into a reservation lands at its start, and the rest of
+    /// the reservation is given back; one larger than the reservation is
+    /// mapped elsewhere; dropping an unused reservation gives it all back.
+    #[test]
+    #[cfg_attr(miri, ignore)] // mmap
+    fn a_reservation_takes_the_mapping_and_gives_back_the_rest() {
+        let page = super::super::page_size();
+        let fd = memfd(page, 7);
+        let r = Reservation::new("test", 4 * page).unwrap();
+        let base = r.ptr.as_ptr();
+        let m = r.map_shared(fd.as_fd(), "test", page, 0).unwrap();
+        assert_eq!(m.as_ptr().as_ptr(), base);
+        // SAFETY: the mapping's first byte, shared with the memfd.
+        assert_eq!(unsafe { m.as_ptr().as_ptr().read_volatile() }, 7);
+        // SAFETY: pointer arithmetic inside the reserved range, only inspected.
+        let tail = unsafe { base.add(page) };
+        assert!(!mapped(tail), "the reservation's tail was given back");
+        drop(m);
+        assert!(!mapped(base));
+
+        let big = memfd(8 * page, 9);
+        let r = Reservation::new("test", 2 * page).unwrap();
+        let base = r.ptr.as_ptr();
+        let m = r.map_shared(big.as_fd(), "test", 8 * page, 0).unwrap();
+        // SAFETY: as above.
+        assert_eq!(unsafe { m.as_ptr().as_ptr().read_volatile() }, 9);
+        assert_eq!(m.len(), 8 * page);
+        if m.as_ptr().as_ptr() != base {
+            assert!(!mapped(base), "the reservation was given back");
+        }
+
+        let r = Reservation::new("test", page).unwrap();
+        let base = r.ptr.as_ptr();
+        assert!(mapped(base));
+        drop(r);
+        assert!(!mapped(base));
     }
 }

@@ -24,7 +24,7 @@ pub use fd::set_nonblocking;
 #[cfg(feature = "tokio")]
 pub use fd::{register_holder, Held, HoldsFd};
 
-pub use mapping::{kernel_copies_on_fork, Mapping};
+pub use mapping::{kernel_copies_on_fork, Mapping, Reservation};
 
 use crate::error::{Errno, Error, Result};
 use std::os::fd::{AsRawFd, BorrowedFd};

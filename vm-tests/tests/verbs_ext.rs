@@ -640,3 +640,68 @@ fn a_resize_after_a_panicking_reader_repeats_nothing() {
     p.a.cq.poll_each(n, |e| rest.push(e.wr_id()));
     assert_eq!(rest, [1, 2, 3], "the first was handed out once, before");
 }
+
+/// The process's address space, in bytes (`VmSize`).
+fn address_space() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = s
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("VmSize in /proc/self/status");
+    kb * 1024
+}
+
+/// Sets the soft `RLIMIT_AS` (the hard one stays).
+fn set_address_space_limit(bytes: libc::rlim_t) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain calls with a valid rlimit.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_AS, &mut lim), 0);
+        lim.rlim_cur = bytes.min(lim.rlim_max);
+        assert_eq!(libc::setrlimit(libc::RLIMIT_AS, &lim), 0);
+    }
+}
+
+/// A resize whose new ring cannot be mapped (the address-space limit
+/// reached) fails before `RESIZE_CQ` swaps the rings, so the CQ keeps
+/// the ring the kernel still writes: the completions after it arrive.
+/// (When the mapping failed after the command, the CQ kept reading the
+/// old ring, which nothing wrote any more: every later completion was
+/// lost.)
+#[test]
+fn a_resize_that_cannot_map_its_ring_loses_nothing() {
+    let mut p = pair();
+    let src = p.pd.alloc_mr(64, RW).unwrap();
+    let dst = p.pd.alloc_mr(64, RW).unwrap();
+    let r = rverbs::Remote {
+        addr: dst.iova(),
+        rkey: dst.rkey(),
+    };
+    let ss = [src.slice(0, 8).unwrap()];
+    let write = |p: &mut Pair, id: u64| {
+        p.a.qp
+            .post_send(&[SendWr::new(id, SendOp::Write(r), &ss).signaled(true)])
+            .unwrap();
+        let got = wait(&mut p.a.cq, 1);
+        assert_eq!(got[0].wr_id, id, "{got:?}");
+        ok(&got[0], WcOpcode::RDMA_WRITE);
+    };
+    write(&mut p, 1);
+    // No new mapping of more than 64 KiB from here: a ring of 4,096
+    // entries needs more.
+    set_address_space_limit(address_space() + (64 << 10));
+    let e = p.a.cq.resize(4096);
+    set_address_space_limit(libc::RLIM_INFINITY);
+    let e = e.unwrap_err();
+    assert!(e.to_string().contains("ENOMEM"), "{e}");
+    write(&mut p, 2);
+    // And the CQ still resizes once the address space is there.
+    p.a.cq.resize(4096).unwrap();
+    assert!(p.a.cq.cqe() >= 4096);
+    write(&mut p, 3);
+}
