@@ -21,6 +21,7 @@ use crate::{errno_of, export, lock, member, null_errno, ret_errno};
 use rverbs::{Cq, Wc};
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_uint, c_void};
+use std::sync::atomic::AtomicUsize;
 
 #[repr(C)]
 pub(crate) struct CqBox {
@@ -29,6 +30,11 @@ pub(crate) struct CqBox {
     /// expects of a CQ it got from `ibv_create_cq_ex`.
     pub(crate) ex: CqEx,
     pub(crate) cq: Spin<Cq>,
+    /// The thread whose poll session (`ibv_start_poll` to `ibv_end_poll`)
+    /// holds `cq`, as [`thread_token`], or 0: its `ibv_req_notify_cq` in
+    /// between uses the CQ it holds (rdma-core's rxe arms through a
+    /// command, under no lock).
+    pub(crate) poller: AtomicUsize,
     /// rverbs' user handle: what completion and async events name.
     handle: u64,
     chan: Option<Held<ChanBox>>,
@@ -128,6 +134,7 @@ unsafe fn new_cq(
         }),
         ex: CqEx::new(b.ex_ops.cq),
         cq: Spin::new(cq),
+        poller: AtomicUsize::new(0),
         handle,
         chan: chan.map(Held::new),
         users: Users::default(),
@@ -299,6 +306,13 @@ unsafe extern "C" fn ack_cq_events(c: *mut IbvCq, n: c_uint) {
     })
 }
 export!("ibv_ack_cq_events" = ack_cq_events);
+
+/// A number for the calling thread, never 0, that no other live thread
+/// has: the address of a thread-local.
+pub(crate) fn thread_token() -> usize {
+    thread_local!(static TOKEN: u8 = const { 0 });
+    TOKEN.with(|t| std::ptr::from_ref(t) as usize)
+}
 
 #[cfg(test)]
 mod tests {

@@ -88,7 +88,7 @@ unsafe extern "C" fn open_device(d: *mut IbvDevice) -> *mut IbvContext {
             dev,
             async_reading: Mutex::new(()),
             ex_ops: ExOps {
-                cq: poll::cq_ex_ops(),
+                cq: poll::cq_ex_ops(dev.dev.driver()),
                 qp: wr::qp_ex_ops::<wr::Gather>(),
                 qp_in_ring: wr::qp_ex_ops::<wr::InRing>(),
             },

@@ -11,12 +11,13 @@
 
 use crate::abi::{IbvCq, IbvCqExC, IbvCqExOps, IbvWc, Slot};
 use crate::convert::put_wc;
-use crate::cq::CqBox;
+use crate::cq::{thread_token, CqBox};
 use crate::guard;
 use crate::obj::CObject;
 use crate::{errno_of, lock};
 use rverbs::Wc;
 use std::ffi::{c_int, c_uint};
+use std::sync::atomic::Ordering;
 
 /// `ops.poll_cq`: how many completions were written (negative on error).
 ///
@@ -60,17 +61,34 @@ pub(crate) unsafe extern "C" fn req_notify_cq(c: *mut IbvCq, solicited_only: c_i
         let Some(b) = (unsafe { CqBox::of(c) }) else {
             return libc::EINVAL;
         };
-        match lock(&b.cq).req_notify(solicited_only != 0) {
+        let r = if b.poller.load(Ordering::Relaxed) == thread_token() {
+            // SAFETY: this thread's poll session holds the CQ's lock
+            // (start_poll stored the token once it kept the lock,
+            // end_poll clears it before letting go; only this thread
+            // stores its own token), and no reference it handed out is
+            // in use during this call.
+            unsafe { b.cq.held() }.req_notify(solicited_only != 0)
+        } else {
+            lock(&b.cq).req_notify(solicited_only != 0)
+        };
+        match r {
             Ok(()) => 0,
             Err(e) => errno_of(&e),
         }
     })
 }
 
-/// The slots of every CQ's `ibv_cq_ex`, for the context's table.
-pub(crate) fn cq_ex_ops() -> IbvCqExOps {
+/// The slots of every CQ's `ibv_cq_ex`, for the context's table of a
+/// device of `driver`.
+pub(crate) fn cq_ex_ops(driver: rverbs::Driver) -> IbvCqExOps {
+    // rdma-core's rxe ignores `ibv_poll_cq_attr` (its `cq_start_poll`
+    // never reads it); mlx5 refuses a non-zero `comp_mask`.
+    let start = match driver {
+        rverbs::Driver::Rxe => start_poll::<false> as Slot,
+        _ => start_poll::<true> as Slot,
+    };
     IbvCqExOps {
-        start_poll: start_poll as Slot,
+        start_poll: start,
         next_poll: next_poll as Slot,
         end_poll: end_poll as Slot,
         read_opcode: read_opcode as Slot,
@@ -121,11 +139,15 @@ fn poll_one(b: &CqBox, cq: &mut rverbs::Cq) -> c_int {
 /// completions, and the members C reads (`status`, `wr_id`) are written
 /// by the holder alone. An empty CQ answers `ENOENT` and lets go: C then
 /// calls no `end_poll` (`verbs.h`'s contract).
-unsafe extern "C" fn start_poll(c: *mut IbvCqExC, attr: *const u32) -> c_int {
+/// With `CHECK_ATTR`, a non-zero `comp_mask` (none is defined) is
+/// `EINVAL`.
+unsafe extern "C" fn start_poll<const CHECK_ATTR: bool>(
+    c: *mut IbvCqExC,
+    attr: *const u32,
+) -> c_int {
     guard::errno(|| {
-        // SAFETY: NULL or a readable ibv_poll_cq_attr (C contract), whose
-        // comp_mask must be 0 (none defined).
-        if !attr.is_null() && unsafe { attr.read_unaligned() } != 0 {
+        // SAFETY: NULL or a readable ibv_poll_cq_attr (C contract).
+        if CHECK_ATTR && !attr.is_null() && unsafe { attr.read_unaligned() } != 0 {
             return libc::EINVAL;
         }
         // SAFETY: forwarded C contract.
@@ -140,6 +162,8 @@ unsafe extern "C" fn start_poll(c: *mut IbvCqExC, attr: *const u32) -> c_int {
         if r != 0 {
             // SAFETY: taken above; `cq` is not used again.
             unsafe { b.cq.release() };
+        } else {
+            b.poller.store(thread_token(), Ordering::Relaxed);
         }
         r
     })
@@ -166,6 +190,7 @@ unsafe extern "C" fn end_poll(c: *mut IbvCqExC) {
     guard::void(|| {
         // SAFETY: forwarded C contract.
         if let Some(b) = unsafe { box_of(c) } {
+            b.poller.store(0, Ordering::Relaxed);
             // SAFETY: C calls end_poll once after a start_poll that
             // answered 0, on its thread, which holds the lock since.
             unsafe { b.cq.release() };

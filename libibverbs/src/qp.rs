@@ -99,7 +99,7 @@ unsafe fn new_qp(p: *mut IbvPd, init: *mut IbvQpInitAttr, send_ops: Option<u64>)
         // rxe's builders write into the send queue as they go; mlx5's
         // gather the batch (`wr.rs`).
         Some(ops) => match ctx.dev.dev.driver() {
-            rverbs::Driver::Rxe => QpEx::in_ring(ctx.ex_ops.qp_in_ring, ops, libc::ENOSPC),
+            rverbs::Driver::Rxe => QpEx::in_ring(ctx.ex_ops.qp_in_ring, ops, &a.cap, libc::ENOSPC),
             _ => QpEx::extended(ctx.ex_ops.qp, ops, &a.cap, full_errno(ctx)),
         },
         None => QpEx::new(ctx.ex_ops.qp),

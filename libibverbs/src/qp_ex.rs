@@ -26,6 +26,8 @@ pub(crate) struct QpEx {
     send_ops: u64,
     /// The provider's errno for a batch without room.
     full: c_int,
+    /// The QP's granted `max_inline_data` (in-ring builders).
+    max_inline: usize,
     /// A spin lock, as the queues' (`spin.rs` says why not std's Mutex):
     /// each `ibv_wr_*` call takes it once.
     batch: Spin<Batch>,
@@ -66,6 +68,7 @@ impl QpEx {
             enabled: false,
             send_ops: 0,
             full: libc::ENOMEM,
+            max_inline: 0,
             batch: Spin::new(Batch::default()),
             session: Spin::new(()),
             ring: UnsafeCell::new(InRing::default()),
@@ -93,12 +96,13 @@ impl QpEx {
 
     /// The tail of a QP created for `send_ops` whose builders write into
     /// its send queue (`wr::InRing`): no batch storage. A batch without
-    /// room fails with `full`.
-    pub(crate) fn in_ring(ops: IbvQpExOps, send_ops: u64, full: c_int) -> QpEx {
+    /// room, or a payload past the QP's caps `cap`, fails with `full`.
+    pub(crate) fn in_ring(ops: IbvQpExOps, send_ops: u64, cap: &IbvQpCap, full: c_int) -> QpEx {
         QpEx {
             enabled: true,
             send_ops,
             full,
+            max_inline: cap.max_inline_data as usize,
             ..QpEx::new(ops)
         }
     }
@@ -157,6 +161,12 @@ impl QpEx {
     #[inline(always)]
     pub(crate) fn full(&self) -> c_int {
         self.full
+    }
+
+    /// The QP's granted `max_inline_data` (0 unless in-ring).
+    #[inline(always)]
+    pub(crate) fn max_inline(&self) -> usize {
+        self.max_inline
     }
 
     /// Whether the QP was created for the operation `needs` names.

@@ -14,6 +14,7 @@ use crate::walk::{refusal, refuse_all, walk, Refusal, Step};
 use crate::{lock, member};
 use rverbs::{Qp, QpState, RecvWr, Srq};
 use std::ffi::{c_int, c_void};
+use std::mem::MaybeUninit;
 
 type Recv = RecvWr<'static>;
 
@@ -90,19 +91,37 @@ pub(crate) unsafe extern "C" fn post_srq_recv(
         let Some(b) = (unsafe { SrqBox::of(srq.cast()) }) else {
             return libc::EINVAL;
         };
+        // rdma-core's rxe takes an SRQ's list without checking `bad` or
+        // clearing it (it writes it only for a refused request): an empty
+        // list answers 0, a NULL `bad` is taken (ours then names a refused
+        // request to no one, where rdma-core's write would crash), and on
+        // success `*bad` is as the caller left it.
+        if wr.is_null() {
+            return 0;
+        }
+        let mut own = std::ptr::null_mut();
+        let slot = if bad.is_null() { &raw mut own } else { bad };
+        // SAFETY: `slot` is writable (C contract, or ours); what it holds
+        // may be uninitialised, so it is copied as MaybeUninit.
+        let before = unsafe { slot.cast::<MaybeUninit<*mut IbvRecvWr>>().read() };
         let max_sge = b.max_sge;
         let mut s = b.lock();
         // SAFETY: the caller's list and slot (C contract), forwarded.
-        unsafe {
+        let rc = unsafe {
             walk(
                 &mut *s,
                 wr,
-                bad,
+                slot,
                 BLANK,
                 |w| recv_wr(w, max_sge),
                 never,
                 |s: &mut Srq, wrs| s.post_recv(wrs).map_err(|e| refusal(&e)),
             )
+        };
+        if rc == 0 {
+            // SAFETY: as above.
+            unsafe { slot.cast::<MaybeUninit<*mut IbvRecvWr>>().write(before) };
         }
+        rc
     })
 }

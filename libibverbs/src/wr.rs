@@ -306,8 +306,13 @@ unsafe extern "C" fn wr_set_sge_list<M: Mode>(q: *mut IbvQpExC, n: usize, list: 
         let Some(x) = (unsafe { ex_of(q) }) else {
             return;
         };
-        if n > rverbs::MAX_SGE || (n > 0 && list.is_null()) {
+        if n > 0 && list.is_null() {
             return M::fail(x, libc::EINVAL);
+        }
+        // More than any QP takes: the provider's answer for too many
+        // (rdma-core's rxe ENOSPC, mlx5 ENOMEM: `full`).
+        if n > rverbs::MAX_SGE {
+            return M::fail(x, x.full());
         }
         let list: &[IbvSge] = if n == 0 {
             &[]
@@ -517,6 +522,21 @@ impl InRing {
     }
 }
 
+/// The errno of a batch of rxe builders refused at its end: a list of more
+/// SGEs than the QP takes is `full` (rdma-core's rxe answers `ENOSPC` from
+/// `wr_set_sge_list`, as for a batch without room), the rest as
+/// [`refused`].
+#[cold]
+fn piece_refused(full: c_int, e: &rverbs::Error) -> c_int {
+    match e {
+        rverbs::Error::InvalidWorkRequest {
+            reason: rverbs::PostError::TooManySges { .. } | rverbs::PostError::InlineTooLong { .. },
+            ..
+        } => full,
+        e => refused(full, e),
+    }
+}
+
 impl Mode for InRing {
     #[inline(always)]
     fn start(b: &QpBox) {
@@ -583,8 +603,18 @@ impl Mode for InRing {
         let Some(s) = Self::ring(x).builder.as_mut() else {
             return Self::fail(x, libc::EINVAL);
         };
-        if bufs.iter().any(|b| b.length > 0 && b.addr.is_null()) {
-            return Self::fail(x, libc::EINVAL);
+        let mut total = 0usize;
+        for b in bufs {
+            if b.length > 0 && b.addr.is_null() {
+                return Self::fail(x, libc::EINVAL);
+            }
+            total = total.saturating_add(b.length);
+        }
+        // Before any slice is made of the buffers: a length past what C
+        // can have given (up to SIZE_MAX) must not become one. Too long
+        // is ENOSPC, as rdma-core's rxe `wr_set_inline_data` answers.
+        if total > x.max_inline() {
+            return Self::fail(x, x.full());
         }
         let parts = bufs.iter().filter(|b| b.length > 0).map(|b| {
             // SAFETY: readable for length bytes (caller's contract,
@@ -614,7 +644,7 @@ impl Mode for InRing {
         let rc = match (r.builder.take(), r.error.take()) {
             (Some(s), None) => match s.finish() {
                 Ok(_) => 0,
-                Err(e) => refused(b.ex.full(), &e),
+                Err(e) => piece_refused(b.ex.full(), &e),
             },
             (s, e) => {
                 drop(s); // takes the batch back

@@ -38,6 +38,7 @@
  * No QP numbers, keys or addresses are printed.
  */
 #define _GNU_SOURCE /* memfd_create */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -791,12 +792,139 @@ static void answers(void)
 	CHECK(!ibv_destroy_qp(q) && !ibv_destroy_cq(c), "destroy");
 }
 
+/* The data path's answers where a program strays (rdma-core's rxe, v44):
+ * an SRQ list posted with a NULL bad_wr or empty, an ibv_poll_cq_attr
+ * with a comp_mask, ibv_req_notify_cq inside a poll session, builders
+ * given too much inline data (up to SIZE_MAX) or too many SGEs, and a
+ * window bind carrying an immediate. */
+static void data_answers(void)
+{
+	struct ibv_cq_init_attr_ex ca = { .cqe = 16 };
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_sge s = { (uintptr_t)buf, 8, mr->lkey }, many[64];
+	struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &s, .num_sge = 1 };
+	struct ibv_recv_wr *rbad = (void *)&rw;
+	struct ibv_poll_cq_attr pa = { .comp_mask = 1 };
+	struct ibv_send_wr sw = {}, *sbad;
+	struct ibv_cq *c, *cr;
+	struct ibv_cq_ex *x;
+	struct ibv_srq *srq;
+	struct ibv_qp *a, *b;
+	struct ibv_qp_ex *qx;
+	struct ibv_mw *mw;
+	time_t until;
+	int rc;
+
+	/* A hang (a lock taken twice) ends the program, not the run. */
+	alarm(60);
+	srq = ibv_create_srq(pd, &sa);
+	CHECK(srq, "ibv_create_srq");
+	printf("data: srq recv with a NULL bad_wr %d\n",
+	       ibv_post_srq_recv(srq, &rw, NULL));
+	printf("data: srq recv of no list %d, bad_wr kept %d\n",
+	       ibv_post_srq_recv(srq, NULL, &rbad), rbad == &rw);
+	rc = ibv_post_srq_recv(srq, &rw, &rbad);
+	printf("data: srq recv %d, bad_wr kept %d\n", rc, rbad == &rw);
+
+	x = ibv_create_cq_ex(ctx, &ca);
+	CHECK(x, "ibv_create_cq_ex");
+	c = ibv_cq_ex_to_cq(x);
+	cr = cq_on(16, NULL, NULL);
+	printf("data: start_poll with a comp_mask, empty %d\n",
+	       ibv_start_poll(x, &pa));
+	{
+		struct ibv_qp_init_attr_ex ax = {
+			.send_cq = c,
+			.recv_cq = cr,
+			.qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 8, .max_recv_wr = 1,
+				 .max_send_sge = 1, .max_recv_sge = 1,
+				 .max_inline_data = 16 },
+			.comp_mask = IBV_QP_INIT_ATTR_PD |
+				     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.pd = pd,
+			.send_ops_flags = IBV_QP_EX_WITH_SEND |
+					  IBV_QP_EX_WITH_RDMA_WRITE,
+		};
+
+		a = ibv_create_qp_ex(ctx, &ax);
+		CHECK(a, "ibv_create_qp_ex");
+		b = qp_new(IBV_QPT_RC, cr, 8);
+		to_rts(a, b->qp_num);
+		to_rts(b, a->qp_num);
+		qx = ibv_qp_to_qp_ex(a);
+		CHECK(qx, "ibv_qp_to_qp_ex");
+
+		ibv_wr_start(qx);
+		qx->wr_id = 10;
+		ibv_wr_send(qx);
+		ibv_wr_set_inline_data(qx, buf, ax.cap.max_inline_data + 1);
+		printf("data: inline one byte too long %d\n",
+		       ibv_wr_complete(qx));
+		ibv_wr_start(qx);
+		qx->wr_id = 11;
+		ibv_wr_send(qx);
+		ibv_wr_set_inline_data(qx, buf, SIZE_MAX);
+		printf("data: inline of SIZE_MAX bytes %d\n",
+		       ibv_wr_complete(qx));
+		for (int i = 0; i < 64; i++)
+			many[i] = s;
+		ibv_wr_start(qx);
+		qx->wr_id = 12;
+		ibv_wr_send(qx);
+		ibv_wr_set_sge_list(qx, ax.cap.max_send_sge + 1, many);
+		printf("data: one SGE too many %d\n", ibv_wr_complete(qx));
+		ibv_wr_start(qx);
+		qx->wr_id = 13;
+		ibv_wr_send(qx);
+		ibv_wr_set_sge_list(qx, 64, many);
+		printf("data: 64 SGEs %d\n", ibv_wr_complete(qx));
+	}
+	printf("data: none of them posted %d\n", count_wc(c, 300) == 0);
+
+	/* A completion, then ibv_req_notify_cq inside its poll session. */
+	write8(a, 20, buf + 8192, mr->rkey);
+	pa.comp_mask = 0;
+	until = time(NULL) + 20;
+	while ((rc = ibv_start_poll(x, &pa)) == ENOENT)
+		CHECK(time(NULL) < until, "the write's completion");
+	printf("data: start_poll %d wr %llu\n", rc,
+	       (unsigned long long)x->wr_id);
+	printf("data: req_notify_cq inside the session %d\n",
+	       ibv_req_notify_cq(c, 0));
+	ibv_end_poll(x);
+
+	mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	CHECK(mw, "ibv_alloc_mw");
+	sw.wr_id = 30;
+	sw.opcode = IBV_WR_BIND_MW;
+	sw.imm_data = htonl(5);
+	sw.bind_mw.mw = mw;
+	sw.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	sw.bind_mw.bind_info.mr = mr;
+	sw.bind_mw.bind_info.addr = (uintptr_t)buf;
+	sw.bind_mw.bind_info.length = 4096;
+	sw.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	sbad = NULL;
+	rc = ibv_post_send(a, &sw, &sbad);
+	printf("data: bind with an immediate %d bad_wr %d\n", rc, sbad == &sw);
+	printf("data: nothing completed %d\n", count_wc(c, 300) == 0);
+	alarm(0);
+	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b), "destroy QPs");
+	CHECK(!ibv_dealloc_mw(mw), "dealloc MW");
+	CHECK(!ibv_destroy_srq(srq), "destroy SRQ");
+	CHECK(!ibv_destroy_cq(c) && !ibv_destroy_cq(cr), "destroy CQs");
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **list;
 	const char *what;
 
 	CHECK(argc == 4, "usage: libibverbs_sound DEV GID_INDEX CASE");
+	/* Each line out as printed: a case that hangs or aborts still shows
+	 * how far it got. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	gidx = atoi(argv[2]);
 	what = argv[3];
 	list = ibv_get_device_list(NULL);
@@ -839,6 +967,8 @@ int main(int argc, char **argv)
 		answers();
 	else if (!strcmp(what, "eintr"))
 		eintr();
+	else if (!strcmp(what, "data_answers"))
+		data_answers();
 	else
 		CHECK(0, "no such case");
 	printf("done\n");

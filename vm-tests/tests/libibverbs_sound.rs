@@ -199,3 +199,16 @@ fn control_path_refusals_answer_as_rdma_cores_do() {
 fn a_signal_ends_a_blocked_event_read_as_it_ends_rdma_cores() {
     same_answers("eintr");
 }
+
+/// The data path where a program strays, as rdma-core's rxe answers it:
+/// an SRQ list posted with a NULL `bad_wr` or empty (posted, 0), an
+/// `ibv_poll_cq_attr` with a `comp_mask` (ignored), `ibv_req_notify_cq`
+/// inside a poll session (it hung: the session holds the CQ's lock), the
+/// builders given one byte of inline data too many, `SIZE_MAX` of them (a
+/// slice of that length was made before the check), one SGE too many
+/// (`ENOSPC`, where ours answered `EINVAL`), and a window bind that
+/// carries an immediate (`EINVAL`, where ours posted it).
+#[test]
+fn data_path_strays_answer_as_rdma_cores_do() {
+    same_answers("data_answers");
+}

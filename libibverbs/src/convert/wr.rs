@@ -77,6 +77,9 @@ pub(crate) unsafe fn send_op(w: *const IbvSendWr, opcode: c_int) -> Result<SendO
         }
         LOCAL_INV => SendOp::LocalInv(imm()),
         SEND_WITH_INV => SendOp::SendWithInv(imm()),
+        // rdma-core's rxe refuses a bind with an immediate (a request
+        // struct reused from a SEND_WITH_IMM, say) before anything else.
+        BIND_MW if imm() != 0 => return Err(libc::EINVAL),
         // SAFETY: a BIND_MW request (C contract).
         BIND_MW => SendOp::BindMw(unsafe { bind_of(w) }?),
         _ => return Err(libc::EINVAL),
