@@ -98,7 +98,14 @@ fn device_context(guid: u64) -> Result<Context> {
 pub struct CmChannel {
     raw: Arc<raw::EventChannel>,
     ids: Mutex<HashMap<u64, Arc<IdShared>>>,
-    next_uid: AtomicU64,
+}
+
+/// The next id's uid: one counter for the process, not one per channel,
+/// because an id keeps its uid when it migrates (`MIGRATE_ID`), and two
+/// ids of one channel must never share one (events are dispatched by it).
+fn next_uid() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl std::fmt::Debug for CmChannel {
@@ -175,7 +182,6 @@ impl CmChannel {
         Ok(Arc::new(CmChannel {
             raw: Arc::new(raw::EventChannel::open()?),
             ids: Mutex::new(HashMap::new()),
-            next_uid: AtomicU64::new(1),
         }))
     }
 
@@ -198,7 +204,7 @@ impl CmChannel {
 
     /// Creates an id in port space `ps` (`TCP`: RC; `UDP`: UD).
     pub fn create_id(self: &Arc<Self>, ps: PortSpace) -> Result<CmId> {
-        let uid = self.next_uid.fetch_add(1, Ordering::Relaxed);
+        let uid = next_uid();
         let id = raw::Id::create(&self.raw, uid, ps)?;
         Ok(self.register(id, IdState::default()))
     }
@@ -237,7 +243,7 @@ impl CmChannel {
                     Some(s) => lock(&s.raw).port_space(),
                     None => PortSpace::TCP,
                 };
-                let uid = self.next_uid.fetch_add(1, Ordering::Relaxed);
+                let uid = next_uid();
                 let id = raw::Id::adopt(&self.raw, &ev, uid, ps)?;
                 let st = IdState {
                     initiator_depth: ev.conn.initiator_depth,
@@ -580,8 +586,19 @@ impl CmId {
     /// Moves the id to another channel; its later events arrive there.
     pub fn migrate(&mut self, to: &Arc<CmChannel>) -> Result<()> {
         self.raw().migrate(&to.raw)?;
-        lock(&self.chan.ids).remove(&self.uid);
-        lock(&to.ids).insert(self.uid, self.shared.clone());
+        // The id's uid and its memberships' (their events move with it).
+        let mut uids = vec![self.uid];
+        uids.extend(lock(&self.shared.st).mcs.iter().map(|m| m.uid));
+        let mut from = lock(&self.chan.ids);
+        for uid in &uids {
+            from.remove(uid);
+        }
+        drop(from);
+        let mut into = lock(&to.ids);
+        for uid in uids {
+            into.insert(uid, self.shared.clone());
+        }
+        drop(into);
         self.chan = to.clone();
         Ok(())
     }

@@ -27,6 +27,10 @@ pub struct AsyncCmId {
     /// `DISCONNECTED` was delivered: a later [`disconnect`](Self::disconnect)
     /// has no event left to wait for.
     disconnected: AtomicBool,
+    /// `ESTABLISHED` was delivered: only a connection made ends with a
+    /// `DISCONNECTED` (after a reject, an unreachable peer or a connect
+    /// error the kernel's disconnect sends nothing and reports nothing).
+    established: AtomicBool,
 }
 
 impl std::fmt::Debug for AsyncCmId {
@@ -103,6 +107,7 @@ impl AsyncCmId {
             id,
             chan,
             disconnected: AtomicBool::new(false),
+            established: AtomicBool::new(false),
         }
     }
 
@@ -116,10 +121,10 @@ impl AsyncCmId {
     /// if not.
     fn read(&self) -> std::io::Result<Result<CmEvent>> {
         nonblocking(self.id.channel().get_event()).map(|r| {
-            r.inspect(|ev| {
-                if ev.kind == EventType::DISCONNECTED {
-                    self.disconnected.store(true, Ordering::Relaxed);
-                }
+            r.inspect(|ev| match ev.kind {
+                EventType::DISCONNECTED => self.disconnected.store(true, Ordering::Relaxed),
+                EventType::ESTABLISHED => self.established.store(true, Ordering::Relaxed),
+                _ => {}
             })
         })
     }
@@ -213,11 +218,16 @@ impl AsyncCmId {
     /// waits for `DISCONNECTED`. If the peer disconnected first and that
     /// event was already delivered, this answers the peer's request (which
     /// waits for the answer, or times out, before its own `DISCONNECTED`)
-    /// and returns at once. Events other than `DISCONNECTED` met while
-    /// waiting are dropped: the connection is going away.
+    /// and returns at once. So does it on an id never connected (its
+    /// `ESTABLISHED` not delivered: a reject, an unreachable peer), for
+    /// which the kernel reports no `DISCONNECTED`. Events other than
+    /// `DISCONNECTED` met while waiting are dropped: the connection is
+    /// going away.
     pub async fn disconnect(&self) -> Result<()> {
-        if self.disconnected.load(Ordering::Relaxed) {
-            // Sends the DREP; there is no event left to wait for.
+        if self.disconnected.load(Ordering::Relaxed) || !self.established.load(Ordering::Relaxed) {
+            // Sends the DREP, or (never connected: a reject, an
+            // unreachable peer) moves the QP to ERR: no event is left to
+            // wait for.
             return self.id.disconnect();
         }
         self.id.disconnect()?;

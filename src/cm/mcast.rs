@@ -8,7 +8,6 @@ use super::{lock, CmEvent, CmId, IdShared};
 use crate::error::{Error, Result};
 use rverbs_cm::{EventType, JoinFlags};
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 
 /// One group an id joined.
 pub(super) struct Membership {
@@ -16,7 +15,7 @@ pub(super) struct Membership {
     addr: SocketAddr,
     /// The uid the membership's events carry (registered on the channel
     /// for this id).
-    uid: u64,
+    pub(super) uid: u64,
     /// The kernel's handle of the membership.
     handle: u32,
     flags: JoinFlags,
@@ -46,7 +45,7 @@ impl CmId {
                 "JOIN_MCAST: the rdma_cm id already joined {addr}"
             )));
         }
-        let uid = self.chan.next_uid.fetch_add(1, Ordering::Relaxed);
+        let uid = super::next_uid();
         lock(&self.chan.ids).insert(uid, self.shared.clone());
         match self.raw().join_mcast(addr, uid, flags) {
             Ok(handle) => {

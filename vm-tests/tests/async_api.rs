@@ -331,6 +331,13 @@ fn connecting_to_a_port_nobody_listens_on_is_a_named_reject() {
             }
             other => panic!("not a CmEvent error: {other}"),
         }
+        // The usual clean-up after a failed connect: no DISCONNECTED
+        // comes for a connection never made, so this must not wait for
+        // one (it waited forever).
+        tokio::time::timeout(Duration::from_secs(5), id.disconnect())
+            .await
+            .expect("disconnect after a reject returns")
+            .expect("disconnect after a reject");
     });
 }
 

@@ -273,6 +273,38 @@ fn an_id_migrates_to_another_channel() {
     assert!(!a.poll(100).unwrap(), "nothing on the old channel");
 }
 
+/// An id keeps its uid when it migrates, so uids are the process's, not
+/// a channel's: two channels' second ids were both uid 2, and the one
+/// migrated onto the other's channel took its entry, which then turned
+/// the other's events into its own (and its drop removed both).
+#[test]
+fn a_migrated_id_keeps_a_uid_no_id_of_its_new_channel_has() {
+    let a = CmChannel::new().unwrap();
+    let b = CmChannel::new().unwrap();
+    let (_a1, mut a2) = (
+        a.create_id(PortSpace::TCP).unwrap(),
+        a.create_id(PortSpace::TCP).unwrap(),
+    );
+    let (_b1, b2) = (
+        b.create_id(PortSpace::TCP).unwrap(),
+        b.create_id(PortSpace::TCP).unwrap(),
+    );
+    a2.migrate(&b).unwrap();
+    assert_ne!(a2.uid(), b2.uid(), "two ids of one channel share a uid");
+    a2.resolve_addr(None, &addr(7000), 2000).unwrap();
+    b2.resolve_addr(None, &addr(7001), 2000).unwrap();
+    let mut got = [next(&b).uid, next(&b).uid];
+    got.sort();
+    let mut want = [a2.uid(), b2.uid()];
+    want.sort();
+    assert_eq!(got, want, "each event names its own id");
+    // Dropping one leaves the other's entry: its events still come.
+    drop(b2);
+    a2.resolve_route(2000).unwrap();
+    let ev = next(&b);
+    assert_eq!((ev.kind, ev.uid), (EventType::ROUTE_RESOLVED, a2.uid()));
+}
+
 #[test]
 fn a_pd_of_another_context_is_refused() {
     let (_chan, l, _port) = listener();

@@ -220,6 +220,22 @@ fn drain(cq: &mut Cq, limit: Duration) -> Vec<Wc> {
     out
 }
 
+/// A membership's events move with its id (`MIGRATE_ID` moves the
+/// id's queued and later events, its memberships' included): the join
+/// event read on the new channel names the group and the id.
+#[test]
+fn a_membership_moves_with_its_migrated_id() {
+    use rverbs::cm::{CmChannel, EventType};
+    let (a, b) = (CmChannel::new().unwrap(), CmChannel::new().unwrap());
+    let gaddr: std::net::SocketAddr = (Ipv4Addr::new(239, 77, 2, 9), 0).into();
+    let mut n = cm_node(&a);
+    n.id.join_multicast(&gaddr).unwrap();
+    n.id.migrate(&b).unwrap();
+    let ev = common::cm::next(&b);
+    assert_eq!(ev.kind, EventType::MULTICAST_JOIN, "{ev:?}");
+    assert_eq!((ev.uid, ev.mcast), (n.id.uid(), Some(gaddr)), "{ev:?}");
+}
+
 #[test]
 fn rdma_cm_join_attaches_and_leave_detaches() {
     use rverbs::cm::{CmChannel, EventType, JoinFlags};
