@@ -145,8 +145,17 @@ impl AsyncCmId {
         }
     }
 
-    /// The poll behind [`events`](Self::events).
-    pub fn poll_event(&self, cx: &mut TaskCx<'_>) -> Poll<Result<CmEvent>> {
+    /// The poll behind [`events`](Self::events). `&mut`: the reactor keeps
+    /// the waker of the last poll only, so two tasks polling one id in
+    /// turn would leave the first asleep with an event queued (the
+    /// awaiting methods keep every waiter).
+    ///
+    /// ```compile_fail
+    /// fn shared(id: &rverbs::aio::AsyncCmId, cx: &mut std::task::Context<'_>) {
+    ///     let _ = id.poll_event(cx);
+    /// }
+    /// ```
+    pub fn poll_event(&mut self, cx: &mut TaskCx<'_>) -> Poll<Result<CmEvent>> {
         loop {
             let mut guard = ready!(self.chan.poll_read_ready(cx))
                 .map_err(|e| reactor("waiting for an rdma_cm channel", e))?;
@@ -159,7 +168,7 @@ impl AsyncCmId {
     /// This id's events as a [`Stream`](futures_core::Stream) (never
     /// ending). Each event goes to one reader: the stream or one of the
     /// awaiting methods.
-    pub fn events(&self) -> CmEvents<'_> {
+    pub fn events(&mut self) -> CmEvents<'_> {
         CmEvents { id: self }
     }
 
@@ -239,14 +248,14 @@ impl AsyncCmId {
 /// The stream of an [`AsyncCmId`]'s events ([`AsyncCmId::events`]).
 #[derive(Debug)]
 pub struct CmEvents<'a> {
-    id: &'a AsyncCmId,
+    id: &'a mut AsyncCmId,
 }
 
 impl futures_core::Stream for CmEvents<'_> {
     type Item = Result<CmEvent>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Option<Result<CmEvent>>> {
-        self.id.poll_event(cx).map(Some)
+        self.get_mut().id.poll_event(cx).map(Some)
     }
 }
 

@@ -62,8 +62,17 @@ impl AsyncEvents {
         }
     }
 
-    /// The poll behind the stream.
-    pub fn poll_event(&self, cx: &mut TaskCx<'_>) -> Poll<Result<AsyncEvent>> {
+    /// The poll behind the stream. `&mut`: the reactor keeps the waker of
+    /// the last poll only, so two tasks polling one `AsyncEvents` in turn
+    /// would leave the first asleep with an event queued ([`next`](Self::next),
+    /// which keeps every waiter, may be awaited from several).
+    ///
+    /// ```compile_fail
+    /// fn shared(e: &rverbs::aio::AsyncEvents, cx: &mut std::task::Context<'_>) {
+    ///     let _ = e.poll_event(cx);
+    /// }
+    /// ```
+    pub fn poll_event(&mut self, cx: &mut TaskCx<'_>) -> Poll<Result<AsyncEvent>> {
         loop {
             let mut guard = ready!(self.fd.poll_read_ready(cx))
                 .map_err(|e| reactor("waiting for the async event fd", e))?;
@@ -78,6 +87,6 @@ impl futures_core::Stream for AsyncEvents {
     type Item = Result<AsyncEvent>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut TaskCx<'_>) -> Poll<Option<Result<AsyncEvent>>> {
-        self.poll_event(cx).map(Some)
+        self.get_mut().poll_event(cx).map(Some)
     }
 }
