@@ -20,8 +20,12 @@ pub struct RecvQueue {
     q: SlotRing<HEADER>,
     prod: u32,
     max_sge: u32,
-    /// Receives the queue may hold at once ([`RecvQueue::limit_depth`]).
-    depth: u32,
+    /// Slots of the ring past the granted depth, which the queue never
+    /// fills ([`RecvQueue::limit_depth`]).
+    unused: u32,
+    /// Slots known free: refilled from the consumer index only when it
+    /// runs out (the kernel only ever frees more), as the send queue's.
+    room: u32,
 }
 
 impl RecvQueue {
@@ -36,26 +40,28 @@ impl RecvQueue {
         }
         let q = SlotRing::new(q).map_err(|_| too_small)?;
         let prod = q.queue().load_producer();
-        let depth = q.queue().mask();
         Ok(RecvQueue {
             q,
             prod,
             max_sge,
-            depth,
+            unused: 0,
+            room: 0,
         })
     }
 
     /// Receives the queue may hold at once: the ring's slots less the one
     /// that stays empty, or the granted depth ([`RecvQueue::limit_depth`]).
     pub fn capacity(&self) -> u32 {
-        self.depth
+        self.q.queue().mask() - self.unused
     }
 
     /// Holds at most `max_wr` receives at once, where the ring holds more:
     /// the granted `max_recv_wr` (or an SRQ's `max_wr`), which is what the
     /// CQs were sized for (Linux 6.1's rxe makes the ring larger).
     pub fn limit_depth(&mut self, max_wr: u32) {
-        self.depth = max_wr.min(self.q.queue().mask());
+        let mask = self.q.queue().mask();
+        self.unused = mask - max_wr.min(mask);
+        self.room = 0;
     }
 
     /// Receives posted and not yet consumed by the kernel.
@@ -96,9 +102,15 @@ impl RecvQueue {
         let length = self.validate(sges)?;
         let q = self.q.queue();
         let next = q.next(self.prod);
-        // Masked: the kernel's consumer index is untrusted.
-        if self.prod.wrapping_sub(q.load_consumer()) & q.mask() >= self.depth {
-            return Err(PostError::QueueFull);
+        if self.room == 0 {
+            // The ring's free slots, less those past the depth (a consumer
+            // index that claims more in flight than the depth, untrusted,
+            // leaves none).
+            let free = q.mask() - (self.prod.wrapping_sub(q.load_consumer()) & q.mask());
+            if free <= self.unused {
+                return Err(PostError::QueueFull);
+            }
+            self.room = free - self.unused;
         }
         let mut w = self.q.slot_mut(self.prod);
         let elem_size = w.len();
@@ -125,6 +137,7 @@ impl RecvQueue {
         w.put(0, header).map_err(refused)?;
         w.sges(HEADER, sges).map_err(refused)?;
         self.prod = next;
+        self.room -= 1;
         self.q.queue().store_producer(next);
         Ok(())
     }
