@@ -103,9 +103,11 @@ impl RecvQueue {
     /// [`RecvQueue::ring`]. On error nothing is written.
     ///
     /// # Safety
-    /// Every SGE must name memory registered under its lkey that stays
-    /// allocated, and is not otherwise accessed in a way that conflicts
-    /// with the device writing it, until the receive completes.
+    /// Every SGE names memory registered under its lkey. The device may
+    /// write it until the receive completes or the registration is gone:
+    /// until then the caller keeps it allocated, and reaches it only in
+    /// ways the device's concurrent writes cannot make undefined (no Rust
+    /// references into it).
     pub unsafe fn post(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), PostError> {
         check_sges(sges, self.max_sge)?;
         if self.outstanding() >= self.wqe_cnt {

@@ -241,10 +241,11 @@ impl SendQueue {
     /// [`SendQueue::ring`]. On error nothing is written.
     ///
     /// # Safety
-    /// Every SGE must name memory registered under its lkey that stays
-    /// allocated, and is not otherwise accessed in a way that conflicts
-    /// with the device reading it (or, for READ and atomics, writing it),
-    /// until the request completes.
+    /// Every SGE names memory registered under its lkey. The device may
+    /// read it (for READ and atomics, write it) until the request completes
+    /// or the registration is gone: until then the caller keeps it
+    /// allocated, and reaches it only in ways the device's concurrent
+    /// access cannot make undefined (no Rust references into it).
     #[inline]
     pub unsafe fn post<S: AsSge, A: AddressHandle>(
         &mut self,

@@ -88,8 +88,11 @@ impl RecvQueue {
     /// Posts one receive.
     ///
     /// # Safety
-    /// Every SGE must name memory registered with its lkey that stays
-    /// allocated while the device may write it.
+    /// Every SGE names memory registered under its lkey. The device may
+    /// write it until the receive completes or the registration is gone:
+    /// until then the caller keeps it allocated, and reaches it only in
+    /// ways the device's concurrent writes cannot make undefined (no Rust
+    /// references into it).
     #[allow(unsafe_code)] // the declaration only: the body is safe code
     #[inline]
     pub unsafe fn post(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), PostError> {

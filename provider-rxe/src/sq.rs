@@ -166,10 +166,11 @@ impl SendQueue {
     /// producer slot and publishes it. The caller rings the doorbell.
     ///
     /// # Safety
-    /// Every SGE of an `Sges` payload must name memory registered with the
-    /// lkey it gives (the kernel checks lkeys and bounds, but the caller's
-    /// promise is what keeps the memory alive and unaliased while the
-    /// device uses it).
+    /// Every SGE of an `Sges` payload names memory registered under its lkey. The device may
+    /// read it (for READ and atomics, write it) until the request completes
+    /// or the registration is gone: until then the caller keeps it
+    /// allocated, and reaches it only in ways the device's concurrent
+    /// access cannot make undefined (no Rust references into it).
     #[inline(always)]
     #[allow(unsafe_code)] // the declaration only: the body is safe code
     pub unsafe fn post<S: AsSge, A: AddressHandle>(

@@ -571,9 +571,10 @@ impl SendRing {
         };
         match (self, t) {
             (SendRing::Rxe(q), SendTemplate::Rxe(t)) => {
-                // SAFETY: the SGE was a `Slice`, made only inside an Mr that
-                // owns its mapping and unmaps it only after DEREG_MR (see
-                // the mr module); `t` is this queue's (the caller's check).
+                // SAFETY: the SGE was a `Slice` (see the provider modules'
+                // post_send: a range of a live registration, whose memory
+                // rverbs gives back only after DEREG_MR and never holds a
+                // reference into); `t` is this queue's (the caller's check).
                 unsafe { q.sq.post_prepared_unpublished(t, wr_id, sge, remote_addr) }
                     .map_err(|r| refused(r, "send queue", 0))?;
                 q.sq.publish();

@@ -338,10 +338,12 @@ pub(crate) fn post_send<A: AddressHandle>(
     sq: &mut SendQueue,
     wr: &SendWr<'_, Slice<'_>, A>,
 ) -> std::result::Result<(), PostError> {
-    // SAFETY: every SGE is a `Slice`, which the safe API makes only inside
-    // an Mr that owns its mapping and unmaps it only after DEREG_MR (see
-    // the mr module), so the device never reaches memory this process
-    // reuses.
+    // SAFETY: every SGE is a `Slice`: a range of a live
+    // registration (a safe MR's or dma-buf MR's slice, or one made by the
+    // unsafe `Slice::from_raw_parts`, whose caller vouches for it). rverbs
+    // gives an MR's memory back only after DEREG_MR succeeded (a refused
+    // one leaks it), after which the device has no access, and reaches it
+    // only through raw copies and atomics, never references.
     unsafe { sq.post_unpublished(wr) }
 }
 
@@ -352,7 +354,7 @@ pub(crate) fn build_sges(
     sq: &mut SendQueue,
     sges: &[Slice<'_>],
 ) -> std::result::Result<(), PostError> {
-    // SAFETY: as post_send's: every SGE is a `Slice`.
+    // SAFETY: as in post_send: every SGE is a `Slice`.
     unsafe { sq.build_sges(rverbs_types::as_sges(sges)) }
 }
 
@@ -362,7 +364,7 @@ pub(crate) fn post_recv(
     rq: &mut RecvQueue,
     wr: &RecvWr<'_, Slice<'_>>,
 ) -> std::result::Result<(), PostError> {
-    // SAFETY: as in post_send: MR slices only.
+    // SAFETY: as in post_send: every SGE is a `Slice`.
     unsafe { rq.post(wr.wr_id, as_sges(wr.sges)) }
 }
 

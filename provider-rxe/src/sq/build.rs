@@ -246,8 +246,7 @@ impl SendQueue {
     /// batch fails then, and is taken back whole.
     ///
     /// # Safety
-    /// As for [`SendQueue::post`]: every SGE names memory registered with
-    /// its lkey, kept alive and unaliased until the request completes.
+    /// As for [`SendQueue::post`].
     #[inline(always)]
     #[allow(unsafe_code)] // the declaration only: the body is safe code
     pub unsafe fn build_sges(&mut self, sges: &[Sge]) -> Result<(), PostError> {

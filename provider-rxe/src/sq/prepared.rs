@@ -72,8 +72,7 @@ impl SendQueue {
     /// ([`PostError::NoRemoteAddress`]), and a full queue.
     ///
     /// # Safety
-    /// As for [`SendQueue::post`] (`sge` names registered memory that stays
-    /// allocated and unaliased until the request completes); and `t` was
+    /// As for [`SendQueue::post`], for `sge`; and `t` was
     /// prepared by this queue (another queue's limits, transport or AH
     /// numbers may differ).
     #[inline(always)]

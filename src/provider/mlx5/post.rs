@@ -21,17 +21,19 @@ fn post_send<A: AddressHandle>(
     sq: &mut provider_mlx5::SendQueue,
     wr: &SendWr<'_, A>,
 ) -> Result<(), PostError> {
-    // SAFETY: every SGE is a `Slice`, which the safe API makes only inside
-    // an Mr that owns its mapping and unmaps it only after DEREG_MR (see
-    // the mr module), so the device never reaches memory this process
-    // reuses or holds a Rust reference to.
+    // SAFETY: every SGE is a `Slice`: a range of a live
+    // registration (a safe MR's or dma-buf MR's slice, or one made by the
+    // unsafe `Slice::from_raw_parts`, whose caller vouches for it). rverbs
+    // gives an MR's memory back only after DEREG_MR succeeded (a refused
+    // one leaks it), after which the device has no access, and reaches it
+    // only through raw copies and atomics, never references.
     unsafe { sq.post(wr) }
 }
 
 /// Writes one receive request into the QP's RQ.
 #[inline(always)]
 fn post_recv(rq: &mut provider_mlx5::RecvQueue, wr: &RecvWr<'_>) -> Result<(), PostError> {
-    // SAFETY: as in post_send: MR slices only.
+    // SAFETY: as in post_send: every SGE is a `Slice`.
     unsafe { rq.post(wr.wr_id, as_sges(wr.sges)) }
 }
 
@@ -41,7 +43,7 @@ fn post_srq_recv(
     srq: &mut provider_mlx5::SharedRecvQueue,
     wr: &RecvWr<'_>,
 ) -> Result<(), PostError> {
-    // SAFETY: as in post_send: MR slices only.
+    // SAFETY: as in post_send: every SGE is a `Slice`.
     unsafe { srq.post(wr.wr_id, as_sges(wr.sges)) }
 }
 
