@@ -338,6 +338,25 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore)] // mmap
     fn a_reservation_takes_the_mapping_and_gives_back_the_rest() {
+        // Whether a range was given back can be seen only where nothing
+        // else maps meanwhile (the kernel hands a freed range to the next
+        // mmap, another test's thread, at once): the test runs itself
+        // again, alone in a process of its own, and checks it passed.
+        const CHILD: &str = "RVERBS_TEST_RESERVATION_ALONE";
+        const NAME: &str =
+            "sys::mapping::tests::a_reservation_takes_the_mapping_and_gives_back_the_rest";
+        if std::env::var_os(CHILD).is_none() {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", NAME, "--test-threads=1"])
+                .env(CHILD, "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{text}");
+            assert!(text.contains("1 passed"), "the test ran alone: {text}");
+            return;
+        }
         let page = super::super::page_size();
         let fd = memfd(page, 7);
         let r = Reservation::new("test", 4 * page).unwrap();
