@@ -62,11 +62,11 @@ pub(crate) unsafe extern "C" fn req_notify_cq(c: *mut IbvCq, solicited_only: c_i
             return libc::EINVAL;
         };
         let r = if b.poller.load(Ordering::Relaxed) == thread_token() {
-            // SAFETY: this thread's poll session holds the CQ's lock
-            // (start_poll stored the token once it kept the lock,
-            // end_poll clears it before letting go; only this thread
-            // stores its own token), and no reference it handed out is
-            // in use during this call.
+            // start_poll stores the token once it keeps the lock, end_poll
+            // clears it before letting go, and only this thread stores its
+            // own token.
+            // SAFETY: so this thread's poll session holds the CQ's lock,
+            // and no reference that session handed out is in use now.
             unsafe { b.cq.held() }.req_notify(solicited_only != 0)
         } else {
             lock(&b.cq).req_notify(solicited_only != 0)

@@ -96,6 +96,17 @@ impl Mapping {
 
     /// Maps `len` bytes of fresh zeroed anonymous memory, page-aligned.
     pub fn anonymous(op: &'static str, len: usize) -> Result<Mapping> {
+        Self::private(op, len, libc::PROT_READ | libc::PROT_WRITE, 0)
+    }
+
+    /// A fresh private anonymous mapping of `len` bytes with `prot`, and
+    /// `flags` beside `MAP_PRIVATE | MAP_ANONYMOUS`.
+    fn private(
+        op: &'static str,
+        len: usize,
+        prot: libc::c_int,
+        flags: libc::c_int,
+    ) -> Result<Mapping> {
         if len == 0 {
             return Err(Error::invalid(format!("{op}: zero-length buffer")));
         }
@@ -104,8 +115,8 @@ impl Mapping {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                prot,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags,
                 -1,
                 0,
             )
@@ -211,22 +222,7 @@ unsafe impl Send for Reservation {}
 impl Reservation {
     /// Holds `len` bytes of address space.
     pub fn new(op: &'static str, len: usize) -> Result<Reservation> {
-        if len == 0 {
-            return Err(Error::invalid(format!("{op}: zero-length reservation")));
-        }
-        // SAFETY: a fresh private anonymous mapping at an address of the
-        // kernel's choosing aliases nothing in this process.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        let m = Mapping::from_mmap(p, len, op)?;
+        let m = Mapping::private(op, len, libc::PROT_NONE, libc::MAP_NORESERVE)?;
         let r = Reservation { ptr: m.ptr, len };
         std::mem::forget(m); // owned by the reservation now
         Ok(r)

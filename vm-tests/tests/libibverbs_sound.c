@@ -460,12 +460,14 @@ static void odd_end(struct ibv_qp_ex *qx, struct ibv_cq *cs,
 	       count_wc(cr, 200) == 1 && !memcmp(buf + 4096, bytes, 8));
 }
 
-static void wr_batch(void)
+/* An RC QP for the ibv_wr_* builders of `ops`: 8 sends of one SGE or 16
+ * inline bytes, one receive; the caps granted in *cap. */
+static struct ibv_qp *qp_ex_new(struct ibv_cq *scq, struct ibv_cq *rcq,
+				uint64_t ops, struct ibv_qp_cap *cap)
 {
-	struct ibv_cq *cs = cq_on(64, NULL, NULL), *cr = cq_on(64, NULL, NULL);
 	struct ibv_qp_init_attr_ex ax = {
-		.send_cq = cs,
-		.recv_cq = cs,
+		.send_cq = scq,
+		.recv_cq = rcq,
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 8, .max_recv_wr = 1,
 			 .max_send_sge = 1, .max_recv_sge = 1,
@@ -473,18 +475,27 @@ static void wr_batch(void)
 		.comp_mask = IBV_QP_INIT_ATTR_PD |
 			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		.pd = pd,
-		.send_ops_flags = IBV_QP_EX_WITH_SEND,
+		.send_ops_flags = ops,
 	};
-	struct ibv_qp *a = ibv_create_qp_ex(ctx, &ax), *b;
-	struct ibv_qp_ex *qx;
-	int n = ax.cap.max_send_wr, rc;
+	struct ibv_qp *q = ibv_create_qp_ex(ctx, &ax);
 
-	CHECK(a, "ibv_create_qp_ex");
+	CHECK(q, "ibv_create_qp_ex");
+	*cap = ax.cap;
+	return q;
+}
+
+static void wr_batch(void)
+{
+	struct ibv_cq *cs = cq_on(64, NULL, NULL), *cr = cq_on(64, NULL, NULL);
+	struct ibv_qp_cap cap;
+	struct ibv_qp *a = qp_ex_new(cs, cs, IBV_QP_EX_WITH_SEND, &cap), *b;
+	struct ibv_qp_ex *qx;
+	int n = cap.max_send_wr, rc;
+
 	CHECK(n >= 8 && n <= 31, "granted max_send_wr");
 	/* Before RTS (a QP of its own, left in RESET): refused, of one
 	 * request or of two (rxe's doorbell refuses it in rdma-core). */
-	b = ibv_create_qp_ex(ctx, &ax);
-	CHECK(b, "ibv_create_qp_ex in RESET");
+	b = qp_ex_new(cs, cs, IBV_QP_EX_WITH_SEND, &cap);
 	printf("wr_batch: one send in RESET: %d\n",
 	       batch(ibv_qp_to_qp_ex(b), 50, 1));
 	printf("wr_batch: two sends in RESET: %d\n",
@@ -833,22 +844,11 @@ static void data_answers(void)
 	printf("data: start_poll with a comp_mask, empty %d\n",
 	       ibv_start_poll(x, &pa));
 	{
-		struct ibv_qp_init_attr_ex ax = {
-			.send_cq = c,
-			.recv_cq = cr,
-			.qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 8, .max_recv_wr = 1,
-				 .max_send_sge = 1, .max_recv_sge = 1,
-				 .max_inline_data = 16 },
-			.comp_mask = IBV_QP_INIT_ATTR_PD |
-				     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-			.pd = pd,
-			.send_ops_flags = IBV_QP_EX_WITH_SEND |
-					  IBV_QP_EX_WITH_RDMA_WRITE,
-		};
+		struct ibv_qp_cap cap;
 
-		a = ibv_create_qp_ex(ctx, &ax);
-		CHECK(a, "ibv_create_qp_ex");
+		a = qp_ex_new(c, cr,
+			      IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE,
+			      &cap);
 		b = qp_new(IBV_QPT_RC, cr, 8);
 		to_rts(a, b->qp_num);
 		to_rts(b, a->qp_num);
@@ -858,7 +858,7 @@ static void data_answers(void)
 		ibv_wr_start(qx);
 		qx->wr_id = 10;
 		ibv_wr_send(qx);
-		ibv_wr_set_inline_data(qx, buf, ax.cap.max_inline_data + 1);
+		ibv_wr_set_inline_data(qx, buf, cap.max_inline_data + 1);
 		printf("data: inline one byte too long %d\n",
 		       ibv_wr_complete(qx));
 		ibv_wr_start(qx);
@@ -872,7 +872,7 @@ static void data_answers(void)
 		ibv_wr_start(qx);
 		qx->wr_id = 12;
 		ibv_wr_send(qx);
-		ibv_wr_set_sge_list(qx, ax.cap.max_send_sge + 1, many);
+		ibv_wr_set_sge_list(qx, cap.max_send_sge + 1, many);
 		printf("data: one SGE too many %d\n", ibv_wr_complete(qx));
 		ibv_wr_start(qx);
 		qx->wr_id = 13;

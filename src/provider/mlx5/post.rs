@@ -21,12 +21,12 @@ fn post_send<A: AddressHandle>(
     sq: &mut provider_mlx5::SendQueue,
     wr: &SendWr<'_, A>,
 ) -> Result<(), PostError> {
-    // SAFETY: every SGE is a `Slice`: a range of a live
-    // registration (a safe MR's or dma-buf MR's slice, or one made by the
-    // unsafe `Slice::from_raw_parts`, whose caller vouches for it). rverbs
-    // gives an MR's memory back only after DEREG_MR succeeded (a refused
-    // one leaks it), after which the device has no access, and reaches it
-    // only through raw copies and atomics, never references.
+    // Every SGE is a `Slice`: a range of a live registration (a safe MR's
+    // or dma-buf MR's slice, or one made by the unsafe
+    // `Slice::from_raw_parts`, whose caller vouches for it).
+    // SAFETY: so each names registered memory, which rverbs gives back only
+    // after DEREG_MR succeeded (the device then has no access; a refused
+    // one leaks it) and reaches only by raw copies and atomics.
     unsafe { sq.post(wr) }
 }
 
