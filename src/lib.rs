@@ -217,7 +217,7 @@ pub use pd::Pd;
 pub use qp::{
     AhAttr, Grh, Mtu, PreparedSend, Qp, QpAttr, QpCaps, QpInit, QpInitAttr, QpQuery, QpState,
     QpType, RecvWr, Remote, SendBuilder, SendFlags, SendList, SendLoop, SendOp, SendPush, SendWr,
-    Ud,
+    Ud, Unposted,
 };
 pub use query::{DeviceAttr, DeviceAttrEx, GidEntry, GidType, PortAttr};
 pub use srq::{Srq, SrqAttr};

@@ -13,7 +13,7 @@ pub use crate::ah::{AhAttr, Grh};
 pub use crate::cmd::qp::{QpCaps, QpType};
 pub use crate::wr::{RecvWr, Remote, SendOp, Ud, MAX_SGE};
 pub use attr::{Mtu, QpAttr, QpState};
-pub use build::{SendBuilder, SendFlags};
+pub use build::{SendBuilder, SendFlags, Unposted};
 pub use prepared::PreparedSend;
 pub use query::{QpInitAttr, QpQuery};
 
@@ -436,12 +436,11 @@ impl Qp {
         if !self.inner.can_send() {
             return Err(self.not_ready());
         }
-        let dev = &self.inner.ctx.dev;
         match &mut self.ahs {
             // The request borrows its AH until we return: kept in the slot
             // it took before anyone can drop it.
-            Some(keep) => self.send.post_one(dev, wr, |slot, wr| keep.put(slot, wr)),
-            None => self.send.post_one(dev, wr, |_, _| {}),
+            Some(keep) => self.send.post_one(wr, |slot, wr| keep.put(slot, wr)),
+            None => self.send.post_one(wr, |_, _| {}),
         }
     }
 
@@ -476,7 +475,7 @@ impl Qp {
         if !self.inner.can_send() {
             return Err(self.not_ready());
         }
-        self.send.post(&self.inner.ctx.dev, wrs)
+        self.send.post(wrs)
     }
 
     /// [`Qp::post_send`] on a QP that keeps the AHs its sends name (UD on
@@ -488,11 +487,11 @@ impl Qp {
         }
         let (send, ahs) = (&mut self.send, &mut self.ahs);
         let Some(keep) = ahs else {
-            return send.post(&self.inner.ctx.dev, wrs);
+            return send.post(wrs);
         };
         // Each posted request borrows its AH until we return, so none can
         // have been dropped before it is kept here, in the slot it took.
-        send.post_each(&self.inner.ctx.dev, wrs, |slot, wr| keep.put(slot, wr))
+        send.post_each(wrs, |slot, wr| keep.put(slot, wr))
     }
 
     /// Posts `wrs` only if all of them can be: every request valid and
@@ -628,7 +627,7 @@ impl SendList<'_> {
         if std::mem::take(&mut self.pushed) == 0 {
             return Ok(());
         }
-        self.qp.send.flush(&self.qp.inner.ctx.dev)
+        self.qp.send.flush()
     }
 }
 
@@ -642,14 +641,12 @@ impl SendList<'_> {
     #[inline(always)]
     pub fn run<L: SendLoop>(&mut self, l: L) -> L::Output {
         let qp = &mut *self.qp;
-        let dev = &qp.inner.ctx.dev;
         let pushed = self.pushed;
         // Each arm hands the count back, pushes and flushes included.
         match (&mut qp.send, &mut qp.ahs) {
             (SendRing::Rxe(q), None) => {
                 let mut p = Pusher(RxePusher {
                     q,
-                    dev,
                     keep: (),
                     pushed,
                 });
@@ -658,12 +655,7 @@ impl SendList<'_> {
                 out
             }
             (SendRing::Rxe(q), Some(keep)) => {
-                let mut p = Pusher(RxePusher {
-                    q,
-                    dev,
-                    keep,
-                    pushed,
-                });
+                let mut p = Pusher(RxePusher { q, keep, pushed });
                 let out = l.run(&mut p);
                 self.pushed = p.0.pushed;
                 out

@@ -62,6 +62,11 @@ pub(crate) trait Mode {
     fn fail(x: &QpEx, e: c_int);
     /// Gives the last request the SGEs `list`.
     fn sges(x: &QpEx, list: &[IbvSge]);
+    /// Gives the last request the one SGE `sge` (`wr_set_sge`).
+    #[inline(always)]
+    fn sge(x: &QpEx, sge: IbvSge) {
+        Self::sges(x, &[sge])
+    }
     /// Gives the last request the inline payload of `bufs`.
     ///
     /// # Safety
@@ -295,7 +300,7 @@ unsafe extern "C" fn wr_set_sge<M: Mode>(q: *mut IbvQpExC, lkey: u32, addr: u64,
     guard::void(|| {
         // SAFETY: forwarded C contract.
         if let Some(x) = unsafe { ex_of(q) } {
-            M::sges(x, &[IbvSge { addr, length, lkey }]);
+            M::sge(x, IbvSge { addr, length, lkey });
         }
     })
 }
@@ -505,9 +510,12 @@ impl InRing {
     /// `wr_complete` reports why.
     #[cold]
     #[inline(never)]
-    fn refused_start(r: &mut crate::qp_ex::InRing, full: c_int, e: rverbs::Error) {
+    fn refused_start(r: &mut crate::qp_ex::InRing, full: c_int, qp: &mut rverbs::Qp) {
         r.builder = None;
-        r.error = Some(refused(full, &e));
+        r.error = Some(match qp.build_send() {
+            Err(e) => refused(full, &e),
+            Ok(_) => libc::EINVAL, // cannot be: it was refused just now
+        });
     }
 
     /// The in-ring batch of `x`, from inside a slot call.
@@ -522,18 +530,22 @@ impl InRing {
     }
 }
 
-/// The errno of a batch of rxe builders refused at its end: a list of more
-/// SGEs than the QP takes is `full` (rdma-core's rxe answers `ENOSPC` from
-/// `wr_set_sge_list`, as for a batch without room), the rest as
-/// [`refused`].
-#[cold]
-fn piece_refused(full: c_int, e: &rverbs::Error) -> c_int {
-    match e {
-        rverbs::Error::InvalidWorkRequest {
-            reason: rverbs::PostError::TooManySges { .. } | rverbs::PostError::InlineTooLong { .. },
+/// The errno of a batch of rxe builders refused at its end: `full` for a
+/// queue without room or a request past the QP's caps (rdma-core's rxe
+/// answers `ENOSPC` from `wr_set_sge_list` and `wr_set_inline_data` as for
+/// a batch without room), the doorbell's errno, or `EINVAL`. Worked out in
+/// registers: an `Error` made of it, or the `Unposted` handed out of line,
+/// would cost `wr_complete` a stack frame (callgrind).
+#[inline(always)]
+fn unposted(full: c_int, u: rverbs::Unposted) -> c_int {
+    use rverbs::PostError as P;
+    match u {
+        rverbs::Unposted::Doorbell(e) => e.0,
+        rverbs::Unposted::Refused {
+            reason: P::QueueFull | P::TooManySges { .. } | P::InlineTooLong { .. },
             ..
         } => full,
-        e => refused(full, e),
+        rverbs::Unposted::Refused { .. } => libc::EINVAL,
     }
 }
 
@@ -544,16 +556,23 @@ impl Mode for InRing {
         // used through it only by this thread's calls in between (the
         // slots' contract above), and the builder that borrows it is
         // dropped before the lock is let go.
-        let qp: &'static mut rverbs::Qp = unsafe { b.qp.hold() };
+        let qp: *mut rverbs::Qp = unsafe { b.qp.hold() };
         // SAFETY: the lock is held (just taken): this thread's alone.
         let r = unsafe { b.ex.ring() };
         r.open = true;
         r.error = None;
-        match qp.build_send() {
+        // SAFETY: the C caller keeps every AH it names alive until its
+        // send completes (wr_set_ud_addr's contract, as ibv_post_send's
+        // `wr.ud.ah`): `ud` gives them to the builder unkept.
+        // The QP through a pointer: the refusal's branch borrows it again,
+        // which the borrow checker does not see the builder is not using.
+        match unsafe { (*qp).build_send_unkept() } {
             // `builder` is None here (wr_complete and wr_abort leave it so):
             // nothing to drop, and no test for it (callgrind).
-            Ok(s) => std::mem::forget(r.builder.replace(s)),
-            Err(e) => InRing::refused_start(r, b.ex.full(), e),
+            Some(s) => std::mem::forget(r.builder.replace(s)),
+            // SAFETY: held (above); no builder was made, so nothing else
+            // borrows it.
+            None => InRing::refused_start(r, b.ex.full(), unsafe { &mut *qp }),
         }
     }
 
@@ -599,6 +618,16 @@ impl Mode for InRing {
         }
     }
 
+    #[inline(always)]
+    fn sge(x: &QpEx, sge: IbvSge) {
+        let Some(s) = Self::ring(x).builder.as_mut() else {
+            return Self::fail(x, libc::EINVAL);
+        };
+        // SAFETY: the C caller vouches that the lkey's MR covers the range
+        // until the request completes (ibv_wr_set_sge's contract).
+        s.sge(unsafe { Slice::from_raw_parts(sge.addr, sge.length, sge.lkey) });
+    }
+
     unsafe fn inline(x: &QpEx, bufs: &[IbvDataBuf]) {
         let Some(s) = Self::ring(x).builder.as_mut() else {
             return Self::fail(x, libc::EINVAL);
@@ -642,9 +671,9 @@ impl Mode for InRing {
             return libc::EINVAL;
         }
         let rc = match (r.builder.take(), r.error.take()) {
-            (Some(s), None) => match s.finish() {
+            (Some(s), None) => match s.finish_raw() {
                 Ok(_) => 0,
-                Err(e) => piece_refused(b.ex.full(), &e),
+                Err(u) => unposted(b.ex.full(), u),
             },
             (s, e) => {
                 drop(s); // takes the batch back

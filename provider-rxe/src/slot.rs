@@ -100,6 +100,12 @@ impl<'a, const N: usize> SlotMut<'a, N> {
         unsafe { SlotMut::new(ptr, M * 8 - N) }
     }
 
+    /// The slot's address.
+    #[inline(always)]
+    pub(crate) fn addr(&self) -> NonNull<u8> {
+        self.ptr
+    }
+
     /// The slot's length in bytes (the ring's `elem_size`).
     #[inline(always)]
     pub(crate) fn len(&self) -> usize {

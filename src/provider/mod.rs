@@ -235,10 +235,10 @@ fn refused(reason: PostError, queue: &'static str, index: usize) -> Error {
 /// the ring and get their doorbell; the refusal is the answer.
 #[cold]
 #[inline(never)]
-fn refused_after(dev: &Dev, q: &mut rxe::Sq, index: usize, r: PostError) -> Result<()> {
+fn refused_after(q: &mut rxe::Sq, index: usize, r: PostError) -> Result<()> {
     if index > 0 {
         q.sq.publish();
-        q.doorbell.ring(dev)?;
+        q.doorbell.ring()?;
     }
     Err(refused(r, "send queue", index))
 }
@@ -331,10 +331,9 @@ impl SendRing {
     #[inline(always)]
     pub(crate) fn post<A: AddressHandle>(
         &mut self,
-        dev: &Dev,
         wrs: &[SendWr<'_, Slice<'_>, A>],
     ) -> Result<()> {
-        self.post_each(dev, wrs, |_, _| {})
+        self.post_each(wrs, |_, _| {})
     }
 
     /// [`SendRing::post`] of the one request `wr`, inlined into its caller
@@ -344,7 +343,6 @@ impl SendRing {
     #[inline(always)]
     pub(crate) fn post_one<'w, A: AddressHandle>(
         &mut self,
-        dev: &Dev,
         wr: &'w SendWr<'w, Slice<'w>, A>,
         posted: impl FnOnce(u32, &'w SendWr<'w, Slice<'w>, A>),
     ) -> Result<()> {
@@ -352,11 +350,11 @@ impl SendRing {
             SendRing::Rxe(q) => {
                 let slot = q.sq.producer();
                 if let Err(r) = rxe::post_send(&mut q.sq, wr) {
-                    return refused_after(dev, q, 0, r);
+                    return refused_after(q, 0, r);
                 }
                 posted(slot, wr);
                 q.sq.publish();
-                q.doorbell.ring(dev)
+                q.doorbell.ring()
             }
             // A copy: the original's address must not reach an out-of-line
             // call, or a request built by the caller stays in memory on
@@ -395,11 +393,11 @@ impl SendRing {
     /// release store of the producer index and its doorbell, mlx5's
     /// doorbell record and UAR write.
     #[inline(always)]
-    pub(crate) fn flush(&mut self, dev: &Dev) -> Result<()> {
+    pub(crate) fn flush(&mut self) -> Result<()> {
         match self {
             SendRing::Rxe(q) => {
                 q.sq.publish();
-                q.doorbell.ring(dev)
+                q.doorbell.ring()
             }
             SendRing::Mlx5(q) => {
                 q.ring();
@@ -415,7 +413,6 @@ impl SendRing {
     #[inline(always)]
     pub(crate) fn post_each<'w, A: AddressHandle>(
         &mut self,
-        dev: &Dev,
         wrs: &'w [SendWr<'w, Slice<'w>, A>],
         mut posted: impl FnMut(u32, &'w SendWr<'w, Slice<'w>, A>),
     ) -> Result<()> {
@@ -428,7 +425,7 @@ impl SendRing {
                 for (index, wr) in wrs.iter().enumerate() {
                     let slot = q.sq.producer();
                     if let Err(r) = rxe::post_send(&mut q.sq, wr) {
-                        return refused_after(dev, q, index, r);
+                        return refused_after(q, index, r);
                     }
                     posted(slot, wr);
                 }
@@ -437,7 +434,7 @@ impl SendRing {
                 }
                 // One release store of the producer index for the list.
                 q.sq.publish();
-                q.doorbell.ring(dev)
+                q.doorbell.ring()
             }
             SendRing::Mlx5(q) => mlx5::post_send_list(q, wrs),
         }
@@ -468,7 +465,6 @@ pub(crate) trait RingPush<A> {
 /// the provider chosen once (`SendList::run`), not at each request.
 pub(crate) struct RxePusher<'a, K> {
     pub(crate) q: &'a mut rxe::Sq,
-    pub(crate) dev: &'a Dev,
     pub(crate) keep: K,
     /// Requests written since the list started or was last flushed (the
     /// list's count, handed back to it after the loop: by value, one
@@ -494,7 +490,7 @@ impl<A: AddressHandle, K: Keeper<A>> RingPush<A> for RxePusher<'_, K> {
             return Ok(());
         }
         self.q.sq.publish();
-        self.q.doorbell.ring(self.dev)
+        self.q.doorbell.ring()
     }
 }
 
@@ -558,7 +554,6 @@ impl SendRing {
     #[inline(always)]
     pub(crate) fn post_prepared(
         &mut self,
-        dev: &Dev,
         t: &SendTemplate,
         wr_id: u64,
         sge: Slice<'_>,
@@ -578,7 +573,7 @@ impl SendRing {
                 unsafe { q.sq.post_prepared_unpublished(t, wr_id, sge, remote_addr) }
                     .map_err(|r| refused(r, "send queue", 0))?;
                 q.sq.publish();
-                q.doorbell.ring(dev)
+                q.doorbell.ring()
             }
             (SendRing::Mlx5(q), SendTemplate::Mlx5(t)) => {
                 // SAFETY: as above.

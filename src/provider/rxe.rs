@@ -267,7 +267,7 @@ pub(crate) fn create_qp(
             Some(RecvRing::Rxe(Rq { rq, _map: rq_map }))
         }
     };
-    let doorbell = Doorbell::new(created.handle.raw())?;
+    let doorbell = Doorbell::new(dev, created.handle.raw())?;
     Ok(QpParts {
         caps,
         created,
@@ -356,6 +356,14 @@ pub(crate) fn build_sges(
 ) -> std::result::Result<(), PostError> {
     // SAFETY: as in post_send: every SGE is a `Slice`.
     unsafe { sq.build_sges(rverbs_types::as_sges(sges)) }
+}
+
+/// Gives the request a send builder started last the one SGE `sge`, if
+/// it is a plain one ([`SendQueue::build_sge_plain`]): whether it did.
+#[inline(always)]
+pub(crate) fn build_sge_plain(sq: &mut SendQueue, sge: &Slice<'_>) -> bool {
+    // SAFETY: as in post_send: the SGE is a `Slice`.
+    unsafe { sq.build_sge_plain(&rverbs_types::as_sges(std::slice::from_ref(sge))[0]) }
 }
 
 /// Writes one receive request into an RQ or SRQ ring.

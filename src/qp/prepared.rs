@@ -74,7 +74,7 @@ impl Qp {
         }
         let slot = self.send.slot_cursor();
         self.send
-            .post_prepared(&self.inner.ctx.dev, &p.template, wr_id, local, remote_addr)?;
+            .post_prepared(&p.template, wr_id, local, remote_addr)?;
         if let (Some(keep), Some((slot, _))) = (&mut self.ahs, slot) {
             // Posted: the slot now holds a send naming the AH, which must
             // outlive it (it is reused only after the send completed).

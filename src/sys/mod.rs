@@ -66,6 +66,46 @@ pub unsafe fn write_cmd(fd: BorrowedFd<'_>, op: &'static str, cmd: &[u8]) -> Res
     unsafe { write_cmd_again(fd, op, cmd, n) }
 }
 
+/// [`write_cmd`] answering only the errno: for a caller that answers one
+/// (a C ABI's doorbell), to which an [`Error`], too large for registers,
+/// would cost a stack frame in every call. A short write, which no kernel
+/// makes of a command, is `EIO`.
+///
+/// # Safety
+/// As for [`write_cmd`].
+#[inline(always)]
+pub unsafe fn write_cmd_errno(fd: BorrowedFd<'_>, cmd: &[u8]) -> std::result::Result<(), Errno> {
+    // SAFETY: as in write_cmd.
+    let n = unsafe { write_raw(fd.as_raw_fd(), cmd.as_ptr(), cmd.len()) };
+    if n >= 0 && n as usize == cmd.len() {
+        return Ok(());
+    }
+    // SAFETY: this function's contract.
+    unsafe { write_cmd_errno_again(fd, cmd, n) }
+}
+
+/// [`write_cmd_errno`]'s retry after `EINTR`, and its errors.
+///
+/// # Safety
+/// As for [`write_cmd`].
+#[cold]
+#[inline(never)]
+unsafe fn write_cmd_errno_again(
+    fd: BorrowedFd<'_>,
+    cmd: &[u8],
+    mut n: isize,
+) -> std::result::Result<(), Errno> {
+    while n == -(libc::EINTR as isize) {
+        // SAFETY: as in write_cmd.
+        n = unsafe { write_raw(fd.as_raw_fd(), cmd.as_ptr(), cmd.len()) };
+    }
+    match n {
+        n if n < 0 => Err(Errno(-n as i32)),
+        n if n as usize != cmd.len() => Err(Errno(libc::EIO)),
+        _ => Ok(()),
+    }
+}
+
 /// `write(2)`, returning the count or `-errno`: on x86_64 and aarch64 one
 /// system call instruction, since glibc's wrapper adds a cancellation
 /// check and an errno store that rxe's doorbell would pay on every post
