@@ -81,16 +81,36 @@ pub(crate) trait Mode {
     fn abort(b: &QpBox);
 }
 
-/// The extension of the QP `q` (an `ibv_qp_ex *`, which is its
-/// `ibv_qp *`), if it is one of ours.
+/// The box of the QP `q` whose slot C called.
+///
+/// Never NULL: `verbs.h`'s inlines call each slot through the QP it was
+/// read from (`qp->wr_start(qp)`), so a NULL `qp` faults in the program
+/// before any slot runs; rdma-core's slots take the same contract
+/// (`container_of`, no check). Not testing it is 2 instructions of every
+/// `ibv_wr_*` call (callgrind).
 ///
 /// # Safety
-/// `q` is NULL or a QP this library created and C has not destroyed; the
-/// reference lives no longer than that.
-unsafe fn ex_of<'a>(q: *mut IbvQpExC) -> Option<&'a QpEx> {
+/// `q` is the `ibv_qp_ex *` the slot was read through: a QP this library
+/// created and C has not destroyed; the reference lives no longer than
+/// that.
+#[inline(always)]
+unsafe fn slot_box<'a>(q: *mut IbvQpExC) -> &'a QpBox {
     // SAFETY: the ibv_qp_ex pointer C holds is the QP box's address (this
-    // library hands out nothing else); C contract: not destroyed.
-    unsafe { QpBox::of(q.cast::<IbvQp>()) }.map(|b| &b.ex)
+    // library hands out nothing else), not NULL and not destroyed (the
+    // caller's contract).
+    unsafe { QpBox::of(q.cast::<IbvQp>()).unwrap_unchecked() }
+}
+
+/// The extension of the QP `q` (an `ibv_qp_ex *`, which is its
+/// `ibv_qp *`): always `Some` ([`slot_box`]), kept an `Option` for the
+/// slots' `let Some(x) = ... else` shape.
+///
+/// # Safety
+/// As [`slot_box`].
+#[inline(always)]
+unsafe fn ex_of<'a>(q: *mut IbvQpExC) -> Option<&'a QpEx> {
+    // SAFETY: forwarded contract.
+    Some(&unsafe { slot_box(q) }.ex)
 }
 
 /// Adds a request of `op` to the batch of the QP `q` ([`Mode::add`]).
@@ -416,19 +436,15 @@ unsafe fn inline_unaligned<M: Mode>(x: &QpEx, n: usize, list: *const IbvDataBuf)
 
 unsafe extern "C" fn wr_start<M: Mode>(q: *mut IbvQpExC) {
     guard::void(|| {
-        // SAFETY: a QP of ours (C contract).
-        if let Some(b) = unsafe { QpBox::of(q.cast::<IbvQp>()) } {
-            M::start(b);
-        }
+        // SAFETY: the QP the slot was read through (slot_box).
+        M::start(unsafe { slot_box(q) });
     })
 }
 
 unsafe extern "C" fn wr_abort<M: Mode>(q: *mut IbvQpExC) {
     guard::void(|| {
-        // SAFETY: a QP of ours (C contract).
-        if let Some(b) = unsafe { QpBox::of(q.cast::<IbvQp>()) } {
-            M::abort(b);
-        }
+        // SAFETY: the QP the slot was read through (slot_box).
+        M::abort(unsafe { slot_box(q) });
     })
 }
 
@@ -436,11 +452,8 @@ unsafe extern "C" fn wr_abort<M: Mode>(q: *mut IbvQpExC) {
 /// call or of the post (nothing is posted after an earlier call failed).
 unsafe extern "C" fn wr_complete<M: Mode>(q: *mut IbvQpExC) -> c_int {
     guard::errno(|| {
-        // SAFETY: a QP of ours (C contract).
-        match unsafe { QpBox::of(q.cast::<IbvQp>()) } {
-            Some(b) => M::complete(b),
-            None => libc::EINVAL,
-        }
+        // SAFETY: the QP the slot was read through (slot_box).
+        M::complete(unsafe { slot_box(q) })
     })
 }
 
@@ -512,10 +525,10 @@ impl InRing {
     #[inline(never)]
     fn refused_start(r: &mut crate::qp_ex::InRing, full: c_int, qp: &mut rverbs::Qp) {
         r.builder = None;
-        r.error = Some(match qp.build_send() {
+        r.error = match qp.build_send() {
             Err(e) => refused(full, &e),
             Ok(_) => libc::EINVAL, // cannot be: it was refused just now
-        });
+        };
     }
 
     /// The in-ring batch of `x`, from inside a slot call.
@@ -560,7 +573,7 @@ impl Mode for InRing {
         // SAFETY: the lock is held (just taken): this thread's alone.
         let r = unsafe { b.ex.ring() };
         r.open = true;
-        r.error = None;
+        r.error = 0;
         // SAFETY: the C caller keeps every AH it names alive until its
         // send completes (wr_set_ud_addr's contract, as ibv_post_send's
         // `wr.ud.ah`): `ud` gives them to the builder unkept.
@@ -597,7 +610,10 @@ impl Mode for InRing {
 
     #[cold]
     fn fail(x: &QpEx, e: c_int) {
-        Self::ring(x).error.get_or_insert(e);
+        let r = Self::ring(x);
+        if r.error == 0 {
+            r.error = e;
+        }
     }
 
     #[inline(always)]
@@ -670,14 +686,18 @@ impl Mode for InRing {
         if !r.open {
             return libc::EINVAL;
         }
-        let rc = match (r.builder.take(), r.error.take()) {
-            (Some(s), None) => match s.finish_raw() {
+        let rc = match (r.builder.take(), r.error) {
+            (Some(s), 0) => match s.finish_raw() {
                 Ok(_) => 0,
                 Err(u) => unposted(b.ex.full(), u),
             },
             (s, e) => {
                 drop(s); // takes the batch back
-                e.unwrap_or(libc::EINVAL)
+                if e != 0 {
+                    e
+                } else {
+                    libc::EINVAL
+                }
             }
         };
         r.open = false;
@@ -694,7 +714,7 @@ impl Mode for InRing {
             return;
         }
         r.builder = None; // takes the batch back
-        r.error = None;
+        r.error = 0;
         r.open = false;
         // SAFETY: as in complete.
         unsafe { b.qp.release() };

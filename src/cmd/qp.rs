@@ -126,6 +126,7 @@ pub(crate) fn query(dev: &Dev, qp: u32, attr_mask: u32) -> Result<v::IbUverbsQue
 /// send doorbell (the kernel then runs the QP's requester over the ring).
 /// The kernel writes `bad_wr` into `resp`, so the whole is boxed at a
 /// stable address.
+#[repr(C)] // the command first: its address is the doorbell's (one add fewer a post)
 pub(crate) struct Doorbell {
     cmd: [u8; DOORBELL_LEN],
     resp: UnsafeCell<v::IbUverbsPostSendResp>,

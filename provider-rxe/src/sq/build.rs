@@ -79,10 +79,10 @@ pub(super) struct Build {
 }
 
 #[allow(unsafe_code)] // the pointer's thread rule, argued below
-// SAFETY: `last` points into the send queue's ring, which the queue that
-// holds this record owns the use of (as `Queue`, which is Send for the
-// same reason); it is only written through `&mut SendQueue`. Without the
-// pointer the record is plain data.
+                      // SAFETY: `last` points into the send queue's ring, which the queue that
+                      // holds this record owns the use of (as `Queue`, which is Send for the
+                      // same reason); it is only written through `&mut SendQueue`. Without the
+                      // pointer the record is plain data.
 unsafe impl Send for Build {}
 
 /// A slot that holds its header and one SGE.
