@@ -479,6 +479,8 @@ impl SendQueue {
         }
         self.build.first = self.prod;
         self.build.open = false;
+        // No piece may reach a published slot through it.
+        self.build.last = None;
         Ok(n)
     }
 
@@ -495,6 +497,7 @@ impl SendQueue {
         if !core::mem::take(&mut self.build.open) {
             return;
         }
+        self.build.last = None;
         // The batch's own record, not the shared producer word (which the
         // kernel can write, and which lags a leaked list's requests).
         if self.prod != self.build.end {
@@ -624,6 +627,11 @@ mod tests {
             assert_eq!(csq.build_end(), Ok(1));
             assert_eq!(psq.build_end(), Ok(1));
             assert_eq!(slot(&plain, 0), slot(&checked, 0), "{t:?}");
+            // Ended: no piece reaches the published slot.
+            // SAFETY: as above.
+            assert!(!unsafe { psq.build_sge_plain(&SGES[1]) }, "ended");
+            assert!(!psq.build_ud_plain(&ah, 7, 7), "ended");
+            assert_eq!(slot(&plain, 0), slot(&checked, 0), "untouched");
         }
         // What has a rule of its own is left to the checked path.
         let (r, mut sq) = ring(QpType::Rc);
