@@ -147,16 +147,19 @@ unsafe impl Send for Doorbell {}
 unsafe impl Sync for Doorbell {}
 
 impl Doorbell {
-    /// The doorbell of the QP `qp` of the device `dev`, to be owned by
-    /// that QP, which keeps its context, and so `dev`'s fd, open while it
-    /// lives (`Qp` holds an `Arc` of its context).
-    pub(crate) fn new(dev: &Dev, qp: u32) -> Result<Box<Doorbell>> {
+    /// The doorbell of the QP `qp` of the device `dev`.
+    ///
+    /// # Safety
+    /// The doorbell is owned by that QP, which keeps its context, and so
+    /// `dev`'s fd, open while the doorbell lives (`Qp` holds an `Arc` of
+    /// its context).
+    pub(crate) unsafe fn new(dev: &Dev, qp: u32) -> Result<Box<Doorbell>> {
         let mut db = Box::new(Doorbell {
             cmd: [0; DOORBELL_LEN],
             resp: UnsafeCell::new(v::IbUverbsPostSendResp::new_zeroed()),
-            // SAFETY: the QP that owns the doorbell keeps `dev` open while
-            // it lives (this function's contract), and the fd is lent out
-            // only for a borrow of the doorbell.
+            // SAFETY: `dev` stays open while the doorbell lives (this
+            // function's contract), and the fd is lent out only for a
+            // borrow of the doorbell.
             fd: unsafe { BorrowedFd::borrow_raw(dev.fd.as_raw_fd()) },
         });
         let mut c = v::IbUverbsPostSend::new_zeroed();

@@ -267,7 +267,9 @@ pub(crate) fn create_qp(
             Some(RecvRing::Rxe(Rq { rq, _map: rq_map }))
         }
     };
-    let doorbell = Doorbell::new(dev, created.handle.raw())?;
+    // SAFETY: the doorbell goes into the QP's send ring (QpParts), and the
+    // QP holds an Arc of the context whose device `dev` is.
+    let doorbell = unsafe { Doorbell::new(dev, created.handle.raw()) }?;
     Ok(QpParts {
         caps,
         created,

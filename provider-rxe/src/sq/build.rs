@@ -94,6 +94,9 @@ impl Build {
     #[inline(always)]
     pub(super) fn posted(&mut self, next: u32) {
         self.first = next;
+        // The post took the batch's requests (a leaked builder's) as its
+        // own, and may have published them: no piece may reach them.
+        self.last = None;
     }
 }
 
@@ -656,6 +659,36 @@ mod tests {
         // SAFETY: as above.
         assert!(!unsafe { sq0.build_sge_plain(&SGES[0]) }, "no SGE fits");
         let _ = &mut r0;
+    }
+
+    /// A post made while a batch is open (its builder leaked) takes the
+    /// started request as its own and publishes it: the pieces after it
+    /// answer that no request is started, and write nothing (found in
+    /// review: the kept slot outlived the post).
+    #[test]
+    fn pieces_after_a_post_do_not_reach_the_published_slot() {
+        let ah = AhAddr::Number(3);
+        let (r, mut sq) = ring(QpType::Ud);
+        sq.build_begin();
+        sq.build_start(1, SendOp::Send, SIGNALED).unwrap();
+        let wr = SendWr {
+            ud: Some(Ud {
+                ah: &ah,
+                remote_qpn: 0x42,
+                remote_qkey: 0x1111,
+            }),
+            ..SendWr::new(2, SendOp::Send, &SGES[..1])
+        };
+        // SAFETY: a fake ring; the SGEs name no memory anyone reads.
+        unsafe { sq.post(&wr) }.unwrap();
+        assert_eq!(r.get_u32(PRODUCER_OFFSET), 2, "both published");
+        let before = slot(&r, 0);
+        // SAFETY: as above.
+        let plain = unsafe { sq.build_sge_plain(&SGES[1]) };
+        assert!(!plain, "a plain SGE stored after the post");
+        assert_eq!(sq.build_ud(&ah, 7, 7), Err(PostError::NoRequest));
+        assert!(!sq.build_ud_plain(&ah, 7, 7));
+        assert_eq!(slot(&r, 0), before, "the published slot rewritten");
     }
 
     /// A batch whose last request lacks its UD destination fails at its
