@@ -320,7 +320,9 @@ pub enum Unposted {
     },
     /// rxe's doorbell (`POST_SEND`) failed with this errno, after the
     /// batch was published (as [`SendBuilder::finish`]'s
-    /// [`Error::Kernel`]).
+    /// [`Error::Kernel`]); a short write, which no kernel makes of a
+    /// command, is `EIO` (where `Qp::post_send` answers
+    /// [`Error::BadKernelAnswer`]).
     Doorbell(Errno),
 }
 
