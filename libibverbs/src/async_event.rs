@@ -21,6 +21,7 @@
 //! which may let its destroy go on and free it.
 
 use crate::abi::{IbvAsyncEvent, IbvContext, IbvCq, IbvQp, IbvSrq};
+use crate::cancel::{self, Step};
 use crate::context::CtxBox;
 use crate::guard;
 use crate::obj::CObject;
@@ -171,82 +172,27 @@ pub(crate) fn retire_async(
     retire_holding(kind, handle, || ctx.map(|x| lock(&x.async_reading)))
 }
 
-/// Reads one event from the fd `fd`, as `read_now` reads and counts it,
-/// under `reading`: what [`retire_holding`] holds to see no event read but
-/// not yet counted. Blocks (outside the lock) for one if the program left
-/// the fd blocking; `EAGAIN` if it made it non-blocking and none is
-/// queued, as rdma-core's read answers. `read_now` reads without blocking
-/// and gives `None` when nothing is queued.
-pub(crate) fn read_counted<T>(
-    fd: std::os::fd::RawFd,
+/// Reads one event, as `read_now` reads and counts it, under `reading`:
+/// what [`retire_holding`] holds to see no event read but not yet
+/// counted. `read_now` reads without blocking and gives `None` when
+/// nothing is queued; then so does this, and the caller waits outside the
+/// lock (`cancel::blocking`), or answers `EAGAIN` for a fd the program made
+/// non-blocking, as rdma-core's read does.
+pub(crate) fn try_counted<T>(
     reading: &Mutex<()>,
-    mut read_now: impl FnMut() -> Result<Option<T>, c_int>,
-) -> Result<T, c_int> {
-    // SAFETY: F_GETFL on a fd of ours takes no pointer.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    let nonblocking = flags >= 0 && flags & libc::O_NONBLOCK != 0;
-    loop {
-        if !nonblocking {
-            wait_readable(fd)?;
-        }
-        let _g = lock(reading);
-        if let Some(t) = read_now()? {
-            return Ok(t);
-        }
-        if nonblocking {
-            return Err(libc::EAGAIN);
-        }
-        // Another thread took it: wait again.
-    }
+    read_now: impl FnOnce() -> Result<Option<T>, c_int>,
+) -> Result<Option<T>, c_int> {
+    let _g = lock(reading);
+    read_now()
 }
 
-/// Waits until `fd` is readable. A signal handler that interrupts the
-/// wait ends it with `EINTR` unless the handlers restart system calls
-/// ([`handlers_restart`]): rdma-core blocks in `read(2)` on the fd, which
-/// the kernel restarts after a handler installed with `SA_RESTART` and
-/// fails with `EINTR` after one without (a program's way out of its event
-/// loop); `poll(2)`, which waits here so that the read can be made under
-/// the lock, is never restarted.
-fn wait_readable(fd: std::os::fd::RawFd) -> Result<(), c_int> {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    loop {
-        // SAFETY: one valid pollfd, the count given is 1.
-        if unsafe { libc::poll(&mut p, 1, -1) } >= 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO);
-        if e != libc::EINTR || !handlers_restart() {
-            return Err(e);
-        }
+/// The step of a blocking read ([`cancel::blocking`]) that found nothing:
+/// `EAGAIN` on a non-blocking `fd`, else a wait for it.
+pub(crate) fn nothing_yet(fd: std::os::fd::RawFd) -> Step {
+    if cancel::nonblocking(fd) {
+        return Step::Done(minus1_errno(libc::EAGAIN));
     }
-}
-
-/// Whether every signal handler the process has installed restarts
-/// system calls (`SA_RESTART`; `signal(3)` installs them so): which
-/// signal interrupted a wait is not known, so one handler without it
-/// makes the wait end as rdma-core's read would. Out of line: only an
-/// interrupted wait asks.
-#[cold]
-fn handlers_restart() -> bool {
-    (1..=libc::SIGRTMAX()).all(|sig| {
-        // SAFETY: sigaction only reads the action (no new one is given)
-        // into a zeroed struct of the right type.
-        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-        // SAFETY: as above; a signal number the C library refuses (its own
-        // internal ones) answers -1 and is skipped.
-        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
-            return true;
-        }
-        old.sa_sigaction == libc::SIG_DFL
-            || old.sa_sigaction == libc::SIG_IGN
-            || old.sa_flags & libc::SA_RESTART != 0
-    })
+    Step::Wait(fd)
 }
 
 /// Which kind of object an `enum ibv_event_type` names; `None` for port
@@ -277,36 +223,46 @@ fn element_of(ev: &rverbs::AsyncEvent) -> Option<usize> {
 }
 
 /// `ibv_get_async_event`: blocks (unless the program made `async_fd`
-/// non-blocking) for the next event; 0, or -1 with errno.
+/// non-blocking) for the next event; 0, or -1 with errno. Cancellable
+/// while it waits, as rdma-core's (`cancel.rs`).
 unsafe extern "C" fn get_async_event(c: *mut IbvContext, out: *mut IbvAsyncEvent) -> c_int {
-    guard::minus1(|| {
-        // SAFETY: an open context of ours (C contract).
-        let Some(b) = (unsafe { CtxBox::of(c) }) else {
-            return minus1_errno(libc::EINVAL);
-        };
-        if out.is_null() {
-            return minus1_errno(libc::EINVAL);
+    // SAFETY: forwarded C contract.
+    cancel::blocking(move || unsafe { async_event_step(c, out) })
+}
+
+/// One attempt of `ibv_get_async_event`.
+///
+/// # Safety
+/// `c` is NULL or an open context of ours; `out` NULL or writable (C
+/// contract).
+unsafe fn async_event_step(c: *mut IbvContext, out: *mut IbvAsyncEvent) -> Step {
+    // SAFETY: an open context of ours (C contract).
+    let Some(b) = (unsafe { CtxBox::of(c) }) else {
+        return Step::Done(minus1_errno(libc::EINVAL));
+    };
+    if out.is_null() {
+        return Step::Done(minus1_errno(libc::EINVAL));
+    }
+    let read_now = || loop {
+        if !b.ctx.wait_async_event(0).map_err(|e| errno_of(&e))? {
+            return Ok(None);
         }
-        let read_now = || loop {
-            if !b.ctx.wait_async_event(0).map_err(|e| errno_of(&e))? {
-                return Ok(None);
-            }
-            let ev = b.ctx.get_async_event().map_err(|e| errno_of(&e))?;
-            if let Some(element) = element_of(&ev) {
-                return Ok(Some(IbvAsyncEvent {
-                    element,
-                    event_type: ev.event_type.0 as c_int,
-                }));
-            }
-        };
-        let ev = match read_counted(b.ctx.async_fd().as_raw_fd(), &b.async_reading, read_now) {
-            Ok(ev) => ev,
-            Err(e) => return minus1_errno(e),
-        };
-        // SAFETY: out is a writable ibv_async_event (C contract, non-NULL).
-        unsafe { out.write(ev) };
-        0
-    })
+        let ev = b.ctx.get_async_event().map_err(|e| errno_of(&e))?;
+        if let Some(element) = element_of(&ev) {
+            return Ok(Some(IbvAsyncEvent {
+                element,
+                event_type: ev.event_type.0 as c_int,
+            }));
+        }
+    };
+    let ev = match try_counted(&b.async_reading, read_now) {
+        Ok(Some(ev)) => ev,
+        Ok(None) => return nothing_yet(b.ctx.async_fd().as_raw_fd()),
+        Err(e) => return Step::Done(minus1_errno(e)),
+    };
+    // SAFETY: out is a writable ibv_async_event (C contract, non-NULL).
+    unsafe { out.write(ev) };
+    Step::Done(0)
 }
 export!("ibv_get_async_event" = get_async_event);
 

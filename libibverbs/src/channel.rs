@@ -3,7 +3,8 @@
 //! (`ibv_ack_cq_events` takes a CQ: `cq.rs`).
 
 use crate::abi::*;
-use crate::async_event::{read_counted, take_comp_event};
+use crate::async_event::{nothing_yet, take_comp_event, try_counted};
+use crate::cancel::{self, Step};
 use crate::context::CtxBox;
 use crate::guard;
 use crate::obj::{destroy, CObject, Parent, Users};
@@ -20,7 +21,7 @@ pub(crate) struct ChanBox {
     /// The CQs that report to it.
     users: Users,
     /// Held while an event is read and counted, and while a CQ's destroy
-    /// decides and destroys (`async_event::read_counted`).
+    /// decides and destroys (`async_event::try_counted`).
     pub(crate) reading: Mutex<()>,
 }
 
@@ -70,45 +71,58 @@ unsafe extern "C" fn destroy_comp_channel(ch: *mut IbvCompChannel) -> c_int {
 export!("ibv_destroy_comp_channel" = destroy_comp_channel);
 
 /// `ibv_get_cq_event`: blocks for the next event on the channel; 0, or -1
-/// with errno.
+/// with errno. Cancellable while it waits, as rdma-core's (`cancel.rs`).
 unsafe extern "C" fn get_cq_event(
     ch: *mut IbvCompChannel,
     cq_out: *mut *mut IbvCq,
     ctx_out: *mut *mut c_void,
 ) -> c_int {
-    guard::minus1(|| {
-        // SAFETY: a channel of ours (C contract).
-        let Some(b) = (unsafe { ChanBox::of(ch) }) else {
-            return minus1_errno(libc::EINVAL);
+    // SAFETY: forwarded C contract.
+    cancel::blocking(move || unsafe { cq_event_step(ch, cq_out, ctx_out) })
+}
+
+/// One attempt of `ibv_get_cq_event`.
+///
+/// # Safety
+/// `ch` is NULL or a channel of ours; `cq_out` and `ctx_out` NULL or
+/// writable (C contract).
+unsafe fn cq_event_step(
+    ch: *mut IbvCompChannel,
+    cq_out: *mut *mut IbvCq,
+    ctx_out: *mut *mut c_void,
+) -> Step {
+    // SAFETY: a channel of ours (C contract).
+    let Some(b) = (unsafe { ChanBox::of(ch) }) else {
+        return Step::Done(minus1_errno(libc::EINVAL));
+    };
+    // The lookup counts the event in the same critical section, so the CQ
+    // stays until the program acknowledges it, and it is read under the
+    // channel's reading lock, so a destroy sees it counted or not read.
+    let read_now = || loop {
+        let Some(h) = b.ch.get_event_timeout(0).map_err(|e| errno_of(&e))? else {
+            return Ok(None);
         };
-        // The lookup counts the event in the same critical section, so the CQ
-        // stays until the program acknowledges it, and it is read under the
-        // channel's reading lock, so a destroy sees it counted or not read.
-        let read_now = || loop {
-            let Some(h) = b.ch.get_event_timeout(0).map_err(|e| errno_of(&e))? else {
-                return Ok(None);
-            };
-            // None: a CQ not registered, which a destroy under this lock leaves
-            // no event of; dropped, never handed out.
-            if let Some(cq) = take_comp_event(h) {
-                return Ok(Some(cq));
-            }
-        };
-        let cq = match read_counted(b.ch.fd().as_raw_fd(), &b.reading, read_now) {
-            Ok(cq) => cq,
-            Err(e) => return minus1_errno(e),
-        };
-        if !cq_out.is_null() {
-            // SAFETY: a writable pointer slot (C contract).
-            unsafe { *cq_out = cq };
+        // None: a CQ not registered, which a destroy under this lock leaves
+        // no event of; dropped, never handed out.
+        if let Some(cq) = take_comp_event(h) {
+            return Ok(Some(cq));
         }
-        if !ctx_out.is_null() {
-            // SAFETY: cq is live until its event is acknowledged (counted
-            // above); its C struct is the box's UnsafeCell, read through the
-            // pointer; ctx_out is writable (C contract).
-            unsafe { *ctx_out = std::ptr::addr_of!((*cq).cq_context).read() };
-        }
-        0
-    })
+    };
+    let cq = match try_counted(&b.reading, read_now) {
+        Ok(Some(cq)) => cq,
+        Ok(None) => return nothing_yet(b.ch.fd().as_raw_fd()),
+        Err(e) => return Step::Done(minus1_errno(e)),
+    };
+    if !cq_out.is_null() {
+        // SAFETY: a writable pointer slot (C contract).
+        unsafe { *cq_out = cq };
+    }
+    if !ctx_out.is_null() {
+        // SAFETY: cq is live until its event is acknowledged (counted
+        // above); its C struct is the box's UnsafeCell, read through the
+        // pointer; ctx_out is writable (C contract).
+        unsafe { *ctx_out = std::ptr::addr_of!((*cq).cq_context).read() };
+    }
+    Step::Done(0)
 }
 export!("ibv_get_cq_event" = get_cq_event);

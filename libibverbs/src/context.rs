@@ -22,7 +22,7 @@ pub(crate) struct CtxBox {
     pub(crate) ctx: Context,
     pub(crate) dev: &'static DevBox,
     /// Held while an async event is read and counted, and while a destroy
-    /// decides and destroys (`async_event::read_counted`).
+    /// decides and destroys (`async_event::try_counted`).
     pub(crate) async_reading: Mutex<()>,
     /// The function slots of the `ibv_cq_ex` and `ibv_qp_ex` every CQ and
     /// QP of this context carries (copied into each at its creation).

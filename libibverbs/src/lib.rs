@@ -57,6 +57,7 @@ mod spin;
 mod ah;
 mod async_event;
 mod batch;
+mod cancel;
 mod channel;
 mod context;
 mod cq;

@@ -28,6 +28,12 @@
  *   eintr      ibv_get_cq_event blocked when a signal handler runs: one
  *              installed without SA_RESTART ends it with EINTR; with
  *              SA_RESTART the wait goes on, to the CQ's event.
+ *   cancel     a thread blocked in ibv_get_cq_event is cancelled (rping
+ *              ends its CQ thread so) and its cleanup runs; the channel
+ *              then serves the next reader; a cancellation pending on
+ *              entry acts there even with an event queued, which stays;
+ *              a blocking read after both gets its event (nothing was
+ *              left locked), and the CQ and channel go.
  *   answers    what the control path answers where the kernel or the
  *              library refuses: GID queries of an empty entry, of an index
  *              past the table and of a missing port (a scan for a GID
@@ -718,6 +724,147 @@ static void eintr(void)
 	CHECK(!ibv_destroy_cq(c) && !ibv_destroy_comp_channel(ch), "destroy");
 }
 
+/* Case cancel. */
+static struct ibv_comp_channel *cancel_ch;
+static volatile int cleaned, cancel_sent, reader_got;
+
+static void cleanup(void *arg)
+{
+	(void)arg;
+	cleaned = 1;
+}
+
+/* Blocks for one event; acknowledges it if it gets one. */
+static void *blocked_reader(void *arg)
+{
+	struct ibv_cq *ecq;
+	void *ectx;
+
+	(void)arg;
+	pthread_cleanup_push(cleanup, NULL);
+	if (!ibv_get_cq_event(cancel_ch, &ecq, &ectx)) {
+		reader_got = 1;
+		ibv_ack_cq_events(ecq, 1);
+	}
+	pthread_cleanup_pop(0);
+	return NULL;
+}
+
+/* Calls ibv_get_cq_event with a cancellation already pending. */
+static void *pending_reader(void *arg)
+{
+	struct ibv_cq *ecq;
+	void *ectx;
+	int old;
+
+	(void)arg;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	while (!cancel_sent)
+		usleep(1000);
+	pthread_cleanup_push(cleanup, NULL);
+	/* Not a cancellation point: the cancellation stays pending. */
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+	if (!ibv_get_cq_event(cancel_ch, &ecq, &ectx)) {
+		reader_got = 1;
+		ibv_ack_cq_events(ecq, 1);
+	}
+	pthread_cleanup_pop(0);
+	return NULL;
+}
+
+/* Completions on cq, without printing, until n (20 s at most). */
+static void drain_wc(struct ibv_cq *cq, int n)
+{
+	struct ibv_wc wc[8];
+	time_t until = time(NULL) + 20;
+
+	while (n > 0) {
+		int r = ibv_poll_cq(cq, 8, wc);
+
+		CHECK(r >= 0, "ibv_poll_cq");
+		n -= r;
+		CHECK(time(NULL) < until, "drain_wc");
+	}
+}
+
+/* The event of the send just made, if the reader did not take it. */
+static int take_event(struct ibv_cq *c)
+{
+	struct pollfd p = { .fd = cancel_ch->fd, .events = POLLIN };
+	struct ibv_cq *ecq;
+	void *ectx;
+
+	CHECK(poll(&p, 1, 20000) == 1, "the event comes");
+	CHECK(!ibv_get_cq_event(cancel_ch, &ecq, &ectx) && ecq == c,
+	      "ibv_get_cq_event after a cancel");
+	ibv_ack_cq_events(ecq, 1);
+	return 1;
+}
+
+static void cancel_case(void)
+{
+	struct ibv_ah_attr aa = to_self();
+	struct ibv_cq *c;
+	struct ibv_qp *u;
+	struct ibv_ah *ah;
+	pthread_t t;
+	void *ret;
+
+	alarm(240); /* a reading lock left held would hang a read */
+	cancel_ch = ibv_create_comp_channel(ctx);
+	CHECK(cancel_ch, "ibv_create_comp_channel");
+	c = cq_on(16, cancel_ch, NULL);
+	u = qp_new(IBV_QPT_UD, c, 4);
+	to_rts(u, 0);
+	ah = ibv_create_ah(pd, &aa);
+	CHECK(ah, "ibv_create_ah");
+
+	CHECK(!ibv_req_notify_cq(c, 0), "ibv_req_notify_cq");
+	cleaned = reader_got = 0;
+	CHECK(!pthread_create(&t, NULL, blocked_reader, NULL), "pthread_create");
+	usleep(300000);
+	CHECK(!pthread_cancel(t), "pthread_cancel");
+	CHECK(!pthread_join(t, &ret), "pthread_join");
+	printf("cancel: a blocked reader cancelled %d, its cleanup ran %d\n",
+	       ret == PTHREAD_CANCELED, cleaned);
+	ud_send(u, ah, 1);
+	printf("cancel: then the channel gives the next event %d\n",
+	       take_event(c));
+	drain_wc(c, 1);
+
+	CHECK(!ibv_req_notify_cq(c, 0), "ibv_req_notify_cq");
+	ud_send(u, ah, 2);
+	drain_wc(c, 1);
+	cleaned = reader_got = cancel_sent = 0;
+	CHECK(!pthread_create(&t, NULL, pending_reader, NULL), "pthread_create");
+	CHECK(!pthread_cancel(t), "pthread_cancel");
+	cancel_sent = 1;
+	CHECK(!pthread_join(t, &ret), "pthread_join");
+	printf("cancel: pending on entry, with an event queued: cancelled %d, "
+	       "cleanup %d, the event taken %d\n",
+	       ret == PTHREAD_CANCELED, cleaned, reader_got);
+	printf("cancel: the event still there %d\n", take_event(c));
+
+	/* A blocking read from this thread: one left locked would hang. */
+	CHECK(!ibv_req_notify_cq(c, 0), "ibv_req_notify_cq");
+	ud_send(u, ah, 3);
+	{
+		struct ibv_cq *ecq;
+		void *ectx;
+		int rc = ibv_get_cq_event(cancel_ch, &ecq, &ectx);
+
+		printf("cancel: a blocking read after both %d, the CQ %d\n", rc,
+		       !rc && ecq == c);
+		if (!rc)
+			ibv_ack_cq_events(ecq, 1);
+	}
+	drain_wc(c, 1);
+	CHECK(!ibv_destroy_qp(u) && !ibv_destroy_ah(ah), "destroy");
+	printf("cancel: destroy_cq %d, destroy_comp_channel %d\n",
+	       ibv_destroy_cq(c), ibv_destroy_comp_channel(cancel_ch));
+	alarm(0);
+}
+
 /* ibv_query_gid_type (IBVERBS_PRIVATE_34, which ibv_devinfo calls; its
  * enum is in driver.h, which Debian does not ship). */
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
@@ -969,6 +1116,8 @@ int main(int argc, char **argv)
 		eintr();
 	else if (!strcmp(what, "data_answers"))
 		data_answers();
+	else if (!strcmp(what, "cancel"))
+		cancel_case();
 	else
 		CHECK(0, "no such case");
 	printf("done\n");

@@ -195,6 +195,21 @@ fn control_path_refusals_answer_as_rdma_cores_do() {
     same_answers("answers");
 }
 
+/// `pthread_cancel` of a thread blocked in `ibv_get_cq_event` (rping ends
+/// its CQ thread so): cancelled there, its cleanup run, and the channel
+/// works after; a cancellation pending on entry acts there, leaving the
+/// queued event; a blocking read after both gets its event, and the CQ
+/// and channel go (the library runs its guards, locks and reads with
+/// cancellation disabled and waits with it as the program left it: a
+/// cancellation unwinds only frames with nothing to clean up). Sends
+/// racing the cancellation of their reader are not compared: over
+/// rdma-core, a round's event once never reached the next reader (a
+/// cancelled `read(2)` may have taken it).
+#[test]
+fn a_reader_blocked_for_an_event_is_cancelled_as_rdma_cores_is() {
+    same_answers("cancel");
+}
+
 #[test]
 fn a_signal_ends_a_blocked_event_read_as_it_ends_rdma_cores() {
     same_answers("eintr");
