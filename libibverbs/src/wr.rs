@@ -574,11 +574,11 @@ impl Mode for InRing {
         let r = unsafe { b.ex.ring() };
         r.open = true;
         r.error = 0;
+        // The QP through a pointer: the refusal's branch borrows it again,
+        // which the borrow checker does not see the builder is not using.
         // SAFETY: the C caller keeps every AH it names alive until its
         // send completes (wr_set_ud_addr's contract, as ibv_post_send's
         // `wr.ud.ah`): `ud` gives them to the builder unkept.
-        // The QP through a pointer: the refusal's branch borrows it again,
-        // which the borrow checker does not see the builder is not using.
         match unsafe { (*qp).build_send_unkept() } {
             // `builder` is None here (wr_complete and wr_abort leave it so):
             // nothing to drop, and no test for it (callgrind).
