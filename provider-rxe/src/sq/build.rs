@@ -442,11 +442,10 @@ impl SendQueue {
         let (Some(at), true) = (self.build.last, self.build.plain) else {
             return false;
         };
-        // SAFETY: `at` is the slot of the batch's last request, and `plain`
-        // says the queue's slots hold an SGE past the header (max_sge >= 1,
-        // which SendQueue::new checked the ring's elem_size against): the
-        // ONE_SGE bytes are there, 8-aligned, in the ring this queue writes
-        // through `&mut self`, which no Rust reference reaches.
+        // `plain` says the queue's slots hold an SGE past the header
+        // (max_sge >= 1, which SendQueue::new checked elem_size against).
+        // SAFETY: `at` is the last request's slot: ONE_SGE bytes (above),
+        // 8-aligned, in the ring written through `&mut self`, unreferenced.
         let mut w: SlotMut<'_, ONE_SGE> = unsafe { SlotMut::new(at, 0) };
         // Constant offsets inside the view: nothing is checked at run time
         // and no store can be refused.
