@@ -592,9 +592,9 @@ mod tests {
     }
 
     /// The plain paths store what the checked ones do, and take only what
-    /// nothing could refuse: no request started, an atomic, an operation
-    /// without payload, a queue without SGEs, a connected QP's destination
-    /// are left to the checked ones (answered `false`, nothing written).
+    /// nothing could refuse: no request started, an atomic, a queue
+    /// without SGEs, a connected QP's destination, a batch ended are left
+    /// to the checked ones (answered `false`, nothing written).
     #[test]
     fn the_plain_paths_store_what_the_checked_ones_do() {
         let remote = Remote {
